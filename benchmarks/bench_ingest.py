@@ -1,0 +1,78 @@
+"""Local log → durable Parquet, end to end, next to the ceiling: a plain pyarrow write of the
+same rows from memory, in the same run.
+
+Pre-fills a local log with the load generator, runs ``specmetrics ingest --once`` logic over
+it, reads the rows back and writes them again with ``pyarrow.parquet.write_table`` (same
+codec and row groups). Rounds alternate the two; the best of each is reported. Prints one
+JSON line.
+
+    python -m benchmarks.bench_ingest [--rows 4000000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from emitter.loadgen import LoadSpec, run_load
+from emitter.sinks import LocalLogSink
+from ingest import Ingester, IngestSettings
+from ingest.output import STATE_DIR
+from ingest.sources import LocalLogSource
+
+
+def ingest_seconds(log_dir: Path, out: Path, settings: IngestSettings) -> tuple[float, int]:
+    shutil.rmtree(out, ignore_errors=True)
+    start = time.perf_counter()
+    ingester = Ingester(LocalLogSource(log_dir, out / STATE_DIR), out, settings)
+    stats = ingester.run(once=True)
+    ingester.close()
+    return time.perf_counter() - start, stats.rows
+
+
+def plain_write_seconds(table: pa.Table, path: Path, settings: IngestSettings) -> float:
+    start = time.perf_counter()
+    pq.write_table(table, path, compression=settings.compression, row_group_size=settings.row_group_rows)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=4_000_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    settings = IngestSettings()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        with LocalLogSink(root / "log") as sink:
+            run_load(LoadSpec(rows=args.rows, engines=4, seed=1), sink)
+        log_bytes = sum(p.stat().st_size for p in (root / "log").glob("*.log"))
+        ingest_times, write_times = [], []
+        rows = 0
+        for _ in range(args.rounds):
+            seconds, rows = ingest_seconds(root / "log", root / "out", settings)
+            ingest_times.append(seconds)
+            files = sorted((root / "out").rglob("*.parquet"))
+            table = pa.concat_tables(pq.read_table(f) for f in files)
+            write_times.append(plain_write_seconds(table, root / "plain.parquet", settings))
+            del table
+        parquet_bytes = sum(f.stat().st_size for f in files)
+        e2e, ceiling = rows / min(ingest_times), rows / min(write_times)
+        print(json.dumps({
+            "bench": "ingest_local_log_to_parquet", "rows": rows, "files": len(files),
+            "e2e_rows_per_s": round(e2e), "plain_write_rows_per_s": round(ceiling),
+            "e2e_vs_plain_write": round(e2e / ceiling, 3),
+            "parquet_bytes_per_row": round(parquet_bytes / rows, 2), "log_bytes_per_row": round(log_bytes / rows, 1),
+            "compression": settings.compression, "flush_rows": settings.flush_rows,
+        }))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Exact counters of what the load generator produced, to check the views against."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from schemas.codes import KIND_CODES, REASON_CODES
+
+
+@dataclass
+class EngineTruth:
+    """Counters for one engine (one engine_id, model, method, K), as DESIGN.md section 4 defines them."""
+
+    num_spec_tokens: int
+    steps: int = 0
+    skipped_steps: int = 0
+    request_steps: dict[str, int] = field(default_factory=dict)
+    k_zero_reasons: dict[str, int] = field(default_factory=dict)
+    num_drafts: int = 0
+    num_draft_tokens: int = 0
+    num_accepted_tokens: int = 0
+    vllm_num_drafts: int = 0
+    vllm_num_draft_tokens: int = 0
+    vllm_num_accepted_tokens: int = 0
+    k_invalid_tokens: int = 0
+    accepted_per_pos: list[int] = field(default_factory=list)
+    reached_per_pos: list[int] = field(default_factory=list)
+    vllm_accepted_per_pos: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        k = self.num_spec_tokens
+        for name in ("accepted_per_pos", "reached_per_pos", "vllm_accepted_per_pos"):
+            if not getattr(self, name):
+                setattr(self, name, [0] * k)
+
+    def add_step(self, cols: dict[str, np.ndarray], skipped: bool) -> None:
+        kind, k_sched, k_valid, accepted = cols["kind"], cols["k_sched"], cols["k_valid"], cols["accepted"]
+        self.steps += 1
+        self.skipped_steps += int(skipped)
+        for code, count in zip(*np.unique(kind, return_counts=True), strict=True):
+            name = KIND_CODES[code].value
+            self.request_steps[name] = self.request_steps.get(name, 0) + int(count)
+        for code, count in zip(*np.unique(cols["reason"][kind == 3], return_counts=True), strict=True):
+            name = str(REASON_CODES[code])
+            self.k_zero_reasons[name] = self.k_zero_reasons.get(name, 0) + int(count)
+        self.k_invalid_tokens += int(cols["k_invalid"].sum())
+        corrected = (kind == 0) | ((kind == 2) & (k_valid > 0))
+        vllm = k_sched > 0
+        self.num_drafts += int(corrected.sum())
+        self.num_draft_tokens += int(k_valid[corrected].sum())
+        self.num_accepted_tokens += int(accepted[corrected].sum())
+        self.vllm_num_drafts += int(vllm.sum())
+        self.vllm_num_draft_tokens += int(k_valid[vllm].sum())
+        self.vllm_num_accepted_tokens += int(accepted[vllm].sum())
+        for i in range(self.num_spec_tokens):
+            self.accepted_per_pos[i] += int((accepted[corrected] > i).sum())
+            self.reached_per_pos[i] += int((k_valid[corrected] > i).sum())
+            self.vllm_accepted_per_pos[i] += int((accepted[vllm] > i).sum())
+
+    @property
+    def rows(self) -> int:
+        return sum(self.request_steps.values())
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)

@@ -1,0 +1,195 @@
+"""Decoded step messages of one partition → one Arrow table, with no Python object per row.
+
+Steps are kept as raw column buffers; :meth:`PartitionBuffer.build` concatenates them,
+checks every outcome rule vectorised (:mod:`schemas.validation`), moves the steps that break
+one to the dead letters, and returns the table in :data:`schemas.OUTCOME_SCHEMA`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from schemas.arrow import OUTCOME_SCHEMA
+from schemas.codes import KIND_CODES, OFFSET_DTYPE, OUTCOME_COLUMNS, OUTCOME_DTYPE, REASON_CODES
+from schemas.validation import invalid_outcome_rows
+from schemas.wire import WireStep
+
+_KIND_NAMES = pa.array([k.value for k in KIND_CODES])
+_REASON_NAMES = pa.array([str(r) if r else "" for r in REASON_CODES])
+_STEP_STRING_COLUMNS = ("schema_version", "engine_instance", "model", "vllm_version", "method")
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A record that could not be ingested, with the reason and its original bytes."""
+
+    partition: int
+    offset: int
+    reason: str
+    payload: bytes
+
+
+CHUNK_ROWS = 131_072
+
+
+@dataclass
+class PartitionBuffer:
+    """Steps read from one partition since the last flush.
+
+    Steps are converted to Arrow every :data:`CHUNK_ROWS` request outcomes, so memory stays
+    close to the Arrow size of the data and large temporary buffers are not re-faulted in.
+    """
+
+    partition: int
+    start_offset: int
+    end_offset: int = -1  # last offset consumed (stored or dead-lettered)
+    rows: int = 0
+    payload_bytes: int = 0
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+    _steps: list[WireStep] = field(default_factory=list)
+    _offsets: list[int] = field(default_factory=list)
+    _payloads: list[bytes] = field(default_factory=list)
+    _pending_rows: int = 0
+    _batches: list[pa.RecordBatch] = field(default_factory=list)
+    _times: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, offset: int, payload: bytes, step: WireStep) -> None:
+        self._steps.append(step)
+        self._offsets.append(offset)
+        self._payloads.append(payload)
+        self.rows += step.n
+        self._pending_rows += step.n
+        self.payload_bytes += len(payload)
+        self.end_offset = offset
+        if self._pending_rows >= CHUNK_ROWS:
+            self._convert()
+
+    def reject(self, offset: int, payload: bytes, reason: str) -> None:
+        self.dead_letters.append(DeadLetter(self.partition, offset, reason, payload))
+        self.payload_bytes += len(payload)
+        self.end_offset = offset
+
+    def build(self) -> tuple[pa.Table, np.ndarray]:
+        """The table of all valid steps, and each row's event time (µs) for partitioning."""
+        self._convert()
+        table = pa.Table.from_batches(self._batches, schema=OUTCOME_SCHEMA)
+        times = np.concatenate(self._times) if self._times else np.zeros(0, dtype=np.int64)
+        return table, times
+
+    def _convert(self) -> None:
+        """Validate the pending steps, dead-letter the bad ones, turn the rest into a batch."""
+        steps, offsets, payloads = self._steps, np.asarray(self._offsets, dtype=np.int64), self._payloads
+        self._steps, self._offsets, self._payloads, self._pending_rows = [], [], [], 0
+        if not steps:
+            return
+        n = np.fromiter((s.n for s in steps), dtype=np.int64, count=len(steps))
+        step_of_row = np.repeat(np.arange(len(steps)), n)
+        packed = np.frombuffer(b"".join([s.outcomes for s in steps]), dtype=OUTCOME_DTYPE)
+        cols = {name: np.ascontiguousarray(packed[name]) for name in OUTCOME_COLUMNS}
+        k = np.fromiter((s.context.num_spec_tokens for s in steps), dtype=np.int64, count=len(steps))
+        _, reasons = invalid_outcome_rows(cols, k[step_of_row])
+        request_ids, empty_id_rows = _request_ids(steps, n)
+        for row in np.flatnonzero(empty_id_rows):
+            reasons.setdefault(int(row), "empty request_id")
+        first_row = np.concatenate(([0], np.cumsum(n)[:-1]))
+        bad_steps: dict[int, str] = {}
+        for row, why in reasons.items():
+            step = int(step_of_row[row])
+            bad_steps.setdefault(step, f"outcome {row - int(first_row[step])}: {why}")
+        for step, why in _duplicate_request_steps(request_ids, step_of_row).items():
+            bad_steps.setdefault(step, why)
+        if bad_steps:
+            for index, why in sorted(bad_steps.items()):
+                self.dead_letters.append(DeadLetter(self.partition, int(offsets[index]), why, payloads[index]))
+            keep_step = np.ones(len(steps), dtype=bool)
+            keep_step[list(bad_steps)] = False
+            keep_row = keep_step[step_of_row]
+            steps = [s for s, keep in zip(steps, keep_step, strict=True) if keep]
+            offsets = offsets[keep_step]
+            n = n[keep_step]
+            step_of_row = np.repeat(np.arange(len(steps)), n)
+            cols = {name: values[keep_row] for name, values in cols.items()}
+            request_ids = request_ids.filter(pa.array(keep_row))
+        times = np.fromiter((s.event_time_us for s in steps), dtype=np.int64, count=len(steps))[step_of_row]
+        self._batches.append(_record_batch(steps, offsets, self.partition, step_of_row, cols, request_ids, times))
+        self._times.append(times)
+
+
+def _request_ids(steps: list[WireStep], n: np.ndarray) -> tuple[pa.StringArray, np.ndarray]:
+    """All steps' request ids as one Arrow array, and the mask of rows whose id is empty."""
+    data = b"".join(s.request_id_data for s in steps)
+    all_offsets = np.frombuffer(b"".join(s.request_id_offsets for s in steps), dtype=OFFSET_DTYPE)
+    firsts = np.zeros(len(all_offsets), dtype=bool)
+    firsts[np.concatenate(([0], np.cumsum(n + 1)[:-1])).astype(np.int64)] = True
+    ends = all_offsets[~firsts].astype(np.int64)
+    empty = ends <= all_offsets[np.flatnonzero(~firsts) - 1]
+    bases = np.concatenate(([0], np.cumsum([len(s.request_id_data) for s in steps])[:-1])).astype(np.int64)
+    offsets = np.concatenate(([0], ends + np.repeat(bases, n))).astype(np.int32)
+    return pa.StringArray.from_buffers(int(n.sum()), pa.py_buffer(offsets), pa.py_buffer(data)), empty
+
+
+def _duplicate_request_steps(request_ids: pa.StringArray, step_of_row: np.ndarray) -> dict[int, str]:
+    """Steps in which a request id appears twice (sorting (step, id code) pairs, nearly sorted already)."""
+    if not len(request_ids):
+        return {}
+    encoded = request_ids.dictionary_encode()
+    keys = step_of_row.astype(np.int64) * len(encoded.dictionary) + encoded.indices.to_numpy()
+    ordered = np.sort(keys, kind="stable")
+    repeats = ordered[1:][ordered[1:] == ordered[:-1]]
+    return {int(key // len(encoded.dictionary)): f"request_id {encoded.dictionary[int(key % len(encoded.dictionary))]}"
+            " appears twice in one step" for key in repeats}
+
+
+def _repeat_strings(per_step: list[str], step_of_row: np.ndarray) -> pa.DictionaryArray:
+    encoded = pa.array(per_step, type=pa.string()).dictionary_encode()
+    return pa.DictionaryArray.from_arrays(encoded.indices.to_numpy()[step_of_row], encoded.dictionary)
+
+
+def _repeat_ints(per_step: Sequence[int | None] | np.ndarray, dtype: type, step_of_row: np.ndarray) -> pa.Array:
+    """Per-step integers repeated per row; ``None`` becomes null."""
+    if isinstance(per_step, np.ndarray) or None not in per_step:
+        return pa.array(np.asarray(per_step, dtype=dtype)[step_of_row])
+    nulls = np.array([v is None for v in per_step])
+    values: np.ndarray = np.array([0 if v is None else v for v in per_step], dtype=dtype)
+    return pa.array(values[step_of_row], mask=nulls[step_of_row])
+
+
+def _record_batch(
+    steps: list[WireStep],
+    offsets: np.ndarray,
+    partition: int,
+    step_of_row: np.ndarray,
+    cols: dict[str, np.ndarray],
+    request_ids: pa.StringArray,
+    times: np.ndarray,
+) -> pa.RecordBatch:
+    contexts = [s.context for s in steps]
+    columns: dict[str, pa.Array] = {
+        name: _repeat_strings([getattr(c, name) for c in contexts], step_of_row) for name in _STEP_STRING_COLUMNS
+    }
+    columns["engine_id"] = _repeat_strings([c.engine_id for c in contexts], step_of_row)
+    columns["event_id"] = _repeat_strings([s.event_id for s in steps], step_of_row)
+    for name, values, dtype in (
+        ("dp_rank", [c.dp_rank for c in contexts], np.int16),
+        ("num_spec_tokens", [c.num_spec_tokens for c in contexts], np.int16),
+        ("drafter_max_len", [c.drafter_max_len for c in contexts], np.int32),
+        ("step_index", [s.step_index for s in steps], np.int64),
+        ("batch_max_seq_len", [s.batch_max_seq_len for s in steps], np.int32),
+        ("log_offset", offsets, np.int64),
+    ):
+        columns[name] = _repeat_ints(values, dtype, step_of_row)
+    columns["event_time"] = pa.array(times, type=pa.timestamp("us"))
+    columns["log_partition"] = pa.array(np.full(len(step_of_row), partition, dtype=np.int32))
+    columns["request_id"] = request_ids
+    columns["kind"] = pa.DictionaryArray.from_arrays(pa.array(cols["kind"].astype(np.int32)), _KIND_NAMES)
+    reason = cols["reason"].astype(np.int32)
+    columns["k_zero_reason"] = pa.DictionaryArray.from_arrays(
+        pa.array(reason, mask=reason == 0), _REASON_NAMES
+    )
+    for name in ("k_sched", "k_valid", "k_invalid", "accepted", "emitted"):
+        columns[name] = pa.array(cols[name])
+    return pa.RecordBatch.from_arrays([columns[f.name] for f in OUTCOME_SCHEMA], schema=OUTCOME_SCHEMA)

@@ -1,0 +1,117 @@
+"""The ingester's output tree: hive-partitioned Parquet, dead letters, committed state.
+
+::
+
+    DATADIR/dt=YYYY-MM-DD/hour=HH/<source>-<partition>-<first offset>-<last offset>.parquet
+    DATADIR/_dead_letter/<source>-<partition>-<first offset>-<last offset>.jsonl
+    DATADIR/_state/<source>.offsets.json     (local log sources)
+
+File names are deterministic: the same input gives the same names, so a restart after a
+crash rewrites a file instead of adding a second copy. Files at or past the committed offset
+were written by a flush whose commit never happened; they are removed on start.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ingest.batch import DeadLetter
+from ingest.durable import write_atomically, write_durably
+
+logger = logging.getLogger(__name__)
+
+DEAD_LETTER_DIR = "_dead_letter"
+STATE_DIR = "_state"
+_HOUR_US = 3_600_000_000
+_NAME = re.compile(r"^(?P<source>\w+)-(?P<partition>\d+)-(?P<start>\d{20})-(?P<end>\d{20})\.(parquet|jsonl)$")
+
+
+@dataclass(frozen=True, slots=True)
+class ParquetOptions:
+    compression: str = "zstd"
+    compression_level: int | None = None
+    row_group_rows: int = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class FileName:
+    """What an output file's name says."""
+
+    source: str
+    partition: int
+    start: int
+    end: int
+
+    def render(self, suffix: str) -> str:
+        return f"{self.source}-{self.partition}-{self.start:020d}-{self.end:020d}.{suffix}"
+
+    @classmethod
+    def parse(cls, name: str) -> FileName | None:
+        m = _NAME.match(name)
+        if m is None:
+            return None
+        return cls(m["source"], int(m["partition"]), int(m["start"]), int(m["end"]))
+
+
+def write_partitioned(
+    out: Path, name: FileName, table: pa.Table, event_time_us: np.ndarray, options: ParquetOptions
+) -> list[Path]:
+    """Write ``table`` split by event-time hour, one durable file per hour."""
+    hours = event_time_us // _HOUR_US
+    paths = []
+    for hour in np.unique(hours):
+        part = table if hours[0] == hours[-1] == hour else table.filter(pa.array(hours == hour))
+        when = datetime.fromtimestamp(int(hour) * 3600, UTC)
+        path = out / f"dt={when:%Y-%m-%d}" / f"hour={when:%H}" / name.render("parquet")
+        write_durably(path, partial(_write_parquet, part, options))
+        paths.append(path)
+    return paths
+
+
+def _write_parquet(table: pa.Table, options: ParquetOptions, path: Path) -> None:
+    pq.write_table(table, path, compression=options.compression, compression_level=options.compression_level,
+                   row_group_size=options.row_group_rows)
+
+
+def write_dead_letters(out: Path, name: FileName, letters: list[DeadLetter]) -> Path:
+    """One JSON line per rejected record: reason and original bytes (base64)."""
+    lines = (
+        json.dumps({
+            "source": name.source, "partition": letter.partition, "offset": letter.offset,
+            "reason": letter.reason, "payload_base64": base64.b64encode(letter.payload).decode(),
+        })
+        for letter in letters
+    )
+    path = out / DEAD_LETTER_DIR / name.render("jsonl")
+    write_atomically(path, ("\n".join(lines) + "\n").encode())
+    return path
+
+
+def remove_uncommitted(out: Path, source: str, committed: dict[int, int]) -> list[Path]:
+    """Delete files of ``source`` that start at or after the committed offset of their
+    partition (a flush that crashed before its commit), and stray temp files."""
+    removed: list[Path] = []
+    if not out.exists():
+        return removed
+    for path in out.rglob("*"):
+        temp = path.name.startswith(".") and path.name.endswith(".tmp")
+        parsed = FileName.parse(path.name[1:-4] if temp else path.name)
+        if parsed is None or parsed.source != source:
+            continue
+        if temp or parsed.start >= committed.get(parsed.partition, 0):
+            path.unlink()
+            removed.append(path)
+    if removed:
+        logger.warning("removed %d file(s) from an uncommitted flush: %s", len(removed), [str(p) for p in removed])
+    return removed

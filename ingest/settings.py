@@ -1,0 +1,21 @@
+"""Ingester settings (also read from ``SPECMETRICS_INGEST_*`` environment variables)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class IngestSettings(BaseSettings):
+    """When a flush happens and how files are written."""
+
+    model_config = SettingsConfigDict(env_prefix="SPECMETRICS_INGEST_", frozen=True, extra="forbid")
+
+    flush_rows: int = Field(default=1_000_000, ge=1, description="Flush a partition at this many request outcomes.")
+    flush_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="... or this many message bytes.")
+    flush_idle_s: float = Field(default=5.0, gt=0, description="Following a live log: flush when no record "
+                                "arrived for this long.")
+    poll_records: int = Field(default=5000, ge=1, description="Records asked for per poll.")
+    compression: str = Field(default="zstd", pattern="^(zstd|lz4|snappy|gzip|none)$")
+    compression_level: int | None = Field(default=None, description="Codec level; None: the codec's default.")
+    row_group_rows: int = Field(default=1_000_000, ge=1, description="Rows per Parquet row group.")

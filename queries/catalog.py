@@ -1,0 +1,164 @@
+"""The DuckDB catalog of specmetrics: the Parquet tree as a source view, the layered SQL views on
+top of it, and a read-only way to query them.
+
+::
+
+    raw_request_outcomes            source: DATADIR/dt=YYYY-MM-DD/hour=HH/*.parquet (or an empty view)
+    sql/staging/*.sql               request_steps
+    sql/intermediate/*.sql          outcome_histogram, position_counts
+    sql/metrics/*.sql               acceptance, acceptance_vllm, acceptance_per_position,
+                                    acceptance_vllm_per_position, outcome_shares
+
+After the views are created the connection is locked down: ``enable_external_access = false``
+with the data directory as the only ``allowed_directories`` entry (DuckDB also allows its own
+temp directory), then ``lock_configuration = true``. User SQL cannot read other files, write
+files outside those directories, attach databases, install or load extensions, or undo the
+settings. DuckDB does not tell reads from writes inside an allowed directory, and an in-memory
+database is always writable, so :func:`run_query` also admits only single read-only statements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from queries.guard import check_read_only
+from schemas.arrow import OUTCOME_SCHEMA
+
+SOURCE_VIEW = "raw_request_outcomes"
+PUBLIC_VIEWS: tuple[str, ...] = (
+    "request_steps",
+    "acceptance",
+    "acceptance_vllm",
+    "acceptance_per_position",
+    "acceptance_vllm_per_position",
+    "outcome_shares",
+)
+LAYERS: tuple[str, ...] = ("staging", "intermediate", "metrics")
+PARQUET_GLOB = "dt=*/hour=*/*.parquet"
+#: Hive partition columns and their types in the source view (DuckDB's own guess depends on the
+#: values: ``hour=07`` stays text, ``hour=10`` becomes BIGINT).
+PARTITION_COLUMNS: tuple[tuple[str, str], ...] = (("dt", "DATE"), ("hour", "INTEGER"))
+_GLOB_CHARS = frozenset("*?[]{}")
+
+Params = Sequence[object] | Mapping[str, object]
+
+
+def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with every view over the Parquet tree under ``data_dir``.
+
+    The tree is globbed again by each query, so files the ingester adds later are seen. A data
+    directory without Parquet files gives empty views (this is decided once, here).
+    """
+    root = Path(data_dir).expanduser()
+    if not root.exists():
+        raise FileNotFoundError(
+            f"data directory {str(root)!r} does not exist: point at the ingester's output "
+            f"(DATADIR/{PARQUET_GLOB})"
+        )
+    if not root.is_dir():
+        raise NotADirectoryError(f"data directory {str(root)!r} is not a directory")
+    root = root.resolve()
+    con = duckdb.connect(":memory:", config={"python_enable_replacements": False})
+    try:
+        has_files = _create_source(con, root)
+        for statement in view_statements(con):
+            con.execute(statement)
+        if has_files:
+            con.execute("SET allowed_directories = ?", [[str(root)]])
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def run_query(con: duckdb.DuckDBPyConnection, sql: str, params: Params | None = None) -> pa.Table:
+    """Run one read-only statement with bound parameters (``?``/``$1`` with a sequence,
+    ``$name`` with a mapping) and return its result.
+
+    Raises :class:`queries.guard.QueryRejected` (a ``ValueError``) for anything but a single
+    SELECT-like statement or an EXPLAIN of one.
+    """
+    if isinstance(params, (str, bytes)):
+        raise TypeError("params must be a sequence or a mapping of values, not a string")
+    check_read_only(con, sql)
+    relation = con.sql(sql) if params is None else con.sql(sql, params=params)
+    if relation is None:  # cannot happen for a SELECT; keeps the type checker honest
+        raise RuntimeError("the query returned no result")
+    return relation.to_arrow_table()
+
+
+def describe_views(con: duckdb.DuckDBPyConnection, *, include_internal: bool = False) -> list[tuple[str, str | None]]:
+    """``(view name, comment)`` of the public views in :data:`PUBLIC_VIEWS` order; with
+    ``include_internal``, of every view (source and intermediate ones too), by name."""
+    rows = con.execute(
+        "SELECT view_name, comment FROM duckdb_views() "
+        "WHERE NOT internal AND NOT temporary AND schema_name = 'main' ORDER BY view_name"
+    ).fetchall()
+    comments: dict[str, str | None] = {str(name): (None if comment is None else str(comment)) for name, comment in rows}
+    if include_internal:
+        return list(comments.items())
+    return [(name, comments[name]) for name in PUBLIC_VIEWS if name in comments]
+
+
+def sql_files() -> list[str]:
+    """Names of the view files, ``layer/file.sql``, in the order they are run."""
+    root = resources.files("queries") / "sql"
+    return [
+        f"{layer}/{name}"
+        for layer in LAYERS
+        for name in sorted(entry.name for entry in (root / layer).iterdir() if entry.name.endswith(".sql"))
+    ]
+
+
+def view_statements(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every statement of the view files, in the order they are run."""
+    root = resources.files("queries") / "sql"
+    statements: list[str] = []
+    for name in sql_files():
+        text = (root / name).read_text(encoding="utf-8")
+        statements.extend(statement.query for statement in con.extract_statements(text))
+    return statements
+
+
+def _create_source(con: duckdb.DuckDBPyConnection, root: Path) -> bool:
+    """Create :data:`SOURCE_VIEW`; whether the tree holds Parquet files."""
+    files = sorted(str(path) for path in root.glob(PARQUET_GLOB) if path.is_file())
+    if not files:
+        _create_empty_source(con)
+        return False
+    # The path travels as a value, never pasted into SQL; a path that DuckDB would read as a glob
+    # pattern itself is passed as the file list of now (later files are then not seen).
+    source = files if _GLOB_CHARS & set(str(root)) else str(root / PARQUET_GLOB)
+    typed = ", ".join(f"CAST({_quote(name)} AS {dtype}) AS {_quote(name)}" for name, dtype in PARTITION_COLUMNS)
+    relation = con.read_parquet(source, hive_partitioning=True, union_by_name=True)
+    relation.project(f"* REPLACE ({typed})").create_view(SOURCE_VIEW)
+    _comment_source(con)
+    return True
+
+
+def _create_empty_source(con: duckdb.DuckDBPyConnection) -> None:
+    """An empty :data:`SOURCE_VIEW` with the columns and DuckDB types of a real one."""
+    empty = con.from_arrow(OUTCOME_SCHEMA.empty_table())
+    columns = [(name, str(dtype)) for name, dtype in zip(empty.columns, empty.types, strict=True)]
+    columns += PARTITION_COLUMNS
+    select = ", ".join(f"CAST(NULL AS {dtype}) AS {_quote(name)}" for name, dtype in columns)
+    con.execute(f"CREATE VIEW {SOURCE_VIEW} AS SELECT {select} LIMIT 0")
+    _comment_source(con)
+
+
+def _comment_source(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        f"COMMENT ON VIEW {SOURCE_VIEW} IS 'Source: the Parquet tree dt=YYYY-MM-DD/hour=HH/*.parquet as stored "
+        "(schemas.arrow.OUTCOME_SCHEMA plus the dt and hour partition keys); empty when the tree has no file.'"
+    )
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'

@@ -1,0 +1,34 @@
+-- position_counts: per group and draft position, the counts behind the per-position rates.
+--
+-- One row per group (engine_id, model, method, num_spec_tokens) that has request-steps and per
+-- position 0 .. num_spec_tokens - 1 (0-based, like the `position` label of vLLM's
+-- spec_decode_num_accepted_tokens_per_pos counter). Built from outcome_histogram, so it expands
+-- histogram rows, never request-steps.
+--
+-- Columns:
+--   engine_id, model, method, num_spec_tokens   the group
+--   position                                    0-based draft position i (INTEGER)
+--   num_drafts                                  corrected drafts in the group
+--   num_reached                                 corrected drafts with k_valid >= i + 1
+--   num_accepted                                corrected drafts with accepted >= i + 1
+--   vllm_num_drafts                             vLLM drafts (k_sched > 0) in the group
+--   vllm_num_accepted                           vLLM drafts with accepted >= i + 1 (vLLM's counter)
+CREATE OR REPLACE VIEW position_counts AS
+SELECT
+    h.engine_id,
+    h.model,
+    h.method,
+    h.num_spec_tokens,
+    CAST(p.position AS INTEGER) AS position,
+    CAST(coalesce(sum(h.request_steps) FILTER (WHERE h.is_draft), 0) AS BIGINT) AS num_drafts,
+    CAST(coalesce(sum(h.request_steps) FILTER (WHERE h.is_draft AND h.k_valid >= p.position + 1), 0) AS BIGINT)
+        AS num_reached,
+    CAST(coalesce(sum(h.request_steps) FILTER (WHERE h.is_draft AND h.accepted >= p.position + 1), 0) AS BIGINT)
+        AS num_accepted,
+    CAST(coalesce(sum(h.request_steps) FILTER (WHERE h.is_vllm_draft), 0) AS BIGINT) AS vllm_num_drafts,
+    CAST(coalesce(sum(h.request_steps) FILTER (WHERE h.is_vllm_draft AND h.accepted >= p.position + 1), 0) AS BIGINT)
+        AS vllm_num_accepted
+FROM outcome_histogram AS h, range(h.num_spec_tokens) AS p(position)
+GROUP BY h.engine_id, h.model, h.method, h.num_spec_tokens, p.position;
+
+COMMENT ON VIEW position_counts IS 'Per group and 0-based draft position: corrected drafts, reached, accepted, and vLLM drafts and accepted-per-position.';

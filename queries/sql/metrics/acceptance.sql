@@ -1,0 +1,41 @@
+-- acceptance: corrected speculative-decoding acceptance, per group.
+--
+-- A draft is a request-step of kind 'drafted', or 'grammar_invalid' with k_valid > 0: steps that
+-- were skipped for length (placeholder drafts), whose drafts were all grammar-invalid, or that
+-- scheduled nothing (k_zero) are not drafts. Every group with request-steps has a row, with zero
+-- counts and NULL ratios when it has no draft.
+--
+-- Columns:
+--   engine_id, model, method, num_spec_tokens   the group
+--   num_drafts              corrected drafts (BIGINT)
+--   num_draft_tokens        sum of k_valid over them (BIGINT)
+--   num_accepted_tokens     sum of accepted over them (BIGINT)
+--   acceptance_rate         num_accepted_tokens / num_draft_tokens (DOUBLE; NULL when no draft token)
+--   mean_acceptance_length  1 + num_accepted_tokens / num_drafts (DOUBLE; NULL when no draft)
+CREATE OR REPLACE VIEW acceptance AS
+WITH totals AS (
+    SELECT
+        engine_id,
+        model,
+        method,
+        num_spec_tokens,
+        CAST(coalesce(sum(request_steps) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_drafts,
+        CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_draft_tokens,
+        CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_accepted_tokens
+    FROM outcome_histogram
+    GROUP BY engine_id, model, method, num_spec_tokens
+)
+SELECT
+    engine_id,
+    model,
+    method,
+    num_spec_tokens,
+    num_drafts,
+    num_draft_tokens,
+    num_accepted_tokens,
+    num_accepted_tokens / nullif(num_draft_tokens, 0) AS acceptance_rate,
+    1 + num_accepted_tokens / nullif(num_drafts, 0) AS mean_acceptance_length
+FROM totals
+ORDER BY engine_id, model, method, num_spec_tokens;
+
+COMMENT ON VIEW acceptance IS 'Corrected acceptance per group: drafts = drafted + grammar_invalid with k_valid > 0; rate and mean acceptance length.';

@@ -1,0 +1,32 @@
+-- acceptance_per_position: corrected per-position acceptance rates, per group.
+--
+-- One row per group with request-steps and per position 0 .. num_spec_tokens - 1 (0-based).
+-- Drafts are the corrected ones (see acceptance). Two rates:
+--   rate_vllm         #(accepted >= i + 1) / num_drafts: vLLM's definition, over corrected drafts
+--   rate_conditional  #(accepted >= i + 1) / #(k_valid >= i + 1): acceptance at position i among
+--                     drafts that verified a token there
+--
+-- Columns:
+--   engine_id, model, method, num_spec_tokens   the group
+--   position          0-based draft position i (INTEGER)
+--   num_accepted      corrected drafts with accepted >= i + 1 (BIGINT)
+--   num_drafts        corrected drafts in the group (BIGINT)
+--   num_reached       corrected drafts with k_valid >= i + 1 (BIGINT)
+--   rate_vllm         num_accepted / num_drafts (DOUBLE; NULL when no draft)
+--   rate_conditional  num_accepted / num_reached (DOUBLE; NULL when no draft reached position i)
+CREATE OR REPLACE VIEW acceptance_per_position AS
+SELECT
+    engine_id,
+    model,
+    method,
+    num_spec_tokens,
+    position,
+    num_accepted,
+    num_drafts,
+    num_reached,
+    num_accepted / nullif(num_drafts, 0) AS rate_vllm,
+    num_accepted / nullif(num_reached, 0) AS rate_conditional
+FROM position_counts
+ORDER BY engine_id, model, method, num_spec_tokens, position;
+
+COMMENT ON VIEW acceptance_per_position IS 'Corrected per-position acceptance: vLLM-style rate (over all drafts) and conditional rate (over drafts reaching the position).';

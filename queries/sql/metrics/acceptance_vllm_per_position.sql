@@ -1,0 +1,28 @@
+-- acceptance_vllm_per_position: vLLM 0.32.0's per-position accepted-token counter, per group.
+--
+-- Reproduces vllm:spec_decode_num_accepted_tokens_per_pos exactly, bugs included: at position i
+-- (0-based, vLLM's `position` label) it counts the request-steps with k_sched > 0 (vLLM drafts,
+-- see acceptance_vllm) that accepted at least i + 1 tokens. One row per group with request-steps
+-- and per position 0 .. num_spec_tokens - 1.
+--
+-- Columns:
+--   engine_id, model, method, num_spec_tokens   the group
+--   position                     0-based draft position i (INTEGER)
+--   num_accepted_tokens_per_pos  vLLM drafts with accepted >= i + 1 (BIGINT)
+--   num_drafts                   vLLM drafts in the group (BIGINT), as in acceptance_vllm
+--   acceptance_rate              num_accepted_tokens_per_pos / num_drafts: the per-position rate vLLM
+--                                logs (DOUBLE; NULL when no draft)
+CREATE OR REPLACE VIEW acceptance_vllm_per_position AS
+SELECT
+    engine_id,
+    model,
+    method,
+    num_spec_tokens,
+    position,
+    vllm_num_accepted AS num_accepted_tokens_per_pos,
+    vllm_num_drafts AS num_drafts,
+    vllm_num_accepted / nullif(vllm_num_drafts, 0) AS acceptance_rate
+FROM position_counts
+ORDER BY engine_id, model, method, num_spec_tokens, position;
+
+COMMENT ON VIEW acceptance_vllm_per_position IS 'vLLM 0.32.0 accepted-tokens-per-position counter (drafts with k_sched > 0 and accepted >= i + 1), bugs included.';

@@ -1,0 +1,63 @@
+-- request_steps: one row per request outcome ("request-step"), typed and ready for the metrics.
+--
+-- Source: raw_request_outcomes (the Parquet tree DATADIR/dt=YYYY-MM-DD/hour=HH/*.parquet, one row
+-- per request whose drafts were verified, or which got no draft, at one engine step; see
+-- schemas/arrow.py). Counts are widened from SMALLINT to INTEGER so sums cannot overflow.
+--
+-- Columns:
+--   schema_version, event_id         contract version; id of the step event the row came from
+--   engine_id                        "<engine_instance>/dp<dp_rank>"
+--   engine_instance, dp_rank         the engine instance label and its data-parallel rank
+--   model, vllm_version, method      target model, vLLM version, speculative method
+--   num_spec_tokens                  configured K (num_speculative_tokens)
+--   drafter_max_len                  the drafter's max model length (NULL when unknown)
+--   step_index, event_time           engine step counter; when the step was processed (UTC, no tz)
+--   dt, hour                         the hive partition (UTC date and hour of event_time); filter on
+--                                    them to read fewer files
+--   batch_max_seq_len                longest sequence in the batch, as the drafter-fit check saw it
+--   log_partition, log_offset        where the step event sat in the log it was ingested from
+--   request_id                       vLLM request id
+--   kind                             'drafted' | 'skipped_for_length' | 'grammar_invalid' | 'k_zero'
+--   k_zero_reason                    NULL unless kind = 'k_zero': 'no_proposal', 'length_trim',
+--                                    'grammar_truncated', 'schedule', 'unknown'
+--   k_sched                          draft slots scheduled (placeholders and -1 pads included)
+--   k_valid                          drafts the target really verified (k_sched minus -1 pads)
+--   k_invalid                        drafts invalidated by the grammar
+--   accepted                         drafts accepted (len(sampled_token_ids) - 1)
+--   emitted                          tokens committed after stop handling
+--   is_draft                         counts as a draft in the corrected metrics:
+--                                    kind = 'drafted', or kind = 'grammar_invalid' with k_valid > 0
+--   is_vllm_draft                    counts as a draft for vLLM 0.32.0's counters: k_sched > 0,
+--                                    whatever the kind (placeholders and all-invalid drafts included)
+CREATE OR REPLACE VIEW request_steps AS
+SELECT
+    CAST(schema_version AS VARCHAR) AS schema_version,
+    CAST(event_id AS VARCHAR) AS event_id,
+    CAST(engine_id AS VARCHAR) AS engine_id,
+    CAST(engine_instance AS VARCHAR) AS engine_instance,
+    CAST(dp_rank AS INTEGER) AS dp_rank,
+    CAST(model AS VARCHAR) AS model,
+    CAST(vllm_version AS VARCHAR) AS vllm_version,
+    CAST(method AS VARCHAR) AS method,
+    CAST(num_spec_tokens AS INTEGER) AS num_spec_tokens,
+    CAST(drafter_max_len AS INTEGER) AS drafter_max_len,
+    CAST(step_index AS BIGINT) AS step_index,
+    CAST(event_time AS TIMESTAMP) AS event_time,
+    CAST(dt AS DATE) AS dt,
+    CAST(hour AS INTEGER) AS hour,
+    CAST(batch_max_seq_len AS INTEGER) AS batch_max_seq_len,
+    CAST(log_partition AS INTEGER) AS log_partition,
+    CAST(log_offset AS BIGINT) AS log_offset,
+    CAST(request_id AS VARCHAR) AS request_id,
+    CAST(kind AS VARCHAR) AS kind,
+    CAST(k_zero_reason AS VARCHAR) AS k_zero_reason,
+    CAST(k_sched AS INTEGER) AS k_sched,
+    CAST(k_valid AS INTEGER) AS k_valid,
+    CAST(k_invalid AS INTEGER) AS k_invalid,
+    CAST(accepted AS INTEGER) AS accepted,
+    CAST(emitted AS INTEGER) AS emitted,
+    COALESCE(kind = 'drafted' OR (kind = 'grammar_invalid' AND k_valid > 0), false) AS is_draft,
+    COALESCE(k_sched > 0, false) AS is_vllm_draft
+FROM raw_request_outcomes;
+
+COMMENT ON VIEW request_steps IS 'One row per request outcome (request-step): typed counts, partition keys, is_draft (corrected) and is_vllm_draft (vLLM 0.32.0) flags.';

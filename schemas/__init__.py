@@ -1,0 +1,36 @@
+"""The event contract shared by every stage: pydantic models, wire encoding, Arrow schema."""
+
+from schemas.arrow import OUTCOME_SCHEMA
+from schemas.events import (
+    Drafted,
+    GrammarInvalid,
+    KZero,
+    KZeroReason,
+    OutcomeKind,
+    SkippedForLength,
+    StepEnvelope,
+    StepEvent,
+    step_event_json_schema,
+)
+from schemas.version import SCHEMA_VERSION, UnsupportedSchemaVersion, check_schema_version
+from schemas.wire import InvalidRecord, OutcomeColumns, decode_step, encode_step
+
+__all__ = [
+    "OUTCOME_SCHEMA",
+    "SCHEMA_VERSION",
+    "Drafted",
+    "GrammarInvalid",
+    "InvalidRecord",
+    "KZero",
+    "KZeroReason",
+    "OutcomeColumns",
+    "OutcomeKind",
+    "SkippedForLength",
+    "StepEnvelope",
+    "StepEvent",
+    "UnsupportedSchemaVersion",
+    "check_schema_version",
+    "decode_step",
+    "encode_step",
+    "step_event_json_schema",
+]

@@ -1,0 +1,41 @@
+"""The Arrow schema of the stored table: one row per request outcome, step context as columns.
+
+Parquet files under ``dt=YYYY-MM-DD/hour=HH/`` hold exactly these columns (the partition keys
+come from the directory names). Strings that repeat per step or per engine are dictionary
+encoded; ``event_time`` is UTC, stored without a time zone (DuckDB scans it fastest that way).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+_DICT_STRING = pa.dictionary(pa.int32(), pa.string())
+
+OUTCOME_SCHEMA = pa.schema(
+    [
+        pa.field("schema_version", _DICT_STRING, nullable=False),
+        pa.field("event_id", _DICT_STRING, nullable=False),
+        pa.field("engine_id", _DICT_STRING, nullable=False),
+        pa.field("engine_instance", _DICT_STRING, nullable=False),
+        pa.field("dp_rank", pa.int16(), nullable=False),
+        pa.field("model", _DICT_STRING, nullable=False),
+        pa.field("vllm_version", _DICT_STRING, nullable=False),
+        pa.field("method", _DICT_STRING, nullable=False),
+        pa.field("num_spec_tokens", pa.int16(), nullable=False),
+        pa.field("drafter_max_len", pa.int32()),
+        pa.field("step_index", pa.int64(), nullable=False),
+        pa.field("event_time", pa.timestamp("us"), nullable=False),
+        pa.field("batch_max_seq_len", pa.int32()),
+        pa.field("log_partition", pa.int32(), nullable=False),
+        pa.field("log_offset", pa.int64(), nullable=False),
+        pa.field("request_id", pa.string(), nullable=False),
+        pa.field("kind", _DICT_STRING, nullable=False),
+        pa.field("k_zero_reason", _DICT_STRING),
+        pa.field("k_sched", pa.int16(), nullable=False),
+        pa.field("k_valid", pa.int16(), nullable=False),
+        pa.field("k_invalid", pa.int16(), nullable=False),
+        pa.field("accepted", pa.int16(), nullable=False),
+        pa.field("emitted", pa.int16(), nullable=False),
+    ],
+    metadata={"specmetrics.table": "request_outcomes"},
+)

@@ -1,0 +1,211 @@
+"""The event contract: one step event per engine step, carrying one outcome per request.
+
+Semantics are those of DESIGN.md section 3. Events hold facts only (counts, limits, ids,
+times), never derived ratios: every metric is computed later, in SQL.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from schemas.version import SCHEMA_VERSION, check_schema_version
+
+NonNegInt = Annotated[int, Field(ge=0, le=32767)]
+PosInt = Annotated[int, Field(gt=0, le=32767)]
+Length = Annotated[int, Field(ge=0, le=2**31 - 1)]
+
+
+class OutcomeKind(StrEnum):
+    """What happened to one request's speculation at one step."""
+
+    DRAFTED = "drafted"
+    SKIPPED_FOR_LENGTH = "skipped_for_length"
+    GRAMMAR_INVALID = "grammar_invalid"
+    K_ZERO = "k_zero"
+
+
+class KZeroReason(StrEnum):
+    """Why no draft slot was scheduled for a decoding request while speculation is on."""
+
+    NO_PROPOSAL = "no_proposal"
+    LENGTH_TRIM = "length_trim"
+    GRAMMAR_TRUNCATED = "grammar_truncated"
+    SCHEDULE = "schedule"
+    UNKNOWN = "unknown"
+
+
+class _Outcome(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    request_id: str = Field(min_length=1, max_length=256, description="vLLM request id.")
+    emitted: NonNegInt = Field(
+        description="Tokens committed for the request at this step, after stop handling "
+        "(an EOS inside the accepted run truncates)."
+    )
+
+
+class Drafted(_Outcome):
+    """The drafter ran and every scheduled draft was verified by the target."""
+
+    kind: Literal["drafted"] = "drafted"
+    k_valid: PosInt = Field(description="Draft tokens the target verified.")
+    accepted: NonNegInt = Field(description="len(sampled_token_ids) - 1.")
+
+    @model_validator(mode="after")
+    def _check(self) -> Drafted:
+        _check_accepted(self.accepted, self.k_valid)
+        _check_emitted(self.emitted, self.accepted)
+        return self
+
+
+class SkippedForLength(_Outcome):
+    """Drafting was skipped for length: the verified drafts were placeholders."""
+
+    kind: Literal["skipped_for_length"] = "skipped_for_length"
+    k_sched: NonNegInt = Field(description="Placeholder draft slots scheduled (-1 pads included).")
+    k_valid: NonNegInt = Field(description="Scheduled slots minus -1 pads.")
+    accepted: NonNegInt = Field(description="Placeholders accepted by chance.")
+
+    @model_validator(mode="after")
+    def _check(self) -> SkippedForLength:
+        if self.k_valid > self.k_sched:
+            raise ValueError(f"k_valid ({self.k_valid}) exceeds k_sched ({self.k_sched})")
+        _check_accepted(self.accepted, self.k_valid)
+        _check_emitted(self.emitted, self.accepted)
+        return self
+
+
+class GrammarInvalid(_Outcome):
+    """Some drafts broke the grammar: truncated (sync scheduling) or padded with -1 (async)."""
+
+    kind: Literal["grammar_invalid"] = "grammar_invalid"
+    k_sched: PosInt = Field(
+        description="Draft slots scheduled: k_valid in sync mode (invalid ones were truncated), "
+        "k_valid + k_invalid in async mode (invalid ones are -1 pads)."
+    )
+    k_valid: NonNegInt = Field(description="Drafts the target really verified.")
+    k_invalid: PosInt = Field(description="Drafts invalidated by the grammar.")
+    accepted: NonNegInt = Field(description="len(sampled_token_ids) - 1.")
+
+    @model_validator(mode="after")
+    def _check(self) -> GrammarInvalid:
+        if self.k_sched not in (self.k_valid, self.k_valid + self.k_invalid):
+            raise ValueError(
+                f"k_sched ({self.k_sched}) must equal k_valid ({self.k_valid}) (sync) or "
+                f"k_valid + k_invalid ({self.k_valid + self.k_invalid}) (async)"
+            )
+        _check_accepted(self.accepted, self.k_valid)
+        _check_emitted(self.emitted, self.accepted)
+        return self
+
+
+class KZero(_Outcome):
+    """Speculation is on but no draft slot was scheduled for the request."""
+
+    kind: Literal["k_zero"] = "k_zero"
+    reason: KZeroReason = Field(description="Why nothing was scheduled, where known.")
+    k_invalid: NonNegInt = Field(
+        default=0, description="Drafts the grammar truncated (reason grammar_truncated only)."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> KZero:
+        if self.k_invalid and self.reason is not KZeroReason.GRAMMAR_TRUNCATED:
+            raise ValueError("k_invalid > 0 is only allowed with reason 'grammar_truncated'")
+        if self.reason is KZeroReason.GRAMMAR_TRUNCATED and not self.k_invalid:
+            raise ValueError("reason 'grammar_truncated' needs k_invalid > 0")
+        _check_emitted(self.emitted, 0)
+        return self
+
+
+Outcome = Annotated[Drafted | SkippedForLength | GrammarInvalid | KZero, Field(discriminator="kind")]
+
+
+class EngineContext(BaseModel):
+    """What stays the same from one step of an engine to the next."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    schema_version: str = Field(default=SCHEMA_VERSION, description="MAJOR.MINOR of this contract.")
+    engine_instance: str = Field(min_length=1, max_length=256, description="Engine instance label.")
+    dp_rank: NonNegInt = Field(default=0, description="Data-parallel rank of the engine.")
+    model: str = Field(min_length=1, description="Target model name.")
+    vllm_version: str = Field(min_length=1)
+    method: str = Field(min_length=1, description="Speculative method (draft_model, ngram, eagle, ...).")
+    num_spec_tokens: NonNegInt = Field(description="Configured K (num_speculative_tokens).")
+    drafter_max_len: Length | None = Field(default=None, description="The drafter's max model length.")
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_major(cls, value: str) -> str:
+        check_schema_version(value)
+        return value
+
+    @property
+    def engine_id(self) -> str:
+        """Engine identity used by the views: instance label plus data-parallel rank."""
+        return engine_id(self.engine_instance, self.dp_rank)
+
+
+class StepEnvelope(EngineContext):
+    """The context of one engine step, shared by all its request outcomes."""
+
+    event_id: str = Field(min_length=1, max_length=128, description="Globally unique id of this step event.")
+    step_index: int = Field(ge=0, description="Engine step counter.")
+    event_time: AwareDatetime = Field(description="When the step's output was processed (UTC).")
+    batch_max_seq_len: Length | None = Field(
+        default=None, description="Longest sequence in the batch, as the drafter-fit check saw it."
+    )
+
+    @field_validator("event_time")
+    @classmethod
+    def _to_utc(cls, value: datetime) -> datetime:
+        return value.astimezone(UTC)
+
+
+class StepEvent(StepEnvelope):
+    """One engine step: its context, and one outcome per request whose drafts were verified
+    (or which got no draft) at this step."""
+
+    outcomes: list[Outcome] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check_outcomes(self) -> StepEvent:
+        seen: set[str] = set()
+        for outcome in self.outcomes:
+            if outcome.request_id in seen:
+                raise ValueError(f"request_id {outcome.request_id!r} appears twice in one step")
+            seen.add(outcome.request_id)
+            k_sched = getattr(outcome, "k_sched", getattr(outcome, "k_valid", 0))
+            if k_sched > self.num_spec_tokens:
+                raise ValueError(
+                    f"request {outcome.request_id!r}: {k_sched} draft slots exceed K={self.num_spec_tokens}"
+                )
+        return self
+
+
+def engine_id(engine_instance: str, dp_rank: int) -> str:
+    """The engine id of the views: ``"<instance>/dp<rank>"``."""
+    return f"{engine_instance}/dp{dp_rank}"
+
+
+def _check_accepted(accepted: int, k_valid: int) -> None:
+    if accepted > k_valid:
+        raise ValueError(f"accepted ({accepted}) exceeds k_valid ({k_valid})")
+
+
+def _check_emitted(emitted: int, accepted: int) -> None:
+    if emitted > accepted + 1:
+        raise ValueError(f"emitted ({emitted}) exceeds accepted + 1 ({accepted + 1})")
+
+
+def step_event_json_schema() -> dict[str, object]:
+    """The JSON Schema of :class:`StepEvent` (what ``specmetrics schema --format json`` prints)."""
+    schema = StepEvent.model_json_schema()
+    schema["$id"] = f"https://specmetrics.dev/schemas/step-event/{SCHEMA_VERSION}"
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema

@@ -1,0 +1,64 @@
+"""Vectorised checks of outcome columns: the per-outcome rules of :mod:`schemas.events`,
+applied to whole batches at once (a test holds both to the same verdicts)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from schemas.codes import KIND_CODES, REASON_CODE, REASON_CODES
+from schemas.events import KZeroReason
+
+_DRAFTED, _SKIPPED, _GRAMMAR, _KZERO = range(4)
+_TRUNCATED = REASON_CODE[KZeroReason.GRAMMAR_TRUNCATED]
+
+
+def outcome_rule_violations(
+    cols: Mapping[str, np.ndarray], num_spec_tokens: np.ndarray
+) -> list[tuple[str, np.ndarray]]:
+    """Each rule's description with the mask of rows that break it.
+
+    ``cols`` holds ``kind``, ``reason``, ``k_sched``, ``k_valid``, ``k_invalid``, ``accepted``,
+    ``emitted``; ``num_spec_tokens`` is each row's K.
+    """
+    kind, reason = cols["kind"], cols["reason"]
+    k_sched, k_valid, k_invalid = cols["k_sched"], cols["k_valid"], cols["k_invalid"]
+    accepted, emitted = cols["accepted"], cols["emitted"]
+    drafted, skipped, grammar, kzero = (kind == _DRAFTED), (kind == _SKIPPED), (kind == _GRAMMAR), (kind == _KZERO)
+    counts_negative = (k_sched < 0) | (k_valid < 0) | (k_invalid < 0) | (accepted < 0) | (emitted < 0)
+    return [
+        (f"unknown outcome kind code (known: 0..{len(KIND_CODES) - 1})", kind >= len(KIND_CODES)),
+        ("negative count", counts_negative),
+        ("k_sched exceeds num_spec_tokens", k_sched > num_spec_tokens),
+        ("accepted exceeds k_valid", accepted > k_valid),
+        ("emitted exceeds accepted + 1", emitted > accepted + 1),
+        ("reason is only allowed on k_zero", ~kzero & (reason != 0)),
+        ("drafted needs k_valid > 0, k_sched == k_valid, k_invalid == 0",
+         drafted & ((k_valid <= 0) | (k_sched != k_valid) | (k_invalid != 0))),
+        ("skipped_for_length needs k_valid <= k_sched and k_invalid == k_sched - k_valid",
+         skipped & ((k_valid > k_sched) | (k_invalid != k_sched - k_valid))),
+        ("grammar_invalid needs k_sched > 0, k_invalid > 0 and k_sched in (k_valid, k_valid + k_invalid)",
+         grammar & ((k_sched <= 0) | (k_invalid <= 0) | ((k_sched != k_valid) & (k_sched != k_valid + k_invalid)))),
+        (f"unknown k_zero reason code (known: 1..{len(REASON_CODES) - 1})",
+         kzero & ((reason == 0) | (reason >= len(REASON_CODES)))),
+        ("k_zero needs k_sched == k_valid == accepted == 0",
+         kzero & ((k_sched != 0) | (k_valid != 0) | (accepted != 0))),
+        ("k_zero has k_invalid > 0 exactly when the reason is grammar_truncated",
+         kzero & ((k_invalid > 0) != (reason == _TRUNCATED))),
+    ]
+
+
+def invalid_outcome_rows(
+    cols: Mapping[str, np.ndarray], num_spec_tokens: np.ndarray
+) -> tuple[np.ndarray, dict[int, str]]:
+    """The mask of rows that break a rule, and the first broken rule of each such row."""
+    violations = outcome_rule_violations(cols, num_spec_tokens)
+    bad = np.zeros(len(cols["kind"]), dtype=bool)
+    for _, mask in violations:
+        bad |= mask
+    reasons: dict[int, str] = {}
+    if bad.any():
+        for row in np.flatnonzero(bad):
+            reasons[int(row)] = next(rule for rule, mask in violations if mask[row])
+    return bad, reasons

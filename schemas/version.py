@@ -1,0 +1,37 @@
+"""Schema versioning.
+
+The rule (see README "Schema versions"):
+
+* Within a major version only additive changes are allowed: a new envelope field or outcome
+  column must be optional with a default, so every reader of that major version can still
+  read every record of it. Readers ignore envelope fields they do not know.
+* A new outcome kind or ``k_zero`` reason bumps the minor version. A reader that meets a kind
+  or reason it does not know sends that record to the dead-letter sink (nothing is lost: the
+  original bytes are kept and can be re-ingested after upgrading).
+* Anything else (renaming, removing, changing a meaning or a type) is a new major version.
+  A reader rejects every major version other than its own with a clear reason.
+"""
+
+from __future__ import annotations
+
+SCHEMA_MAJOR = 1
+SCHEMA_MINOR = 0
+SCHEMA_VERSION = f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
+
+
+class UnsupportedSchemaVersion(ValueError):
+    """A record was written with a schema major version this reader does not know."""
+
+
+def check_schema_version(version: object) -> None:
+    """Raise :class:`UnsupportedSchemaVersion` unless ``version`` is ``"<SCHEMA_MAJOR>.<minor>"``."""
+    if not isinstance(version, str):
+        raise UnsupportedSchemaVersion(f"schema_version must be a string like '1.0', got {version!r}")
+    major, _, minor = version.partition(".")
+    if not (major.isdigit() and minor.isdigit()):
+        raise UnsupportedSchemaVersion(f"schema_version {version!r} is not of the form MAJOR.MINOR")
+    if int(major) != SCHEMA_MAJOR:
+        raise UnsupportedSchemaVersion(
+            f"schema_version {version!r} has major version {int(major)}; this reader supports "
+            f"major version {SCHEMA_MAJOR} only (upgrade specmetrics to read it)"
+        )

@@ -1,0 +1,268 @@
+"""Wire encoding of a step event: one msgpack map per step, outcomes as raw columns.
+
+The choice is measured in BENCHMARKS.md ("Wire encoding"): request outcomes travel as one
+buffer of packed fixed-size records and request ids as one UTF-8 blob plus int32 offsets
+(Arrow's own string layout), so a reader turns a whole batch of steps into Arrow arrays
+without a Python object per request outcome. :func:`step_event_to_wire` / :func:`step_event_from_wire` convert to and
+from the pydantic contract (:class:`schemas.events.StepEvent`).
+
+Message layout: a msgpack array, fields by position (:data:`FIELDS`)::
+
+    0  schema_version      "MAJOR.MINOR"
+    1  event_id            str
+    2  engine_instance     str
+    3  dp_rank             int
+    4  model               str
+    5  vllm_version        str
+    6  method              str
+    7  num_spec_tokens     int (K)
+    8  drafter_max_len     int or nil
+    9  step_index          int
+    10 event_time_us       int, microseconds since the Unix epoch (UTC)
+    11 batch_max_seq_len   int or nil
+    12 n                   number of request outcomes
+    13 outcomes            bytes: n packed records of 12 bytes (schemas.codes.OUTCOME_DTYPE):
+                           kind u8, reason u8 (codes: KIND_CODES, REASON_CODES),
+                           k_sched, k_valid, k_invalid, accepted, emitted int16 LE
+    14 request_id_offsets  bytes: n + 1 int32 LE offsets into request_id_data, from 0
+    15 request_id_data     bytes: UTF-8 request ids concatenated
+
+An array, not a map, because it decodes three times faster (BENCHMARKS.md). Additive changes
+append fields; readers ignore fields past the ones they know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple
+
+import msgpack
+import numpy as np
+from pydantic import ValidationError
+
+from schemas.codes import KIND_CODES, OFFSET_DTYPE, OUTCOME_COLUMNS, OUTCOME_DTYPE, REASON_CODE, REASON_CODES
+from schemas.events import (
+    Drafted,
+    EngineContext,
+    GrammarInvalid,
+    Outcome,
+    OutcomeKind,
+    SkippedForLength,
+    StepEnvelope,
+    StepEvent,
+)
+from schemas.validation import invalid_outcome_rows
+from schemas.version import SCHEMA_VERSION, check_schema_version
+
+FIELDS = (
+    "schema_version",
+    "event_id",
+    "engine_instance",
+    "dp_rank",
+    "model",
+    "vllm_version",
+    "method",
+    "num_spec_tokens",
+    "drafter_max_len",
+    "step_index",
+    "event_time_us",
+    "batch_max_seq_len",
+    "n",
+    "outcomes",
+    "request_id_offsets",
+    "request_id_data",
+)
+ENVELOPE_KEYS = FIELDS[1:12]
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class InvalidRecord(ValueError):
+    """A record that does not follow the contract; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeColumns:
+    """The request outcomes of one step, one array per column (codes as in the tables above)."""
+
+    request_id: Sequence[str]
+    kind: np.ndarray
+    reason: np.ndarray
+    k_sched: np.ndarray
+    k_valid: np.ndarray
+    k_invalid: np.ndarray
+    accepted: np.ndarray
+    emitted: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.request_id)
+
+
+class WireStep(NamedTuple):
+    """A decoded message whose envelope is validated; outcome columns are still raw buffers."""
+
+    context: EngineContext
+    event_id: str
+    step_index: int
+    event_time_us: int
+    batch_max_seq_len: int | None
+    n: int
+    request_id_data: bytes
+    request_id_offsets: bytes
+    outcomes: bytes
+
+    def envelope(self) -> StepEnvelope:
+        """The envelope as the pydantic contract."""
+        return StepEnvelope.model_validate({
+            **self.context.model_dump(),
+            "event_id": self.event_id,
+            "step_index": self.step_index,
+            "event_time": _EPOCH + timedelta(microseconds=self.event_time_us),
+            "batch_max_seq_len": self.batch_max_seq_len,
+        })
+
+
+def encode_step(envelope: dict[str, Any], outcomes: OutcomeColumns) -> bytes:
+    """Encode one step. ``envelope`` holds :data:`ENVELOPE_KEYS`."""
+    ids = [rid.encode() for rid in outcomes.request_id]
+    offsets = np.zeros(len(ids) + 1, dtype=OFFSET_DTYPE)
+    np.cumsum([len(i) for i in ids], out=offsets[1:])
+    packed = np.empty(len(ids), dtype=OUTCOME_DTYPE)
+    for name in OUTCOME_COLUMNS:
+        packed[name] = getattr(outcomes, name)
+    message = [SCHEMA_VERSION, *(envelope[key] for key in ENVELOPE_KEYS), len(ids), packed.tobytes(),
+               offsets.tobytes(), b"".join(ids)]
+    encoded: bytes = msgpack.packb(message, use_bin_type=True)
+    return encoded
+
+
+def decode_step(payload: bytes) -> WireStep:
+    """Decode and check one message's structure and envelope.
+
+    Raises :class:`InvalidRecord` (or :class:`UnsupportedSchemaVersion`) with the reason.
+    The values inside the outcome columns are checked per batch by
+    :func:`schemas.validation.invalid_outcome_rows`.
+    """
+    try:
+        message = msgpack.unpackb(payload, raw=False, use_list=False)
+    except Exception as exc:  # msgpack raises several unrelated types
+        raise InvalidRecord(f"not a msgpack step message: {exc}") from None
+    if type(message) is not tuple:
+        raise InvalidRecord(f"step message must be a msgpack array, got {type(message).__name__}")
+    check_schema_version(message[0] if message else None)
+    if len(message) < len(FIELDS):
+        raise InvalidRecord(f"step message has {len(message)} fields; schema {SCHEMA_VERSION} needs {len(FIELDS)}")
+    context = _engine_context(message)
+    event_id, step_index, event_time, batch_max, n, outcomes, offsets, data = message[1], *message[9:16]
+    if type(event_id) is not str or not 0 < len(event_id) <= 128:
+        raise InvalidRecord(f"'event_id' must be a string of 1 to 128 characters, got {event_id!r}")
+    if type(step_index) is not int or step_index < 0:
+        raise InvalidRecord(f"'step_index' must be a non-negative integer, got {step_index!r}")
+    if type(event_time) is not int:
+        raise InvalidRecord(f"'event_time_us' must be an integer, got {event_time!r}")
+    if batch_max is not None and (type(batch_max) is not int or not 0 <= batch_max < 2**31):
+        raise InvalidRecord(f"'batch_max_seq_len' must be null or an integer in [0, 2**31), got {batch_max!r}")
+    if type(n) is not int or n < 0:
+        raise InvalidRecord(f"'n' must be a non-negative integer, got {n!r}")
+    if type(outcomes) is not bytes or len(outcomes) != n * OUTCOME_DTYPE.itemsize:
+        raise InvalidRecord(f"'outcomes' must be n * {OUTCOME_DTYPE.itemsize} = {n * OUTCOME_DTYPE.itemsize} bytes")
+    if type(offsets) is not bytes or len(offsets) != (n + 1) * OFFSET_DTYPE.itemsize or type(data) is not bytes:
+        raise InvalidRecord("'request_id_offsets' must be n + 1 int32 values and 'request_id_data' bytes")
+    if offsets[:4] != b"\0\0\0\0" or int.from_bytes(offsets[-4:], "little") != len(data):
+        raise InvalidRecord("'request_id_offsets' must run from 0 to len(request_id_data)")
+    return WireStep(context, event_id, step_index, event_time, batch_max, n, data, offsets, outcomes)
+
+
+_CONTEXT_FIELDS = (0, 2, 3, 4, 5, 6, 7, 8)
+_contexts: dict[tuple[Any, ...], EngineContext] = {}
+
+
+def _engine_context(message: tuple[Any, ...]) -> EngineContext:
+    """The validated engine context of a message; an engine's context is validated once."""
+    values = message[0:1] + message[2:9]
+    key = (values, tuple(map(type, values)))
+    try:
+        return _contexts[key]
+    except (KeyError, TypeError):
+        pass
+    try:
+        context = EngineContext.model_validate({FIELDS[i]: message[i] for i in _CONTEXT_FIELDS}, strict=True)
+    except ValidationError as exc:
+        raise InvalidRecord(f"invalid step envelope: {_short(exc)}") from None
+    if len(_contexts) >= 4096:
+        _contexts.clear()
+    _contexts[key] = context
+    return context
+
+
+def _short(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'event'}: {e['msg']}" for e in exc.errors())
+
+
+def event_time_us(when: datetime) -> int:
+    """Microseconds since the Unix epoch (UTC) of an aware datetime."""
+    return (when - _EPOCH) // timedelta(microseconds=1)
+
+
+def step_event_to_wire(event: StepEvent) -> bytes:
+    """Encode a validated :class:`StepEvent`."""
+    envelope = event.model_dump(include=set(ENVELOPE_KEYS))
+    envelope["event_time_us"] = event_time_us(event.event_time)
+    rows = [_outcome_row(o) for o in event.outcomes]
+    columns = {
+        name: [row[i] for row in rows] for i, name in enumerate(OUTCOME_COLUMNS)
+    }
+    return encode_step(
+        envelope,
+        OutcomeColumns(request_id=[o.request_id for o in event.outcomes], **columns),  # type: ignore[arg-type]
+    )
+
+
+def _outcome_row(o: Outcome) -> tuple[int, ...]:
+    """(kind, reason, k_sched, k_valid, k_invalid, accepted, emitted) of one outcome."""
+    if isinstance(o, Drafted):
+        return (0, 0, o.k_valid, o.k_valid, 0, o.accepted, o.emitted)
+    if isinstance(o, SkippedForLength):
+        return (1, 0, o.k_sched, o.k_valid, o.k_sched - o.k_valid, o.accepted, o.emitted)
+    if isinstance(o, GrammarInvalid):
+        return (2, 0, o.k_sched, o.k_valid, o.k_invalid, o.accepted, o.emitted)
+    return (3, REASON_CODE[o.reason], 0, 0, o.k_invalid, 0, o.emitted)
+
+
+def step_event_from_wire(payload: bytes) -> StepEvent:
+    """Decode one message into the pydantic contract, validating every outcome.
+
+    Slow (a Python object per outcome): for tests and small tools, not for ingest.
+    """
+    step = decode_step(payload)
+    ends = np.frombuffer(step.request_id_offsets, dtype=OFFSET_DTYPE)
+    if step.n and bool((np.diff(ends) <= 0).any()):
+        raise InvalidRecord("request ids must not be empty")
+    packed = np.frombuffer(step.outcomes, dtype=OUTCOME_DTYPE)
+    cols = {name: packed[name] for name in OUTCOME_COLUMNS}
+    _, reasons = invalid_outcome_rows(cols, np.full(step.n, step.context.num_spec_tokens))
+    if reasons:
+        bad_row, reason = next(iter(reasons.items()))
+        raise InvalidRecord(f"outcome {bad_row}: {reason}")
+    outcomes: list[dict[str, Any]] = []
+    for i in range(step.n):
+        request_id = step.request_id_data[ends[i] : ends[i + 1]].decode()
+        outcomes.append(_outcome_dict(request_id, {name: int(cols[name][i]) for name in cols}))
+    try:
+        return StepEvent.model_validate({**step.envelope().model_dump(), "outcomes": outcomes})
+    except ValidationError as exc:
+        raise InvalidRecord(f"invalid step event: {_short(exc)}") from None
+
+
+def _outcome_dict(request_id: str, row: dict[str, int]) -> dict[str, Any]:
+    kind = KIND_CODES[row["kind"]]
+    base: dict[str, Any] = {"kind": kind.value, "request_id": request_id, "emitted": row["emitted"]}
+    if kind is OutcomeKind.K_ZERO:
+        return {**base, "reason": REASON_CODES[row["reason"]], "k_invalid": row["k_invalid"]}
+    fields = {
+        OutcomeKind.DRAFTED: ("k_valid", "accepted"),
+        OutcomeKind.SKIPPED_FOR_LENGTH: ("k_sched", "k_valid", "accepted"),
+        OutcomeKind.GRAMMAR_INVALID: ("k_sched", "k_valid", "k_invalid", "accepted"),
+    }[kind]
+    return {**base, **{name: row[name] for name in fields}}

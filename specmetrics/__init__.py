@@ -1,0 +1,1 @@
+"""The ``specmetrics`` command line."""

@@ -1,0 +1,110 @@
+"""``specmetrics demo``: the main job on the embedded default, in one command.
+
+Step events → local log → ingest → Parquet → DuckDB views, then vLLM-reported next to
+corrected numbers. Until the vLLM plugin lands, the events come from the load generator,
+and the output says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from emitter.loadgen import LoadSpec, run_load
+from emitter.sinks import LocalLogSink
+from queries import connect, run_query
+from specmetrics.commands.ingest import ingest_source
+from specmetrics.progress import Progress
+from specmetrics.tables import text_table
+
+MARKER = ".specmetrics-demo"
+
+#: (engine prefix, story, spec fields): each scenario is one engine of the demo.
+SCENARIOS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("fits", "a perfect drafter that fits: truth 100 %",
+     {"acceptance": (1.0,), "drafter_max_len": 4096, "prompt_len": (32, 512), "output_len": (16, 256),
+      "grammar_invalid_rate": 0.0, "k_zero_rate": 0.0}),
+    ("too-long", "same drafter, prompts past its max length: vLLM says 0.00 %, truth: no drafts",
+     {"acceptance": (1.0,), "drafter_max_len": 96, "prompt_len": (121, 121), "output_len": (16, 64),
+      "grammar_invalid_rate": 0.0, "k_zero_rate": 0.0}),
+    ("crossing", "same drafter, batches that cross the limit: vLLM mixes placeholders in",
+     {"acceptance": (1.0,), "drafter_max_len": 1024, "prompt_len": (32, 900), "output_len": (16, 256),
+      "grammar_invalid_rate": 0.0, "k_zero_rate": 0.0}),
+    ("grammar", "structured output: drafts that break the grammar (async -1 pads)",
+     {"acceptance": (0.8, 0.7, 0.6), "drafter_max_len": 4096, "prompt_len": (32, 512), "output_len": (16, 256),
+      "grammar_invalid_rate": 0.3, "k_zero_rate": 0.0}),
+    ("ngram", "ngram: mostly no proposal (K = 0)",
+     {"method": "ngram", "acceptance": (0.6, 0.5, 0.4), "drafter_max_len": None, "prompt_len": (32, 512),
+      "output_len": (16, 256), "grammar_invalid_rate": 0.0, "k_zero_rate": 0.7}),
+)
+
+SIDE_BY_SIDE = """
+SELECT v.engine_id,
+       v.num_drafts AS vllm_drafts, v.acceptance_rate AS vllm_rate, v.mean_acceptance_length AS vllm_mal,
+       c.num_drafts AS true_drafts, c.acceptance_rate AS true_rate, c.mean_acceptance_length AS true_mal,
+       coalesce(s.skipped_share, 0) AS skipped_share, coalesce(s.k_zero_share, 0) AS k_zero_share,
+       coalesce(s.grammar_invalid_share, 0) AS grammar_invalid_share
+FROM acceptance_vllm v
+JOIN acceptance c USING (engine_id, model, method, num_spec_tokens)
+JOIN (SELECT engine_id, model, method, num_spec_tokens,
+             sum(share) FILTER (WHERE kind = 'skipped_for_length') AS skipped_share,
+             sum(share) FILTER (WHERE kind = 'k_zero') AS k_zero_share,
+             sum(share) FILTER (WHERE kind = 'grammar_invalid') AS grammar_invalid_share
+      FROM outcome_shares GROUP BY ALL) s USING (engine_id, model, method, num_spec_tokens)
+ORDER BY v.engine_id
+"""
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("demo", help="Run the whole pipeline on the embedded local log and show "
+                                   "vLLM-reported vs corrected acceptance.")
+    parser.add_argument("--workdir", type=Path, default=Path("specmetrics-demo"),
+                        help="Where the demo's log and Parquet go (recreated each run; default ./specmetrics-demo).")
+    parser.add_argument("--rows", type=int, default=50_000, help="Request outcomes per scenario (default 50000).")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    log_dir, data_dir = prepare_workdir(args.workdir)
+    print("vLLM plugin not available in this version: the events come from the load generator "
+          "(synthetic, vLLM-shaped; it never pretends to be vLLM).\n")
+    start = datetime.now(UTC)
+    progress = Progress("demo events", total=args.rows * len(SCENARIOS))
+    written = 0
+    with LocalLogSink(log_dir) as sink:
+        for seed, (prefix, _, fields) in enumerate(SCENARIOS):
+            spec = LoadSpec(rows=args.rows, engine_prefix=prefix, seed=args.seed + seed, start_time=start,
+                            model="demo/tiny-llama", **fields)
+            done = written
+            truth = run_load(spec, sink, lambda rows, done=done: progress.update(done + rows))  # type: ignore[misc]
+            written += sum(t.rows for t in truth.values())
+    progress.finish()
+    stats = ingest_source(log_dir.resolve().as_uri(), data_dir, once=True)
+    print(f"\ningested {stats.rows:,} request outcomes into {stats.files} Parquet file(s) under {data_dir}\n")
+    con = connect(data_dir)
+    try:
+        table = run_query(con, SIDE_BY_SIDE)
+    finally:
+        con.close()
+    order = {f"{prefix}-0/dp0": (i, story) for i, (prefix, story, _) in enumerate(SCENARIOS)}
+    rows = sorted(([*r.values(), order[str(r["engine_id"])][1]] for r in table.to_pylist()),
+                  key=lambda row: order[str(row[0])][0])
+    print("vLLM-reported (vllm_*) vs what happened (true_*); shares are of request-steps:\n")
+    print(text_table([*table.column_names, "story"], rows))
+    print(f"\nExplore: specmetrics sql --data {data_dir} \"SELECT * FROM acceptance_per_position\"")
+    return 0
+
+
+def prepare_workdir(workdir: Path) -> tuple[Path, Path]:
+    """Empty the demo's own folders (only in a folder the demo created) and return them."""
+    if workdir.exists() and any(workdir.iterdir()) and not (workdir / MARKER).exists():
+        raise ValueError(f"{workdir} exists and was not created by the demo; choose another --workdir")
+    for sub in ("log", "data"):
+        shutil.rmtree(workdir / sub, ignore_errors=True)
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / MARKER).touch()
+    return workdir / "log", workdir / "data"

@@ -1,0 +1,31 @@
+"""Progress lines on stderr for long steps, at most one every ``interval_s``."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class Progress:
+    """Prints ``<label>: <done> <unit> (<rate>/s)`` now and then, and once more at the end."""
+
+    def __init__(self, label: str, unit: str = "rows", interval_s: float = 1.0, total: int | None = None) -> None:
+        self.label, self.unit, self.interval_s, self.total = label, unit, interval_s, total
+        self._start = self._last = time.monotonic()
+        self._done = 0
+
+    def update(self, done: int) -> None:
+        self._done = done
+        now = time.monotonic()
+        if now - self._last >= self.interval_s:
+            self._last = now
+            self._print(now)
+
+    def finish(self) -> None:
+        self._print(time.monotonic())
+
+    def _print(self, now: float) -> None:
+        elapsed = max(now - self._start, 1e-9)
+        of = f"/{self.total:,}" if self.total else ""
+        print(f"{self.label}: {self._done:,}{of} {self.unit} ({self._done / elapsed:,.0f}/s, {elapsed:.1f}s)",
+              file=sys.stderr, flush=True)

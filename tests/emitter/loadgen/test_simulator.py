@@ -1,0 +1,69 @@
+"""The load generator's stream: vLLM's batch-wide skip rule, the sync/async grammar forms,
+determinism, and ground truth that matches what it wrote."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from emitter.loadgen import LoadSpec
+from emitter.loadgen.simulator import EngineSimulator
+from schemas.codes import OUTCOME_DTYPE
+from schemas.wire import decode_step, step_event_from_wire
+from tests.conftest import T0
+
+
+def steps(spec: LoadSpec, count: int) -> list[bytes]:
+    sim = EngineSimulator(spec, 0)
+    return [sim.step() for _ in range(count)]
+
+
+def test_skip_is_batch_wide_exactly_when_the_longest_sequence_plus_k_exceeds_the_drafter() -> None:
+    spec = LoadSpec(batch_size=16, num_spec_tokens=3, drafter_max_len=600, prompt_len=(100, 450),
+                    output_len=(50, 200), start_time=T0, seed=9)
+    seen = set()
+    for payload in steps(spec, 300):
+        step = decode_step(payload)
+        kinds = set(np.frombuffer(step.outcomes, dtype=OUTCOME_DTYPE)["kind"].tolist())
+        skipped = step.batch_max_seq_len is not None and step.batch_max_seq_len + 3 > 600
+        assert (kinds == {1}) is skipped
+        if not skipped:
+            assert 1 not in kinds
+        seen.add(skipped)
+    assert seen == {True, False}
+
+
+@pytest.mark.parametrize("scheduling", ["sync", "async"])
+def test_grammar_invalid_drafts_take_the_form_of_the_scheduling_mode(scheduling: str) -> None:
+    spec = LoadSpec(grammar_invalid_rate=0.5, k_zero_rate=0.0, drafter_max_len=None, scheduling=scheduling,
+                    start_time=T0, num_spec_tokens=2)
+    outcomes = [o for p in steps(spec, 40) for o in step_event_from_wire(p).outcomes]
+    grammar = [o for o in outcomes if o.kind == "grammar_invalid"]
+    truncated = [o for o in outcomes if o.kind == "k_zero" and o.reason == "grammar_truncated"]
+    assert grammar
+    if scheduling == "async":  # -1 pads stay scheduled
+        assert all(o.k_sched == 2 for o in grammar) and not truncated
+        assert any(o.k_valid == 0 for o in grammar)
+    else:  # invalid drafts never reach the scheduler; all-invalid means nothing scheduled
+        assert all(o.k_sched == o.k_valid > 0 for o in grammar) and truncated
+
+
+def test_the_same_seed_gives_the_same_stream_and_another_seed_does_not() -> None:
+    spec = LoadSpec(start_time=T0, seed=5)
+    assert steps(spec, 20) == steps(spec, 20)
+    assert steps(spec, 20) != steps(spec.model_copy(update={"seed": 6}), 20)
+
+
+def test_ground_truth_counts_what_was_written() -> None:
+    sim = EngineSimulator(LoadSpec(start_time=T0, seed=1, drafter_max_len=1600), 0)
+    events = [step_event_from_wire(sim.step()) for _ in range(200)]
+    outcomes = [o for e in events for o in e.outcomes]
+    truth = sim.truth
+    assert truth.rows == len(outcomes) == 200 * 64
+    kinds = {k: sum(o.kind == k for o in outcomes) for k in truth.request_steps}
+    assert kinds == truth.request_steps
+    drafts = [o for o in outcomes if o.kind == "drafted" or (o.kind == "grammar_invalid" and o.k_valid > 0)]
+    assert truth.num_drafts == len(drafts)
+    assert truth.num_accepted_tokens == sum(o.accepted for o in drafts)
+    assert truth.vllm_num_drafts == sum(getattr(o, "k_sched", getattr(o, "k_valid", 0)) > 0 for o in outcomes)
+    assert truth.skipped_steps == sum(all(o.kind == "skipped_for_length" for o in e.outcomes) for e in events) > 0

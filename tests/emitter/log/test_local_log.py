@@ -1,0 +1,119 @@
+"""The embedded local log: dense offsets, fsynced batches, torn tails never read as data."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from emitter.log import LocalLogReader, LocalLogWriter
+from emitter.log.segment import HEADER, list_segments, segment_path
+
+
+def payload(offset: int) -> bytes:
+    """A payload whose content says which offset it must be at."""
+    return f"record-{offset}-".encode() * (1 + offset % 7)
+
+
+def read_all(log_dir: Path, start: int = 0) -> list[tuple[int, bytes]]:
+    reader = LocalLogReader(log_dir, start)
+    out: list[tuple[int, bytes]] = []
+    while batch := reader.read(1000):
+        out += [(r.offset, r.payload) for r in batch]
+    return out
+
+
+def test_offsets_are_dense_across_batches_and_segments(log_dir: Path) -> None:
+    writer = LocalLogWriter(log_dir, segment_bytes=2000)
+    ranges = [writer.append([payload(o) for o in range(i * 5, i * 5 + 5)]) for i in range(40)]
+    writer.close()
+    assert ranges == [(i * 5, i * 5 + 4) for i in range(40)]
+    assert len(list_segments(log_dir)) > 5
+    records = read_all(log_dir)
+    assert [o for o, _ in records] == list(range(200))
+    assert all(p == payload(o) for o, p in records)
+
+
+def test_reader_starts_at_any_offset_and_follows_appends(log_dir: Path) -> None:
+    writer = LocalLogWriter(log_dir, segment_bytes=1500)
+    writer.append([payload(o) for o in range(50)])
+    reader = LocalLogReader(log_dir, 33)
+    assert [r.offset for r in reader.read(5)] == [33, 34, 35, 36, 37]
+    assert [r.offset for r in reader.read(100)] == list(range(38, 50))
+    assert reader.read(100) == []
+    writer.append([payload(50), payload(51)])
+    assert [r.payload for r in reader.read(100)] == [payload(50), payload(51)]
+
+
+def test_a_torn_tail_is_never_parsed_and_the_next_writer_cuts_it(log_dir: Path) -> None:
+    writer = LocalLogWriter(log_dir)
+    writer.append([payload(o) for o in range(10)])
+    writer.close()
+    segment = segment_path(log_dir, 0)
+    whole = segment.stat().st_size
+    # A record of the next batch that only half reached the disk: header plus part of the payload.
+    torn = HEADER.pack(1000, 0, 10) + b"x" * 400
+    with segment.open("ab") as f:
+        f.write(torn)
+    assert [o for o, _ in read_all(log_dir)] == list(range(10))
+    writer = LocalLogWriter(log_dir)
+    assert writer.append([payload(10)]) == (10, 10)
+    assert segment.stat().st_size == whole + HEADER.size + len(payload(10))
+    assert [o for o, _ in read_all(log_dir)] == list(range(11))
+
+
+def test_a_corrupt_record_in_the_middle_is_not_returned(log_dir: Path) -> None:
+    writer = LocalLogWriter(log_dir)
+    writer.append([payload(o) for o in range(3)])
+    segment = segment_path(log_dir, 0)
+    data = bytearray(segment.read_bytes())
+    data[HEADER.size + 2] ^= 0xFF  # flip a payload byte of offset 0
+    segment.write_bytes(bytes(data))
+    assert read_all(log_dir) == []
+
+
+def test_two_writers_share_one_log(log_dir: Path) -> None:
+    first, second = LocalLogWriter(log_dir, segment_bytes=3000), LocalLogWriter(log_dir, segment_bytes=3000)
+    for i in range(30):
+        (first if i % 3 else second).append([b"a" * 50, b"b" * 70])
+    assert [o for o, _ in read_all(log_dir)] == list(range(60))
+
+
+WRITER = """
+import sys
+from emitter.log import LocalLogWriter
+from tests.emitter.log.test_local_log import payload
+writer = LocalLogWriter(sys.argv[1], segment_bytes=256 * 1024)
+offset = 0
+while True:
+    first, last = writer.append([payload(o) for o in range(offset, offset + 200)])
+    print(last, flush=True)
+    offset = last + 1
+"""
+
+
+@pytest.mark.parametrize("kill_after_batches", [3, 17, 41])
+def test_writer_killed_mid_batch_loses_no_committed_record(log_dir: Path, kill_after_batches: int) -> None:
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(log_dir)], stdout=subprocess.PIPE, text=True,
+                            cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.stdout is not None
+    committed = -1
+    for _ in range(kill_after_batches):
+        committed = int(proc.stdout.readline())
+    time.sleep(0.001 * kill_after_batches)  # land somewhere inside a later batch
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    records = read_all(log_dir)
+    offsets = [o for o, _ in records]
+    assert offsets == list(range(len(offsets)))
+    assert len(offsets) >= committed + 1  # every batch whose append returned is there
+    assert all(p == payload(o) for o, p in records)
+    writer = LocalLogWriter(log_dir)
+    assert writer.append([b"after"]) == (len(offsets), len(offsets))
+    assert read_all(log_dir, len(offsets)) == [(len(offsets), b"after")]

@@ -1,0 +1,142 @@
+"""Local log → Parquet: layout, idempotence, determinism, dead letters, crash recovery."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import msgpack
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from emitter.log import LocalLogWriter
+from ingest import Ingester, IngestSettings
+from ingest.output import DEAD_LETTER_DIR, STATE_DIR
+from ingest.sources import LocalLogSource
+from schemas import OUTCOME_SCHEMA
+from schemas.codes import OUTCOME_DTYPE
+from schemas.wire import FIELDS, step_event_to_wire
+from tests.conftest import T0, step_event, write_load
+from tests.ingest.conftest import ingest_once, parquet_files, read_rows
+
+
+def test_files_are_hive_partitioned_and_named_by_offsets(log_dir: Path, data_dir: Path) -> None:
+    truth = write_load(log_dir, rows=5_000, batch_size=50, seed=3)
+    stats = ingest_once(log_dir, data_dir, flush_rows=2_000)
+    assert stats.rows == 5_000 == sum(t.rows for t in truth.values())
+    assert parquet_files(data_dir) == [
+        "dt=2026-11-30/hour=12/log-0-00000000000000000000-00000000000000000039.parquet",
+        "dt=2026-11-30/hour=12/log-0-00000000000000000040-00000000000000000079.parquet",
+        "dt=2026-11-30/hour=12/log-0-00000000000000000080-00000000000000000099.parquet",
+    ]
+    table = read_rows(data_dir)
+    assert table.schema.names == OUTCOME_SCHEMA.names
+    assert pq.read_schema(next(data_dir.rglob("*.parquet"))).field("kind").type == OUTCOME_SCHEMA.field("kind").type
+    assert table["log_offset"].to_pylist()[::50] == list(range(100))
+    assert json.loads((data_dir / STATE_DIR / "log.offsets.json").read_text()) == {"0": 100}
+
+
+def test_steps_are_split_by_event_time_hour(log_dir: Path, data_dir: Path) -> None:
+    writer = LocalLogWriter(log_dir)
+    writer.append([step_event_to_wire(step_event(event_id=f"e{i}", event_time=T0 + timedelta(minutes=40 * i)))
+                   for i in range(3)])
+    ingest_once(log_dir, data_dir)
+    assert parquet_files(data_dir) == [
+        f"dt=2026-11-30/hour={h}/log-0-00000000000000000000-00000000000000000002.parquet" for h in (12, 13)
+    ]
+    assert read_rows(data_dir).num_rows == 12
+
+
+def test_running_twice_adds_nothing(log_dir: Path, data_dir: Path) -> None:
+    write_load(log_dir, rows=3_000, seed=1)
+    first = ingest_once(log_dir, data_dir)
+    files = {p: (data_dir / p).read_bytes() for p in parquet_files(data_dir)}
+    second = ingest_once(log_dir, data_dir)
+    assert (first.rows, second.rows) == (3_008, 0)
+    assert {p: (data_dir / p).read_bytes() for p in parquet_files(data_dir)} == files
+
+
+def test_the_same_input_gives_the_same_files(log_dir: Path, tmp_path: Path) -> None:
+    write_load(log_dir, rows=4_000, seed=2, engines=2)
+    ingest_once(log_dir, tmp_path / "a", flush_rows=1_500)
+    ingest_once(log_dir, tmp_path / "b", flush_rows=1_500)
+    names = parquet_files(tmp_path / "a")
+    assert len(names) == 3
+    assert names == parquet_files(tmp_path / "b")
+    assert read_rows(tmp_path / "a").equals(read_rows(tmp_path / "b"))
+
+
+def _bad_outcomes_message(mutate: str) -> bytes:
+    message = msgpack.unpackb(step_event_to_wire(step_event(event_id=f"bad-{mutate}")))
+    packed = np.frombuffer(message[FIELDS.index("outcomes")], dtype=OUTCOME_DTYPE).copy()
+    if mutate == "unknown kind":
+        packed["kind"][1] = 7
+    elif mutate == "accepted > k_valid":
+        packed["accepted"][0] = 3
+        packed["k_valid"][0] = packed["k_sched"][0] = 2
+    message[FIELDS.index("outcomes")] = packed.tobytes()
+    return msgpack.packb(message)
+
+
+def test_bad_records_go_to_dead_letters_and_good_ones_around_them_are_kept(log_dir: Path, data_dir: Path) -> None:
+    good = [step_event_to_wire(step_event(event_id=f"good-{i}")) for i in range(4)]
+    wrong_major = msgpack.unpackb(good[0])
+    wrong_major[0] = "2.0"
+    dup_message = msgpack.unpackb(step_event_to_wire(step_event(event_id="dup")))
+    dup_message[FIELDS.index("request_id_data")] = b"r1r1r3r4"
+    bad = {
+        1: (b"\x00not msgpack at all", "not a msgpack step message"),
+        3: (msgpack.packb(wrong_major), "major version 2"),
+        4: (_bad_outcomes_message("unknown kind"), "outcome 1: unknown outcome kind code"),
+        6: (_bad_outcomes_message("accepted > k_valid"), "outcome 0: accepted exceeds k_valid"),
+        7: (msgpack.packb(dup_message), "request_id r1 appears twice in one step"),
+    }
+    records = [good[0], bad[1][0], good[1], bad[3][0], bad[4][0], good[2], bad[6][0], bad[7][0], good[3]]
+    LocalLogWriter(log_dir).append(records)
+    stats = ingest_once(log_dir, data_dir)
+    assert (stats.rows, stats.dead_letters) == (16, 5)
+    table = read_rows(data_dir)
+    assert sorted(set(table["event_id"].to_pylist())) == ["good-0", "good-1", "good-2", "good-3"]
+    assert sorted(set(table["log_offset"].to_pylist())) == [0, 2, 5, 8]
+    letters = [json.loads(line) for line in
+               (data_dir / DEAD_LETTER_DIR / "log-0-00000000000000000000-00000000000000000008.jsonl").read_text()
+               .splitlines()]
+    assert [letter["offset"] for letter in letters] == [1, 3, 4, 6, 7]
+    for letter in letters:
+        payload, reason = bad[letter["offset"]]
+        assert base64.b64decode(letter["payload_base64"]) == payload
+        assert reason in letter["reason"]
+
+
+class CrashingSource(LocalLogSource):
+    """A source whose process 'dies' at its first commit: files are written, the offset is not."""
+
+    def commit(self, next_offsets: dict[int, int]) -> None:
+        raise SystemExit("killed before commit")
+
+
+def test_a_crash_between_file_and_commit_is_rewritten_not_duplicated(log_dir: Path, data_dir: Path) -> None:
+    truth = write_load(log_dir, rows=6_000, seed=5)
+    ingester = Ingester(CrashingSource(log_dir, data_dir / STATE_DIR), data_dir, IngestSettings(flush_rows=2_500))
+    with pytest.raises(SystemExit):
+        ingester.run(once=True)
+    ingester.close()
+    orphans = parquet_files(data_dir)
+    assert len(orphans) == 1
+    stats = ingest_once(log_dir, data_dir, flush_rows=2_500)
+    assert stats.rows == sum(t.rows for t in truth.values())
+    table = read_rows(data_dir)
+    keys = pc.binary_join_element_wise(table["event_id"].cast("string"), table["request_id"], "|")
+    assert pc.count_distinct(keys).as_py() == table.num_rows == stats.rows
+    assert parquet_files(data_dir)[0] == orphans[0]
+
+
+def test_a_request_outcome_costs_at_most_4_bytes_of_parquet(log_dir: Path, data_dir: Path) -> None:
+    write_load(log_dir, rows=300_000, engines=2, seed=8)
+    stats = ingest_once(log_dir, data_dir)
+    size = sum(p.stat().st_size for p in data_dir.rglob("*.parquet"))
+    assert size / stats.rows <= 4.0

@@ -1,0 +1,146 @@
+"""connect(): the source view, the layered views, empty and missing trees, the lock-down."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from queries import PUBLIC_VIEWS, SOURCE_VIEW, connect, describe_views, run_query, sql_files
+
+
+def test_missing_data_dir_is_a_clear_error(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-dir"
+    with pytest.raises(FileNotFoundError, match=r"data directory .*no-such-dir.* does not exist"):
+        connect(missing)
+
+
+def test_data_dir_that_is_a_file_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "file"
+    path.write_text("x")
+    with pytest.raises(NotADirectoryError, match="not a directory"):
+        connect(path)
+
+
+def test_empty_data_dir_gives_empty_views_with_the_same_columns(tmp_path: Path, connect_rows: Any,
+                                                                 outcomes: Any) -> None:
+    (tmp_path / "empty" / "_dead_letter").mkdir(parents=True)
+    (tmp_path / "empty" / "_state").mkdir()
+    empty = connect(tmp_path / "empty")
+    full = connect_rows([outcomes.drafted(3, 1), outcomes.k_zero("no_proposal")])
+    try:
+        for view in (SOURCE_VIEW, *PUBLIC_VIEWS):
+            got = run_query(empty, f"SELECT * FROM {view}")
+            assert got.num_rows == 0, view
+            assert got.schema == run_query(full, f"SELECT * FROM {view}").schema, view
+    finally:
+        empty.close()
+
+
+def test_files_outside_the_partition_tree_are_ignored(tmp_path: Path, outcomes: Any) -> None:
+    root = outcomes.write_tree(tmp_path / "data", [outcomes.drafted(3, 1)])
+    (root / "_dead_letter").mkdir()
+    (root / "_dead_letter" / "local-0-00000000000000000000-00000000000000000001.jsonl").write_text("{}\n")
+    (root / "_state").mkdir()
+    (root / "_state" / "local.offsets.json").write_text("{}")
+    part = next(root.glob("dt=*/hour=*"))
+    (part / ".local-0-x.parquet.tmp").write_bytes(b"half a file")
+    pq.write_table(pa.table({"x": [1]}), root / "stray.parquet")  # not in a partition folder
+    con = connect(root)
+    try:
+        assert run_query(con, "SELECT count(*) AS n FROM request_steps").to_pylist() == [{"n": 1}]
+    finally:
+        con.close()
+
+
+def test_files_added_after_connect_are_seen(tmp_path: Path, outcomes: Any) -> None:
+    root = outcomes.write_tree(tmp_path / "data", [outcomes.drafted(3, 1)])
+    con = connect(root)
+    try:
+        more = outcomes.write_tree(tmp_path / "more", [outcomes.drafted(3, 2)])
+        src = next(more.glob("dt=*/hour=*/*.parquet"))
+        src.rename(root / src.parent.relative_to(more) / "test-1.parquet")
+        assert run_query(con, "SELECT num_drafts FROM acceptance").to_pylist() == [{"num_drafts": 2}]
+    finally:
+        con.close()
+
+
+def test_describe_views_lists_public_views_with_comments(connect_rows: Any, outcomes: Any) -> None:
+    con = connect_rows([outcomes.drafted(3, 1)])
+    described = describe_views(con)
+    assert [name for name, _ in described] == list(PUBLIC_VIEWS)
+    assert all(comment and len(comment) > 20 for _, comment in described)
+    everything = dict(describe_views(con, include_internal=True))
+    assert {SOURCE_VIEW, "outcome_histogram", "position_counts", *PUBLIC_VIEWS} <= set(everything)
+    assert all(everything.values())
+
+
+def test_sql_files_are_one_documented_view_each() -> None:
+    root = resources.files("queries") / "sql"
+    names = sql_files()
+    assert [n.split("/")[0] for n in names] == sorted((n.split("/")[0] for n in names),
+                                                      key=("staging", "intermediate", "metrics").index)
+    for name in names:
+        text = (root / name).read_text(encoding="utf-8")
+        view = name.rsplit("/", 1)[1].removesuffix(".sql")
+        assert text.startswith(f"-- {view}: "), name
+        assert "-- Columns:" in text, name
+        assert re.findall(r"CREATE OR REPLACE VIEW (\w+) AS", text) == [view], name
+        assert re.search(rf"COMMENT ON VIEW {view} IS '[^']+';\s*$", text), name
+    views = {n.rsplit("/", 1)[1].removesuffix(".sql") for n in names}
+    assert set(PUBLIC_VIEWS) <= views
+
+
+@pytest.fixture
+def locked(tmp_path: Path, connect_rows: Any, outcomes: Any) -> Any:
+    return connect_rows([outcomes.drafted(3, 1)])
+
+
+def test_lockdown_blocks_writing_files(tmp_path: Path, locked: Any) -> None:
+    for target in (tmp_path / "x.csv", Path("/tmp/x.csv")):
+        before = target.stat().st_mtime_ns if target.exists() else None
+        with pytest.raises(duckdb.PermissionException):
+            locked.execute(f"COPY (SELECT 1) TO '{target}'")
+        assert (target.stat().st_mtime_ns if target.exists() else None) == before
+
+
+def test_lockdown_blocks_reading_other_files(tmp_path: Path, locked: Any, outcomes: Any) -> None:
+    other = tmp_path / "other.csv"
+    other.write_text("a\n1\n")
+    elsewhere = outcomes.write_tree(tmp_path / "elsewhere", [outcomes.drafted(3, 3)])
+    stray = next(elsewhere.glob("dt=*/hour=*/*.parquet"))
+    for sql in ("SELECT * FROM read_csv(?)", "SELECT * FROM read_text(?)", "SELECT * FROM read_parquet(?)"):
+        for path in (other, stray, Path("/etc/passwd"), tmp_path / "data" / ".." / "other.csv"):
+            with pytest.raises(duckdb.PermissionException):
+                locked.execute(sql, [str(path)])
+    with pytest.raises(duckdb.PermissionException):
+        locked.execute(f"SELECT * FROM '{other}'")
+
+
+def test_lockdown_blocks_attach_extensions_and_settings(tmp_path: Path, locked: Any) -> None:
+    with pytest.raises(duckdb.PermissionException):
+        locked.execute(f"ATTACH '{tmp_path / 'db.duckdb'}' AS other")
+    with pytest.raises(duckdb.Error):
+        locked.execute("INSTALL httpfs")
+    for setting in ("SET enable_external_access = true", "SET allowed_directories = ['/']",
+                    "SET allowed_paths = ['/etc/passwd']", "SET lock_configuration = false",
+                    "RESET lock_configuration", "SET python_enable_replacements = true"):
+        with pytest.raises(duckdb.InvalidInputException, match="locked"):
+            locked.execute(setting)
+    assert not (tmp_path / "db.duckdb").exists()
+
+
+def test_views_still_work_after_the_lockdown(locked: Any) -> None:
+    assert run_query(locked, "SELECT num_drafts, num_accepted_tokens FROM acceptance").to_pylist() == [
+        {"num_drafts": 1, "num_accepted_tokens": 1}
+    ]
+    settings = dict(locked.execute(
+        "SELECT name, value FROM duckdb_settings() WHERE name IN ('enable_external_access', 'lock_configuration')"
+    ).fetchall())
+    assert settings == {"enable_external_access": "false", "lock_configuration": "true"}

@@ -1,0 +1,182 @@
+"""Every public view against numbers computed by hand on a small tree."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any
+
+import pytest
+
+from queries import PUBLIC_VIEWS, run_query
+
+A, B, C = "a/dp0", "b/dp1", "c/dp0"
+DAY1, DAY2 = datetime(2025, 1, 1, 23, 30), datetime(2025, 1, 2, 0, 10)
+DIMS_A = {"engine_id": A, "model": "tiny-llama", "method": "draft_model", "num_spec_tokens": 3}
+DIMS_B = {"engine_id": B, "model": "tiny-llama", "method": "ngram", "num_spec_tokens": 2}
+DIMS_C = {"engine_id": C, "model": "other", "method": "draft_model", "num_spec_tokens": 3}
+
+
+@pytest.fixture
+def con(connect_rows: Any, outcomes: Any) -> Any:
+    o = outcomes
+    a: dict[str, Any] = {"engine_instance": "a", "dp_rank": 0}
+    b: dict[str, Any] = {"engine_instance": "b", "dp_rank": 1, "method": "ngram", "num_spec_tokens": 2}
+    c: dict[str, Any] = {"engine_instance": "c", "dp_rank": 0, "model": "other"}
+    rows = [
+        # engine A, K = 3: 12 request-steps
+        o.drafted(3, 2, event_time=DAY1, **a),
+        o.drafted(3, 0, event_time=DAY1, **a),
+        o.drafted(2, 2, event_time=DAY1, **a),
+        o.skipped(3, 0, event_time=DAY1, **a),  # placeholders, rejected
+        o.skipped(3, 1, event_time=DAY1, **a),  # a placeholder accepted by chance
+        o.skipped(0, event_time=DAY1, **a),  # skipped with nothing scheduled: not even vLLM counts it
+        o.grammar_async(0, 3, 0, event_time=DAY2, **a),  # all invalid: vLLM still counts a draft
+        o.grammar_async(1, 2, 1, event_time=DAY2, **a),
+        o.grammar_sync(2, 1, 1, event_time=DAY2, **a),
+        o.k_zero("no_proposal", event_time=DAY2, **a),
+        o.k_zero("grammar_truncated", k_invalid=2, event_time=DAY2, **a),
+        o.k_zero("length_trim", event_time=DAY2, **a),
+        # engine B, K = 2: 5 request-steps
+        *(o.k_zero("no_proposal", **b) for _ in range(3)),
+        o.drafted(2, 1, **b),
+        o.k_zero("unknown", **b),
+        # engine C: only k_zero
+        o.k_zero("schedule", **c),
+        o.k_zero("schedule", **c),
+    ]
+    return connect_rows(rows)
+
+
+def rows_of(con: Any, view: str) -> list[dict[str, Any]]:
+    return list(run_query(con, f"SELECT * FROM {view}").to_pylist())
+
+
+def test_request_steps(con: Any) -> None:
+    rows = rows_of(con, "request_steps")
+    assert len(rows) == 19
+    a = [r for r in rows if r["engine_id"] == A]
+    assert len(a) == 12
+    assert sum(r["is_draft"] for r in a) == 5
+    assert sum(r["is_vllm_draft"] for r in a) == 8
+    assert {(r["dt"], r["hour"]) for r in a} == {(date(2025, 1, 1), 23), (date(2025, 1, 2), 0)}
+    assert {r["event_time"] for r in a} == {DAY1, DAY2}
+    described = run_query(con, "SELECT column_name, column_type FROM (DESCRIBE request_steps)").to_pylist()
+    types = {r["column_name"]: r["column_type"] for r in described}
+    for column in ("dp_rank", "num_spec_tokens", "k_sched", "k_valid", "k_invalid", "accepted", "emitted", "hour"):
+        assert types[column] == "INTEGER", column
+    assert types["event_time"] == "TIMESTAMP"
+    assert types["is_draft"] == types["is_vllm_draft"] == "BOOLEAN"
+    grammar = sorted((r["k_sched"], r["k_valid"], r["k_invalid"], r["is_draft"], r["is_vllm_draft"])
+                     for r in a if r["kind"] == "grammar_invalid")
+    assert grammar == [(2, 2, 1, True, True), (3, 0, 3, False, True), (3, 1, 2, True, True)]
+    reasons = sorted(r["k_zero_reason"] for r in rows if r["kind"] == "k_zero")
+    assert reasons == ["grammar_truncated", "length_trim", "no_proposal", "no_proposal", "no_proposal",
+                       "no_proposal", "schedule", "schedule", "unknown"]
+    assert all(r["k_zero_reason"] is None for r in rows if r["kind"] != "k_zero")
+
+
+def test_acceptance_corrected(con: Any) -> None:
+    assert rows_of(con, "acceptance") == [
+        {**DIMS_A, "num_drafts": 5, "num_draft_tokens": 11, "num_accepted_tokens": 6,
+         "acceptance_rate": pytest.approx(6 / 11), "mean_acceptance_length": pytest.approx(2.2)},
+        {**DIMS_B, "num_drafts": 1, "num_draft_tokens": 2, "num_accepted_tokens": 1,
+         "acceptance_rate": pytest.approx(0.5), "mean_acceptance_length": pytest.approx(2.0)},
+        {**DIMS_C, "num_drafts": 0, "num_draft_tokens": 0, "num_accepted_tokens": 0,
+         "acceptance_rate": None, "mean_acceptance_length": None},
+    ]
+
+
+def test_acceptance_vllm(con: Any) -> None:
+    assert rows_of(con, "acceptance_vllm") == [
+        {**DIMS_A, "num_drafts": 8, "num_draft_tokens": 17, "num_accepted_tokens": 7,
+         "acceptance_rate": pytest.approx(7 / 17), "mean_acceptance_length": pytest.approx(1.875)},
+        {**DIMS_B, "num_drafts": 1, "num_draft_tokens": 2, "num_accepted_tokens": 1,
+         "acceptance_rate": pytest.approx(0.5), "mean_acceptance_length": pytest.approx(2.0)},
+        {**DIMS_C, "num_drafts": 0, "num_draft_tokens": 0, "num_accepted_tokens": 0,
+         "acceptance_rate": None, "mean_acceptance_length": None},
+    ]
+
+
+def test_vllm_overcounts_exactly_the_skipped_and_all_invalid_drafts(con: Any) -> None:
+    table = run_query(con, """
+        SELECT v.engine_id, v.num_drafts - c.num_drafts AS extra,
+               (SELECT count(*) FROM request_steps r WHERE r.engine_id = v.engine_id AND (
+                    (r.kind = 'skipped_for_length' AND r.k_sched > 0)
+                    OR (r.kind = 'grammar_invalid' AND r.k_valid = 0))) AS expected
+        FROM acceptance_vllm v JOIN acceptance c USING (engine_id, model, method, num_spec_tokens)
+        ORDER BY v.engine_id
+    """)
+    assert table.to_pylist() == [
+        {"engine_id": A, "extra": 3, "expected": 3},
+        {"engine_id": B, "extra": 0, "expected": 0},
+        {"engine_id": C, "extra": 0, "expected": 0},
+    ]
+
+
+def per_position(dims: dict[str, Any], values: list[tuple[Any, ...]], names: tuple[str, ...]) -> list[dict[str, Any]]:
+    return [{**dims, "position": i, **{n: pytest.approx(v) if isinstance(v, float) else v for n, v in zip(names, vals)}}
+            for i, vals in enumerate(values)]
+
+
+def test_acceptance_per_position(con: Any) -> None:
+    names = ("num_accepted", "num_drafts", "num_reached", "rate_vllm", "rate_conditional")
+    assert rows_of(con, "acceptance_per_position") == [
+        *per_position(DIMS_A, [(4, 5, 5, 0.8, 0.8), (2, 5, 4, 0.4, 0.5), (0, 5, 2, 0.0, 0.0)], names),
+        *per_position(DIMS_B, [(1, 1, 1, 1.0, 1.0), (0, 1, 1, 0.0, 0.0)], names),
+        *per_position(DIMS_C, [(0, 0, 0, None, None)] * 3, names),
+    ]
+
+
+def test_acceptance_vllm_per_position(con: Any) -> None:
+    names = ("num_accepted_tokens_per_pos", "num_drafts", "acceptance_rate")
+    assert rows_of(con, "acceptance_vllm_per_position") == [
+        *per_position(DIMS_A, [(5, 8, 0.625), (2, 8, 0.25), (0, 8, 0.0)], names),
+        *per_position(DIMS_B, [(1, 1, 1.0), (0, 1, 0.0)], names),
+        *per_position(DIMS_C, [(0, 0, None)] * 3, names),
+    ]
+
+
+def test_outcome_shares(con: Any) -> None:
+    def share(dims: dict[str, Any], kind: str, reason: str | None, n: int, of_group: float, of_kind: float
+              ) -> dict[str, Any]:
+        return {**dims, "kind": kind, "k_zero_reason": reason, "request_steps": n,
+                "share": pytest.approx(of_group), "share_of_kind": pytest.approx(of_kind)}
+
+    assert rows_of(con, "outcome_shares") == [
+        share(DIMS_A, "drafted", None, 3, 3 / 12, 1.0),
+        share(DIMS_A, "grammar_invalid", None, 3, 3 / 12, 1.0),
+        share(DIMS_A, "k_zero", "grammar_truncated", 1, 1 / 12, 1 / 3),
+        share(DIMS_A, "k_zero", "length_trim", 1, 1 / 12, 1 / 3),
+        share(DIMS_A, "k_zero", "no_proposal", 1, 1 / 12, 1 / 3),
+        share(DIMS_A, "skipped_for_length", None, 3, 3 / 12, 1.0),
+        share(DIMS_B, "drafted", None, 1, 0.2, 1.0),
+        share(DIMS_B, "k_zero", "no_proposal", 3, 0.6, 0.75),
+        share(DIMS_B, "k_zero", "unknown", 1, 0.2, 0.25),
+        share(DIMS_C, "k_zero", "schedule", 2, 1.0, 1.0),
+    ]
+    sums = run_query(con, "SELECT engine_id, sum(share) AS total FROM outcome_shares GROUP BY ALL").to_pylist()
+    assert [r["total"] for r in sums] == [pytest.approx(1.0)] * 3
+
+
+def test_groups_split_on_every_dimension(connect_rows: Any, outcomes: Any) -> None:
+    con = connect_rows([
+        outcomes.drafted(3, 3),
+        outcomes.drafted(3, 1, method="eagle"),
+        outcomes.drafted(2, 0, num_spec_tokens=2),
+        outcomes.drafted(1, 1, model="m2"),
+        outcomes.drafted(1, 0, dp_rank=1),
+    ])
+    table = run_query(con, "SELECT engine_id, model, method, num_spec_tokens, num_drafts, num_accepted_tokens "
+                           "FROM acceptance")
+    assert [tuple(r.values()) for r in table.to_pylist()] == [
+        ("a/dp0", "m2", "draft_model", 3, 1, 1),
+        ("a/dp0", "tiny-llama", "draft_model", 2, 1, 0),
+        ("a/dp0", "tiny-llama", "draft_model", 3, 1, 3),
+        ("a/dp0", "tiny-llama", "eagle", 3, 1, 1),
+        ("a/dp1", "tiny-llama", "draft_model", 3, 1, 0),
+    ]
+
+
+def test_every_public_view_has_rows(con: Any) -> None:
+    for view in PUBLIC_VIEWS:
+        assert run_query(con, f"SELECT count(*) AS n FROM {view}").column("n")[0].as_py() > 0, view

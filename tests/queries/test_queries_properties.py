@@ -1,0 +1,148 @@
+"""Property test: on any valid set of request outcomes, the views agree with a direct count in
+Python and keep their invariants."""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from queries import connect, run_query
+
+#: (engine_instance, method, K): groups of different K side by side.
+GROUPS = [("a", "draft_model", 1), ("a", "draft_model", 3), ("b", "ngram", 4)]
+REASONS = ["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown"]
+TIMES = [datetime(2025, 1, 1, 10, 5), datetime(2025, 1, 1, 11, 59), datetime(2025, 1, 2, 0, 0)]
+Key = tuple[str, str, str, int]
+
+
+@st.composite
+def outcome(draw: st.DrawFn) -> dict[str, Any]:
+    """Keyword arguments of one row that keeps the rules of schemas/validation.py."""
+    instance, method, k = draw(st.sampled_from(GROUPS))
+    kind = draw(st.sampled_from(["drafted", "skipped_for_length", "grammar_invalid", "k_zero"]))
+    k_invalid, reason = 0, None
+    if kind == "drafted":
+        k_valid = draw(st.integers(1, k))
+        k_sched = k_valid
+    elif kind == "skipped_for_length":
+        k_sched = draw(st.integers(0, k))
+        k_valid = draw(st.integers(0, k_sched))
+        k_invalid = k_sched - k_valid
+    elif kind == "grammar_invalid":
+        if draw(st.booleans()):  # async: invalid drafts are -1 pads
+            k_valid = draw(st.integers(0, k - 1))
+            k_invalid = draw(st.integers(1, k - k_valid))
+            k_sched = k_valid + k_invalid
+        else:  # sync: invalid drafts were truncated
+            k_valid = k_sched = draw(st.integers(1, k))
+            k_invalid = draw(st.integers(1, k))
+    else:
+        k_valid = k_sched = 0
+        reason = draw(st.sampled_from(REASONS))
+        k_invalid = draw(st.integers(1, k)) if reason == "grammar_truncated" else 0
+    accepted = draw(st.integers(0, k_valid))
+    return {
+        "engine_instance": instance, "method": method, "num_spec_tokens": k, "kind": kind,
+        "k_zero_reason": reason, "k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_invalid,
+        "accepted": accepted, "emitted": draw(st.integers(0, accepted + 1)),
+        "event_time": draw(st.sampled_from(TIMES)),
+    }
+
+
+def expected(rows: list[dict[str, Any]]) -> dict[Key, dict[Any, int]]:
+    """The views' counts, computed row by row."""
+    out: dict[Key, dict[Any, int]] = defaultdict(lambda: defaultdict(int))
+    for r in rows:
+        g = out[(r["engine_id"], r["model"], r["method"], r["num_spec_tokens"])]
+        g["rows"] += 1
+        if r["kind"] == "drafted" or (r["kind"] == "grammar_invalid" and r["k_valid"] > 0):
+            g["drafts"] += 1
+            g["tokens"] += r["k_valid"]
+            g["accepted"] += r["accepted"]
+            for i in range(r["num_spec_tokens"]):
+                g[("acc", i)] += r["accepted"] >= i + 1
+                g[("reached", i)] += r["k_valid"] >= i + 1
+        if r["k_sched"] > 0:
+            g["v_drafts"] += 1
+            g["v_tokens"] += r["k_valid"]
+            g["v_accepted"] += r["accepted"]
+            for i in range(r["accepted"]):
+                g[("v_acc", i)] += 1
+        g["skipped_sched"] += r["kind"] == "skipped_for_length" and r["k_sched"] > 0
+        g["all_invalid"] += r["kind"] == "grammar_invalid" and r["k_valid"] == 0
+    return out
+
+
+def by_group(con: Any, view: str) -> dict[Key, list[dict[str, Any]]]:
+    out: dict[Key, list[dict[str, Any]]] = defaultdict(list)
+    for r in run_query(con, f"SELECT * FROM {view}").to_pylist():
+        out[(r["engine_id"], r["model"], r["method"], r["num_spec_tokens"])].append(r)
+    return out
+
+
+def check(con: Any, rows: list[dict[str, Any]]) -> None:
+    want = expected(rows)
+    corrected, vllm = by_group(con, "acceptance"), by_group(con, "acceptance_vllm")
+    per_pos, vllm_pos = by_group(con, "acceptance_per_position"), by_group(con, "acceptance_vllm_per_position")
+    shares = by_group(con, "outcome_shares")
+    assert set(corrected) == set(vllm) == set(per_pos) == set(vllm_pos) == set(shares) == set(want)
+    for key, g in want.items():
+        k = key[3]
+        [c], [v] = corrected[key], vllm[key]
+        assert (c["num_drafts"], c["num_draft_tokens"], c["num_accepted_tokens"]) == (
+            g["drafts"], g["tokens"], g["accepted"])
+        assert (v["num_drafts"], v["num_draft_tokens"], v["num_accepted_tokens"]) == (
+            g["v_drafts"], g["v_tokens"], g["v_accepted"])
+        # vLLM's extra drafts are exactly the placeholder and all-invalid request-steps
+        assert v["num_drafts"] == c["num_drafts"] + g["skipped_sched"] + g["all_invalid"]
+        for m in (c, v):
+            assert (m["acceptance_rate"] is None) == (m["num_draft_tokens"] == 0)
+            assert (m["mean_acceptance_length"] is None) == (m["num_drafts"] == 0)
+            if m["acceptance_rate"] is not None:
+                assert 0.0 <= m["acceptance_rate"] <= 1.0
+            if m["mean_acceptance_length"] is not None:
+                assert 1.0 <= m["mean_acceptance_length"] <= k + 1
+        assert [p["position"] for p in per_pos[key]] == list(range(k))
+        assert [p["position"] for p in vllm_pos[key]] == list(range(k))
+        assert [(p["num_accepted"], p["num_reached"], p["num_drafts"]) for p in per_pos[key]] == [
+            (g[("acc", i)], g[("reached", i)], g["drafts"]) for i in range(k)]
+        assert [(p["num_accepted_tokens_per_pos"], p["num_drafts"]) for p in vllm_pos[key]] == [
+            (g[("v_acc", i)], g["v_drafts"]) for i in range(k)]
+        # per-position counts add up to the token totals
+        assert sum(p["num_accepted"] for p in per_pos[key]) == c["num_accepted_tokens"]
+        assert sum(p["num_reached"] for p in per_pos[key]) == c["num_draft_tokens"]
+        assert sum(p["num_accepted_tokens_per_pos"] for p in vllm_pos[key]) == v["num_accepted_tokens"]
+        for rates in (
+            [p["rate_vllm"] for p in per_pos[key]],
+            [p["acceptance_rate"] for p in vllm_pos[key]],
+        ):
+            if rates[0] is None:
+                assert rates == [None] * k
+                continue
+            assert all(0.0 <= r <= 1.0 for r in rates)
+            assert all(a >= b for a, b in itertools.pairwise(rates))  # non-increasing with position
+        assert all(p["rate_conditional"] is None or 0.0 <= p["rate_conditional"] <= 1.0 for p in per_pos[key])
+        assert sum(s["request_steps"] for s in shares[key]) == g["rows"]
+        assert sum(s["share"] for s in shares[key]) == pytest.approx(1.0)
+        for kind in {s["kind"] for s in shares[key]}:
+            assert sum(s["share_of_kind"] for s in shares[key] if s["kind"] == kind) == pytest.approx(1.0)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(outcome(), min_size=1, max_size=40))
+def test_views_match_a_direct_count(outcomes: Any, drawn: list[dict[str, Any]]) -> None:
+    rows = [outcomes.row(**d) for d in drawn]
+    with tempfile.TemporaryDirectory() as tmp:
+        con = connect(outcomes.write_tree(Path(tmp) / "data", rows))
+        try:
+            check(con, rows)
+        finally:
+            con.close()

@@ -1,0 +1,69 @@
+"""The vectorised outcome rules give the same verdict as the pydantic models, row by row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from schemas import StepEvent, decode_step
+from schemas.codes import KIND_CODES, OUTCOME_COLUMNS, OUTCOME_DTYPE, REASON_CODES
+from schemas.validation import invalid_outcome_rows
+from schemas.wire import _outcome_dict, step_event_to_wire
+from tests.conftest import step_event
+from tests.schemas.test_wire import K as K_WIRE
+from tests.schemas.test_wire import step_events
+
+K = 4
+rows = st.fixed_dictionaries({
+    "kind": st.integers(0, 4),
+    "reason": st.integers(0, 6),
+    "k_sched": st.integers(-1, K + 1),
+    "k_valid": st.integers(-1, K + 1),
+    "k_invalid": st.integers(-1, K + 1),
+    "accepted": st.integers(-1, K + 1),
+    "emitted": st.integers(-1, K + 2),
+})
+
+
+def pydantic_accepts(row: dict[str, int]) -> bool:
+    if row["kind"] >= len(KIND_CODES) or (row["kind"] == 3 and not 0 < row["reason"] < len(REASON_CODES)):
+        return False
+    outcome: dict[str, Any] = _outcome_dict("r", row)
+    # The wire carries every column for every kind: the columns a kind does not have must hold
+    # exactly what the encoder writes for it.
+    implied = {
+        0: {"k_sched": row["k_valid"], "k_invalid": 0, "reason": 0},
+        1: {"k_invalid": row["k_sched"] - row["k_valid"], "reason": 0},
+        2: {"reason": 0},
+        3: {"k_sched": 0, "k_valid": 0, "accepted": 0},
+    }[row["kind"]]
+    if any(row[name] != value for name, value in implied.items()):
+        return False
+    try:
+        step_event([outcome], num_spec_tokens=K)
+    except ValidationError:
+        return False
+    return True
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(rows, min_size=1, max_size=20))
+def test_vectorised_rules_match_the_models(batch: list[dict[str, int]]) -> None:
+    cols = {name: np.array([r[name] for r in batch], dtype=np.int64) for name in OUTCOME_COLUMNS}
+    bad, reasons = invalid_outcome_rows(cols, np.full(len(batch), K))
+    for i, row in enumerate(batch):
+        assert bool(bad[i]) is not pydantic_accepts(row), (row, reasons.get(i))
+        assert (i in reasons) is bool(bad[i])
+
+
+@settings(max_examples=200, deadline=None)
+@given(step_events())
+def test_valid_events_pass_the_vectorised_rules(event: StepEvent) -> None:
+    step = decode_step(step_event_to_wire(event))
+    packed = np.frombuffer(step.outcomes, dtype=OUTCOME_DTYPE)
+    bad, reasons = invalid_outcome_rows({n: packed[n] for n in OUTCOME_COLUMNS}, np.full(step.n, K_WIRE))
+    assert not bad.any(), reasons

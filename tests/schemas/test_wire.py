@@ -1,0 +1,130 @@
+"""The wire encoding: lossless round trips and clear reasons for broken messages."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import msgpack
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schemas import InvalidRecord, StepEvent, UnsupportedSchemaVersion, decode_step
+from schemas.codes import OUTCOME_DTYPE
+from schemas.wire import FIELDS, step_event_from_wire, step_event_to_wire
+from tests.conftest import T0, step_event
+
+K = 5
+
+
+@st.composite
+def outcomes(draw: st.DrawFn, request_id: str) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["drafted", "skipped_for_length", "grammar_invalid", "k_zero"]))
+    if kind == "drafted":
+        k_valid = draw(st.integers(1, K))
+        accepted = draw(st.integers(0, k_valid))
+        fields = {"k_valid": k_valid, "accepted": accepted}
+    elif kind == "skipped_for_length":
+        k_sched = draw(st.integers(0, K))
+        k_valid = draw(st.integers(0, k_sched))
+        accepted = draw(st.integers(0, k_valid))
+        fields = {"k_sched": k_sched, "k_valid": k_valid, "accepted": accepted}
+    elif kind == "grammar_invalid":
+        k_invalid = draw(st.integers(1, K))
+        k_valid = draw(st.integers(0, K - k_invalid))
+        padded = draw(st.booleans()) or k_valid == 0
+        accepted = draw(st.integers(0, k_valid))
+        k_sched = k_valid + k_invalid if padded else k_valid
+        fields = {"k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_invalid, "accepted": accepted}
+    else:
+        reason = draw(st.sampled_from(["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown"]))
+        fields = {"reason": reason, "k_invalid": draw(st.integers(1, K)) if reason == "grammar_truncated" else 0}
+        accepted = 0
+    emitted = draw(st.integers(0, accepted + 1))
+    return {"kind": kind, "request_id": request_id, "emitted": emitted, **fields}
+
+
+@st.composite
+def step_events(draw: st.DrawFn) -> StepEvent:
+    ids = draw(st.lists(st.text(min_size=1, max_size=40), max_size=12, unique=True))
+    return step_event(
+        [draw(outcomes(rid)) for rid in ids],
+        num_spec_tokens=K,
+        step_index=draw(st.integers(0, 2**62)),
+        event_time=T0 + timedelta(microseconds=draw(st.integers(-(10**15), 10**15))),
+        drafter_max_len=draw(st.none() | st.integers(1, 2**31 - 1)),
+        batch_max_seq_len=draw(st.none() | st.integers(0, 2**31 - 1)),
+        engine_instance=draw(st.text(min_size=1, max_size=20)),
+        dp_rank=draw(st.integers(0, 64)),
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(step_events())
+def test_round_trip_is_lossless(event: StepEvent) -> None:
+    assert step_event_from_wire(step_event_to_wire(event)) == event
+
+
+def test_decoded_step_exposes_raw_columns() -> None:
+    event = step_event()
+    step = decode_step(step_event_to_wire(event))
+    packed = np.frombuffer(step.outcomes, dtype=OUTCOME_DTYPE)
+    assert packed["kind"].tolist() == [0, 1, 2, 3]
+    assert packed["k_sched"].tolist() == [3, 3, 3, 0]
+    assert packed["k_valid"].tolist() == [3, 3, 1, 0]
+    assert packed["accepted"].tolist() == [2, 0, 1, 0]
+    assert step.context.engine_id == "node-a/dp0"
+    assert step.envelope().event_time == event.event_time
+
+
+def _message(**changes: Any) -> bytes:
+    message = msgpack.unpackb(step_event_to_wire(step_event()))
+    for key, value in changes.items():
+        message[FIELDS.index(key)] = value
+    return msgpack.packb(message)
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (b"\xc1garbage", "not a msgpack step message"),
+        (msgpack.packb({"a": 1}), "step message must be a msgpack array, got dict"),
+        (msgpack.packb(["1.0", "e", "x"]), "step message has 3 fields; schema 1.0 needs 16"),
+        (_message(event_id=None), "'event_id' must be a string"),
+        (_message(step_index=-1), "'step_index' must be a non-negative integer"),
+        (_message(event_time_us="yesterday"), "'event_time_us' must be an integer"),
+        (_message(n=5), "'outcomes' must be n \\* 12 = 60 bytes"),
+        (_message(outcomes=b"\x00" * 7), "'outcomes' must be n \\* 12 = 48 bytes"),
+        (_message(request_id_offsets=b"\x01\x00\x00\x00" * 5), "must run from 0 to len"),
+        (_message(model=""), "invalid step envelope: model: String should have at least 1 character"),
+        (_message(dp_rank="0"), "invalid step envelope: dp_rank: Input should be a valid integer"),
+        (_message(num_spec_tokens=None), "invalid step envelope: num_spec_tokens: Input should be a valid integer"),
+        (_message(drafter_max_len=-5), "invalid step envelope: drafter_max_len: Input should be greater than"),
+    ],
+)
+def test_broken_messages_are_rejected_with_the_reason(payload: bytes, reason: str) -> None:
+    with pytest.raises(InvalidRecord, match=reason):
+        decode_step(payload)
+
+
+def test_unknown_major_version_is_rejected_before_anything_else() -> None:
+    with pytest.raises(UnsupportedSchemaVersion, match="major version 2; this reader supports major version 1"):
+        decode_step(_message(schema_version="2.0", model=""))
+
+
+def test_readers_ignore_fields_appended_by_a_later_minor_version() -> None:
+    message = msgpack.unpackb(step_event_to_wire(step_event()))
+    message[0] = "1.3"
+    message.append({"a": "future field"})
+    assert decode_step(msgpack.packb(message)).context.schema_version == "1.3"
+
+
+def test_bad_outcome_values_are_reported_by_row() -> None:
+    message = msgpack.unpackb(step_event_to_wire(step_event()))
+    packed = np.frombuffer(message[FIELDS.index("outcomes")], dtype=OUTCOME_DTYPE).copy()
+    packed["kind"][2] = 9
+    message[FIELDS.index("outcomes")] = packed.tobytes()
+    with pytest.raises(InvalidRecord, match="outcome 2: unknown outcome kind code"):
+        step_event_from_wire(msgpack.packb(message))

@@ -1,0 +1,42 @@
+"""``specmetrics demo``: the three stories, vLLM-reported next to the truth."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from queries import connect, run_query
+from specmetrics.cli import main
+
+
+def test_demo_shows_the_stories_side_by_side(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    workdir = tmp_path / "demo"
+    assert main(["demo", "--workdir", str(workdir), "--rows", "4000"]) == 0
+    out, err = capsys.readouterr()
+    assert "the events come from the load generator" in out
+    assert "demo events:" in err and "ingest:" in err
+    lines = {line.split()[0]: line.split() for line in out.splitlines() if "-0/dp0" in line}
+    assert list(lines) == ["fits-0/dp0", "too-long-0/dp0", "crossing-0/dp0", "grammar-0/dp0", "ngram-0/dp0"]
+    # too-long: vLLM reports drafts at 0.00 % (MAL 1.00); the truth is no drafts at all.
+    assert lines["too-long-0/dp0"][2:7] == ["0.0000", "1.0000", "0", "NULL", "NULL"]
+    con = connect(workdir / "data")
+    truth = {r["engine_id"]: r for r in run_query(con, "SELECT * FROM acceptance").to_pylist()}
+    vllm = {r["engine_id"]: r for r in run_query(con, "SELECT * FROM acceptance_vllm").to_pylist()}
+    con.close()
+    assert truth["fits-0/dp0"]["acceptance_rate"] == vllm["fits-0/dp0"]["acceptance_rate"] == 1.0
+    assert truth["crossing-0/dp0"]["acceptance_rate"] == 1.0 > vllm["crossing-0/dp0"]["acceptance_rate"]
+    assert truth["too-long-0/dp0"]["num_drafts"] == 0 < vllm["too-long-0/dp0"]["num_drafts"]
+    assert vllm["grammar-0/dp0"]["num_drafts"] > truth["grammar-0/dp0"]["num_drafts"]
+    # A second run starts from scratch instead of duplicating the events.
+    assert main(["demo", "--workdir", str(workdir), "--rows", "4000"]) == 0
+    con = connect(workdir / "data")
+    assert run_query(con, "SELECT count(*) AS n FROM request_steps").to_pylist() == [{"n": 5 * 4032}]
+    con.close()
+
+
+def test_demo_refuses_a_folder_it_did_not_create(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "precious.txt").write_text("keep me")
+    assert main(["demo", "--workdir", str(tmp_path)]) == 2
+    assert "was not created by the demo" in capsys.readouterr().err
+    assert (tmp_path / "precious.txt").read_text() == "keep me"
