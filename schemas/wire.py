@@ -34,7 +34,6 @@ append fields; readers ignore fields past the ones they know.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -82,21 +81,20 @@ class InvalidRecord(ValueError):
     """A record that does not follow the contract; the message says why."""
 
 
-@dataclass(frozen=True, slots=True)
-class OutcomeColumns:
-    """The request outcomes of one step, one array per column (codes as in the tables above)."""
+IntColumn = Sequence[int] | np.ndarray
+
+
+class OutcomeColumns(NamedTuple):
+    """The request outcomes of one step, one sequence per column (codes: schemas.codes)."""
 
     request_id: Sequence[str]
-    kind: np.ndarray
-    reason: np.ndarray
-    k_sched: np.ndarray
-    k_valid: np.ndarray
-    k_invalid: np.ndarray
-    accepted: np.ndarray
-    emitted: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.request_id)
+    kind: IntColumn
+    reason: IntColumn
+    k_sched: IntColumn
+    k_valid: IntColumn
+    k_invalid: IntColumn
+    accepted: IntColumn
+    emitted: IntColumn
 
 
 class WireStep(NamedTuple):
@@ -213,10 +211,7 @@ def step_event_to_wire(event: StepEvent) -> bytes:
     columns = {
         name: [row[i] for row in rows] for i, name in enumerate(OUTCOME_COLUMNS)
     }
-    return encode_step(
-        envelope,
-        OutcomeColumns(request_id=[o.request_id for o in event.outcomes], **columns),  # type: ignore[arg-type]
-    )
+    return encode_step(envelope, OutcomeColumns(request_id=[o.request_id for o in event.outcomes], **columns))
 
 
 def _outcome_row(o: Outcome) -> tuple[int, ...]:

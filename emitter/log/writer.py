@@ -45,11 +45,18 @@ class LocalLogWriter:
             if self._size >= self._segment_bytes:
                 self._open_segment(self._next_offset, create=True)
             first = self._next_offset
-            data = b"".join(frame(first + i, p) for i, p in enumerate(payloads))
-            written = os.pwrite(self._fd, data, self._size)
-            if written != len(data):
-                raise OSError(f"short write to {segment_path(self.directory, self._base)}")
-            os.fsync(self._fd)
+            data = memoryview(b"".join(frame(first + i, p) for i, p in enumerate(payloads)))
+            try:
+                written = 0
+                while written < len(data):  # a short write is retried: the retry raises the real error (ENOSPC)
+                    step = os.pwrite(self._fd, data[written:], self._size + written)
+                    if step == 0:
+                        raise OSError(f"no progress writing {segment_path(self.directory, self._base)}")
+                    written += step
+                os.fsync(self._fd)
+            except BaseException:
+                os.ftruncate(self._fd, self._size)  # a batch is appended whole or not at all
+                raise
             self._size += len(data)
             self._next_offset = first + len(payloads)
             return first, self._next_offset - 1

@@ -1,14 +1,19 @@
 """``specmetrics demo``: the main job on the embedded default, in one command.
 
 Step events → local log → ingest → Parquet → DuckDB views, then vLLM-reported next to
-corrected numbers. Until the vLLM plugin lands, the events come from the load generator,
-and the output says so.
+corrected numbers. With vLLM installed the events come from real vLLM runs (tiny local
+models, the plugin recording); without it, from the load generator, and the output says so.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
+import os
 import shutil
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +24,7 @@ from queries import connect, run_query
 from specmetrics.commands.ingest import ingest_source
 from specmetrics.progress import Progress
 from specmetrics.tables import text_table
+from specmetrics.windows import ratios, window_metrics
 
 MARKER = ".specmetrics-demo"
 
@@ -65,13 +71,73 @@ def add_parser(subparsers: Any) -> None:
                         help="Where the demo's log and Parquet go (recreated each run; default ./specmetrics-demo).")
     parser.add_argument("--rows", type=int, default=50_000, help="Request outcomes per scenario (default 50000).")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--loadgen", action="store_true", help="Use the load generator even if vLLM is installed.")
     parser.set_defaults(run=run)
 
 
+VLLM_STORIES = {
+    "fits": "a same-weights drafter that fits: truth 100 %",
+    "too_long": "prompts past the drafter's max length: vLLM says 0.00 %, truth: no drafts",
+    "crossing": "one long request makes the whole batch skip drafting",
+    "grammar": "structured output (JSON schema): grammar-truncated drafts",
+    "ngram": "ngram: no match, no proposal (K = 0)",
+}
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.loadgen or importlib.util.find_spec("vllm") is None:
+        return run_loadgen(args)
+    return run_vllm(args)
+
+
+def run_vllm(args: argparse.Namespace) -> int:
+    """The stories on real vLLM in a child process (vLLM reads the plugin's settings once)."""
     log_dir, data_dir = prepare_workdir(args.workdir)
-    print("vLLM plugin not available in this version: the events come from the load generator "
-          "(synthetic, vLLM-shaped; it never pretends to be vLLM).\n")
+    stories_file, vllm_log = args.workdir / "stories.json", args.workdir / "vllm.log"
+    print(f"Running the stories on real vLLM with tiny local models (built on first use); vLLM's log: {vllm_log}")
+    env = {**os.environ, "SPECMETRICS_SINK": log_dir.resolve().as_uri()}
+    env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    with vllm_log.open("w") as out:
+        done = subprocess.run([sys.executable, "-m", "specmetrics.vllm_scenarios", "--out", str(stories_file)],
+                              env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
+    if done.returncode != 0:
+        print(f"vLLM failed (exit code {done.returncode}); see {vllm_log}", file=sys.stderr)
+        return 1
+    stats = ingest_source(log_dir.resolve().as_uri(), data_dir, once=True)
+    print(f"\ningested {stats.rows:,} request outcomes into {stats.files} Parquet file(s) under {data_dir}\n")
+    con = connect(data_dir)
+    rows = []
+    try:
+        for story in json.loads(stories_file.read_text()):
+            got = window_metrics(con, story["started"], story["finished"], positions=3)
+            vllm = story["vllm"]
+            reproduced = (got["vllm_num_drafts"], got["vllm_num_draft_tokens"], got["vllm_num_accepted_tokens"]) == (
+                vllm["num_drafts"], vllm["num_draft_tokens"], vllm["num_accepted_tokens"])
+            steps = max(got["request_steps"], 1)
+            kinds = got["kinds"]
+            rows.append([
+                story["name"], vllm["num_drafts"],
+                *ratios(vllm["num_drafts"], vllm["num_draft_tokens"], vllm["num_accepted_tokens"]),
+                got["num_drafts"], *ratios(got["num_drafts"], got["num_draft_tokens"], got["num_accepted_tokens"]),
+                kinds.get("skipped_for_length", 0) / steps,
+                sum(n for k, n in kinds.items() if k.startswith("k_zero")) / steps,
+                got["k_invalid"], "yes" if reproduced else "NO", VLLM_STORIES.get(story["name"], ""),
+            ])
+    finally:
+        con.close()
+    print("What vLLM reported (vllm_*, its own counters) vs what happened (true_*):\n")
+    print(text_table(["story", "vllm_drafts", "vllm_rate", "vllm_mal", "true_drafts", "true_rate", "true_mal",
+                      "skipped_share", "k_zero_share", "grammar_invalid_tokens", "reproduced", "what it shows"], rows))
+    print("\nreproduced: the events give back vLLM's own counters exactly (the vLLM-compatible view).")
+    print(f"Explore: specmetrics sql --data {data_dir} \"SELECT * FROM outcome_shares\"")
+    return 0
+
+
+def run_loadgen(args: argparse.Namespace) -> int:
+    log_dir, data_dir = prepare_workdir(args.workdir)
+    reason = "--loadgen was given" if args.loadgen else "vLLM is not installed"
+    print(f"{reason}: the events come from the load generator (synthetic, vLLM-shaped; it never pretends "
+          "to be vLLM). Install vllm (make test does) for the real thing.\n")
     start = datetime.now(UTC)
     progress = Progress("demo events", total=args.rows * len(SCENARIOS))
     written = 0
@@ -105,6 +171,8 @@ def prepare_workdir(workdir: Path) -> tuple[Path, Path]:
         raise ValueError(f"{workdir} exists and was not created by the demo; choose another --workdir")
     for sub in ("log", "data"):
         shutil.rmtree(workdir / sub, ignore_errors=True)
+    for name in ("stories.json", "vllm.log"):
+        (workdir / name).unlink(missing_ok=True)
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / MARKER).touch()
     return workdir / "log", workdir / "data"

@@ -12,9 +12,9 @@ from specmetrics.cli import main
 
 def test_demo_shows_the_stories_side_by_side(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     workdir = tmp_path / "demo"
-    assert main(["demo", "--workdir", str(workdir), "--rows", "4000"]) == 0
+    assert main(["demo", "--workdir", str(workdir), "--rows", "4000", "--loadgen"]) == 0
     out, err = capsys.readouterr()
-    assert "the events come from the load generator" in out
+    assert "--loadgen was given: the events come from the load generator" in out
     assert "demo events:" in err and "ingest:" in err
     lines = {line.split()[0]: line.split() for line in out.splitlines() if "-0/dp0" in line}
     assert list(lines) == ["fits-0/dp0", "too-long-0/dp0", "crossing-0/dp0", "grammar-0/dp0", "ngram-0/dp0"]
@@ -29,7 +29,7 @@ def test_demo_shows_the_stories_side_by_side(capsys: pytest.CaptureFixture[str],
     assert truth["too-long-0/dp0"]["num_drafts"] == 0 < vllm["too-long-0/dp0"]["num_drafts"]
     assert vllm["grammar-0/dp0"]["num_drafts"] > truth["grammar-0/dp0"]["num_drafts"]
     # A second run starts from scratch instead of duplicating the events.
-    assert main(["demo", "--workdir", str(workdir), "--rows", "4000"]) == 0
+    assert main(["demo", "--workdir", str(workdir), "--rows", "4000", "--loadgen"]) == 0
     con = connect(workdir / "data")
     assert run_query(con, "SELECT count(*) AS n FROM request_steps").to_pylist() == [{"n": 5 * 4032}]
     con.close()
@@ -37,6 +37,6 @@ def test_demo_shows_the_stories_side_by_side(capsys: pytest.CaptureFixture[str],
 
 def test_demo_refuses_a_folder_it_did_not_create(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     (tmp_path / "precious.txt").write_text("keep me")
-    assert main(["demo", "--workdir", str(tmp_path)]) == 2
+    assert main(["demo", "--workdir", str(tmp_path), "--loadgen"]) == 2
     assert "was not created by the demo" in capsys.readouterr().err
     assert (tmp_path / "precious.txt").read_text() == "keep me"

@@ -117,3 +117,20 @@ def test_writer_killed_mid_batch_loses_no_committed_record(log_dir: Path, kill_a
     writer = LocalLogWriter(log_dir)
     assert writer.append([b"after"]) == (len(offsets), len(offsets))
     assert read_all(log_dir, len(offsets)) == [(len(offsets), b"after")]
+
+
+def test_a_batch_that_does_not_fit_on_the_disk_is_not_appended_at_all(tmp_path: Path) -> None:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(disk)], check=True)
+    try:
+        writer = LocalLogWriter(disk / "log")
+        assert writer.append([payload(0), payload(1)]) == (0, 1)
+        with pytest.raises(OSError, match="No space left on device"):
+            writer.append([b"x" * 3000 for _ in range(10)])
+        assert [o for o, _ in read_all(disk / "log")] == [0, 1]
+        assert writer.append([payload(2)]) == (2, 2)
+        writer.close()
+        assert [o for o, _ in read_all(disk / "log")] == [0, 1, 2]
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)

@@ -1,0 +1,117 @@
+"""The plugin's cost on the engine thread, as a share of vLLM's own ``update_from_output``.
+
+Real vLLM (CPU, tiny models, in-process engine core). Timing wrappers go *inside* and
+*outside* the plugin's wrappers of ``Scheduler.update_from_output`` and
+``Scheduler.update_draft_token_ids``: hook cost = outer - inner, baseline = inner of
+``update_from_output``, both per step, same steps, same run. Batches of 1, 64 and 256
+decoding requests with K = 3 and 5; then K = 3, 256 requests with the sink stalled (a FIFO
+nobody reads): cost and RSS must stay flat while steps are dropped. One JSON line per case.
+
+    SPECMETRICS_SINK is set by the benchmark itself.
+    python -m benchmarks.bench_hook [--max-tokens 48]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+
+TIMES: dict[str, list[float]] = {"inner": [], "outer": [], "draft_inner": [], "draft_outer": [], "rss": []}
+
+
+def timed(method: Callable[..., Any], key: str) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter_ns()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            TIMES[key].append(time.perf_counter_ns() - start)
+            if key == "outer":
+                TIMES["rss"].append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+    return wrapper
+
+
+def install_timers(sink: str, queue_steps: int) -> None:
+    os.environ["SPECMETRICS_SINK"] = sink
+    os.environ["SPECMETRICS_QUEUE_STEPS"] = str(queue_steps)
+    from vllm.plugins import load_general_plugins
+    from vllm.v1.core.sched.scheduler import Scheduler
+
+    Scheduler.update_from_output = timed(Scheduler.update_from_output, "inner")  # type: ignore[method-assign]
+    Scheduler.update_draft_token_ids = timed(Scheduler.update_draft_token_ids, "draft_inner")  # type: ignore[method-assign]
+    load_general_plugins()  # the plugin wraps the timed methods
+    Scheduler.update_from_output = timed(Scheduler.update_from_output, "outer")  # type: ignore[method-assign]
+    Scheduler.update_draft_token_ids = timed(Scheduler.update_draft_token_ids, "draft_outer")  # type: ignore[method-assign]
+
+
+def measure(llm: Any, batch: int, max_tokens: int, ids: list[int]) -> dict[str, float]:
+    from vllm import SamplingParams, TokensPrompt
+
+    for values in TIMES.values():
+        values.clear()
+    prompts = [TokensPrompt(prompt_token_ids=ids[i % 200: i % 200 + 16]) for i in range(batch)]
+    llm.generate(prompts, SamplingParams(max_tokens=max_tokens, temperature=0, ignore_eos=True), use_tqdm=False)
+    steps = len(TIMES["inner"])
+    inner = sum(TIMES["inner"])
+    hook = (sum(TIMES["outer"]) - inner) + (sum(TIMES["draft_outer"]) - sum(TIMES["draft_inner"]))
+    third = max(steps // 3, 1)
+    return {"steps": steps, "vllm_update_us_per_step": inner / steps / 1e3, "hook_us_per_step": hook / steps / 1e3,
+            "hook_vs_vllm": hook / inner,
+            "hook_us_first_third": _hook_us(0, third), "hook_us_last_third": _hook_us(steps - third, steps),
+            "max_rss_mb_first_third": TIMES["rss"][third - 1] / 1024, "max_rss_mb_end": TIMES["rss"][-1] / 1024}
+
+
+def _hook_us(a: int, b: int) -> float:
+    return (sum(TIMES["outer"][a:b]) - sum(TIMES["inner"][a:b])) / max(b - a, 1) / 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument("--k", type=int, default=None, help="Run one K only (the benchmark runs itself per K).")
+    parser.add_argument("--stalled", action="store_true")
+    args = parser.parse_args()
+    if args.k is None:  # vLLM loads plugins once per process: one child per configuration
+        import subprocess
+
+        for k, stalled in ((3, False), (5, False), (3, True)):
+            cmd = [sys.executable, "-m", "benchmarks.bench_hook", "--k", str(k), "--max-tokens", str(args.max_tokens)]
+            subprocess.run(cmd + (["--stalled"] if stalled else []), check=True, stderr=subprocess.DEVNULL)
+        return
+    from specmetrics.tiny_models import corpus, tiny_models
+
+    work = Path(tempfile.mkdtemp(prefix="bench-hook-"))
+    log = work / "log"
+    if args.stalled:
+        log.mkdir()
+        os.mkfifo(log / "00000000000000000000.log")
+    install_timers(log.as_uri(), queue_steps=64 if args.stalled else 10_000)
+    from vllm import LLM
+
+    models = tiny_models()
+    llm = LLM(model=str(models["target"]), max_model_len=512, dtype="float32", enforce_eager=True, seed=0,
+              gpu_memory_utilization=0.05, max_num_seqs=256,
+              speculative_config={"method": "draft_model", "model": str(models["same_drafter"]),
+                                  "num_speculative_tokens": args.k, "max_model_len": 512})
+    ids = llm.get_tokenizer().encode(" ".join(corpus(60)))
+    for batch in ((256,) if args.stalled else (1, 64, 256)):
+        result = measure(llm, batch, args.max_tokens, ids)
+        print(json.dumps({"bench": "hook", "k": args.k, "batch": batch, "sink": "stalled" if args.stalled else
+                          "local_log", **{k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}}),
+              flush=True)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

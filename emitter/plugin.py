@@ -1,0 +1,69 @@
+"""The vLLM plugin entry point (``vllm.general_plugins``: ``specmetrics = emitter.plugin:register``).
+
+vLLM calls :func:`register` in every process it starts (front end, engine core, workers).
+Without ``SPECMETRICS_SINK`` it logs one line and does nothing else: installing the package
+never changes vLLM's behaviour by itself. With it, the worker and scheduler hooks are
+installed (idempotently) and the process that runs a scheduler gets a publisher, created on
+first use and flushed when the engine core shuts down or the process exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from emitter.publisher import EventPublisher
+from emitter.settings import EmitterSettings
+from emitter.sinks import open_sink
+
+logger = logging.getLogger("vllm.specmetrics")  # among vLLM's own log lines, same format and level
+
+
+@dataclass
+class _PluginState:
+    settings: EmitterSettings | None = None
+    publisher: EventPublisher | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_state = _PluginState()
+
+
+def register() -> None:
+    """Install the hooks if a sink is configured. Never raises into vLLM."""
+    try:
+        settings = EmitterSettings()
+        if not settings.sink:
+            logger.warning("specmetrics: SPECMETRICS_SINK is not set; the plugin records nothing")
+            return
+        _state.settings = settings
+        from emitter.vllm import scheduler, worker
+
+        missing = worker.install() + scheduler.install(settings, publisher, flush)
+        if missing:
+            logger.warning("specmetrics: installed without: %s", ", ".join(missing))
+    except Exception:
+        logger.exception("specmetrics: could not install the plugin; vLLM runs without it")
+
+
+def publisher() -> EventPublisher:
+    """This process's publisher (created on first use; flushed and closed at exit)."""
+    with _state.lock:
+        if _state.publisher is None:
+            settings = _state.settings or EmitterSettings()
+            url = settings.sink
+            if not url:
+                raise RuntimeError("SPECMETRICS_SINK is not set")
+            _state.publisher = EventPublisher(lambda: open_sink(url), settings)
+            atexit.register(flush)
+        return _state.publisher
+
+
+def flush(timeout_s: float = 5.0) -> None:
+    """Send every queued step and close the sink (safe to call more than once)."""
+    with _state.lock:
+        current, _state.publisher = _state.publisher, None
+    if current is not None:
+        current.close(timeout_s)

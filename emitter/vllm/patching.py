@@ -1,0 +1,68 @@
+"""Wrapping vLLM methods safely: checked before, contained after.
+
+A target whose method is missing or whose signature changed is not wrapped; a warning names
+what cannot be observed. A wrapper whose observation raises logs once (with the vLLM version),
+disables itself, and vLLM's own method still runs: the plugin never breaks the engine.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+logger = logging.getLogger("vllm.specmetrics")  # among vLLM's own log lines, same format and level
+MARKER = "__specmetrics_wrapped__"
+
+
+def vllm_version() -> str:
+    try:
+        import vllm
+
+        return str(vllm.__version__)
+    except Exception:  # vLLM may be half-importable in odd environments
+        return "unknown"
+
+
+def signature_matches(method: Callable[..., Any], params: tuple[str, ...]) -> bool:
+    try:
+        names = tuple(inspect.signature(method).parameters)
+    except (TypeError, ValueError):
+        return False
+    return names[: len(params)] == params
+
+
+def wrap(owner: type, name: str, params: tuple[str, ...], observes: str,
+         make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> bool:
+    """Replace ``owner.name`` with ``make(original)`` if its signature starts with ``params``."""
+    original = owner.__dict__.get(name)
+    if original is None or not callable(original):
+        logger.warning("specmetrics: %s.%s not found in vLLM %s: cannot observe %s",
+                       owner.__qualname__, name, vllm_version(), observes)
+        return False
+    if getattr(original, MARKER, False):
+        return True  # already wrapped (plugins load once per process, forks inherit patches)
+    if not signature_matches(original, params):
+        logger.warning("specmetrics: %s.%s%s does not match the expected (%s) in vLLM %s: cannot observe %s",
+                       owner.__qualname__, name, inspect.signature(original), ", ".join(params), vllm_version(),
+                       observes)
+        return False
+    wrapper = functools.wraps(original)(make(original))
+    setattr(wrapper, MARKER, True)
+    setattr(owner, name, wrapper)
+    return True
+
+
+class Guard:
+    """Runs observation code; the first exception disables it for the life of the process."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.enabled = True
+
+    def failed(self, exc: BaseException) -> None:
+        self.enabled = False
+        logger.error("specmetrics: observing %s failed under vLLM %s and is now disabled; vLLM keeps serving "
+                     "(%s: %s)", self.what, vllm_version(), type(exc).__name__, exc, exc_info=exc)

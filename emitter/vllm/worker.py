@@ -1,0 +1,62 @@
+"""Worker side: the drafter-fit decision rides back to the engine core on the step's output.
+
+``GPUModelRunner._input_fits_in_drafter`` (inherited by the CPU runner) decides, batch-wide,
+whether the drafter runs; when it does not, vLLM writes placeholder drafts (zeros). The
+wrapper keeps the decision with the batch's ``max_seq_len`` and the drafter's limit, and
+``sample_tokens`` attaches it to its ``ModelRunnerOutput`` as a tuple of ints (pickled with
+the output under multiprocessing). The worker does no I/O and reads only CPU ints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from emitter.vllm.patching import Guard, wrap
+
+DECISION_ATTR = "specmetrics_draft_decision"
+_LAST = "_specmetrics_last_decision"
+
+
+def install() -> list[str]:
+    """Wrap the V1 model runner; returns what could not be observed."""
+    from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+    guard = Guard("the drafter-fit decision (worker)")
+
+    def make_fits(original: Callable[..., bool]) -> Callable[..., bool]:
+        def _input_fits_in_drafter(self: Any, common_attn_metadata: Any) -> bool:
+            fits = original(self, common_attn_metadata)
+            if guard.enabled:
+                try:
+                    max_seq_len = -1 if common_attn_metadata is None else int(common_attn_metadata.max_seq_len)
+                    setattr(self, _LAST, (bool(fits), max_seq_len, int(self.effective_drafter_max_model_len)))
+                except Exception as exc:
+                    guard.failed(exc)
+            return fits
+
+        return _input_fits_in_drafter
+
+    def make_sample(original: Callable[..., Any]) -> Callable[..., Any]:
+        def sample_tokens(self: Any, grammar_output: Any, *args: Any, **kwargs: Any) -> Any:
+            if guard.enabled:
+                self.__dict__.pop(_LAST, None)
+            output = original(self, grammar_output, *args, **kwargs)
+            if guard.enabled:
+                try:
+                    decision = self.__dict__.pop(_LAST, None)
+                    target = getattr(output, "_model_runner_output", output)  # async wrapper: same object later
+                    if decision is not None and target is not None and target is not EMPTY_MODEL_RUNNER_OUTPUT:
+                        setattr(target, DECISION_ATTR, decision)
+                except Exception as exc:
+                    guard.failed(exc)
+            return output
+
+        return sample_tokens
+
+    observes = "drafting skipped for length (skipped_for_length events)"
+    fits = wrap(GPUModelRunner, "_input_fits_in_drafter", ("self", "common_attn_metadata"), observes, make_fits)
+    if fits and wrap(GPUModelRunner, "sample_tokens", ("self", "grammar_output"), observes, make_sample):
+        return []
+    return ["skipped_for_length"]
