@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass, field
 
 from emitter.publisher import EventPublisher
+from emitter.recorder import step_event
 from emitter.settings import EmitterSettings
 from emitter.sinks import open_sink
 
@@ -56,7 +57,7 @@ def publisher() -> EventPublisher:
             url = settings.sink
             if not url:
                 raise RuntimeError("SPECMETRICS_SINK is not set")
-            _state.publisher = EventPublisher(lambda: open_sink(url), settings)
+            _state.publisher = EventPublisher(lambda: open_sink(url), settings, lambda item: step_event(*item))
             atexit.register(flush)
         return _state.publisher
 

@@ -1,23 +1,23 @@
 """From the engine thread to the sink without ever blocking the engine.
 
 ``publish`` appends one step's plain values to a bounded queue (a full queue drops the step
-and counts it). A daemon thread takes batches off the queue, encodes them and hands them to
-the sink; a failing sink is counted, logged once per kind of error, and reopened on the next
-batch. A second daemon thread writes the health record (counters) every
-``health_interval_s``, so drops are reported even while the sink hangs. ``close`` drains what
-is queued, within its timeout.
+and counts it). A daemon thread wakes every ``flush_interval_ms``, drains the queue in
+batches, builds and encodes the events and hands them to the sink; a failing sink is
+counted, logged once per kind of error, and reopened on the next batch. A second daemon
+thread writes the health record (counters) every ``health_interval_s``, so drops are
+reported even while the sink hangs. ``close`` drains what is queued, within its timeout.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from emitter.settings import EmitterSettings
 from emitter.sinks.base import Sink
@@ -28,11 +28,7 @@ from schemas.wire import OutcomeColumns, encode_step
 logger = logging.getLogger("vllm.specmetrics")  # only the plugin publishes: log among vLLM's lines
 
 
-class StepRecord(NamedTuple):
-    """One engine step as plain values: what the engine thread hands over."""
-
-    envelope: dict[str, Any]
-    outcomes: OutcomeColumns
+Event = tuple[dict[str, Any], OutcomeColumns]
 
 
 @dataclass
@@ -41,83 +37,95 @@ class PublisherHealth:
 
     published_steps: int = 0
     sent_steps: int = 0
+    empty_steps: int = 0  # steps in which no request was verified (nothing to send)
     dropped_queue_full: int = 0
     dropped_sink_error: int = 0
     sink_errors: int = 0
 
 
 class EventPublisher:
-    def __init__(self, open_sink: Callable[[], Sink], settings: EmitterSettings) -> None:
+    def __init__(self, open_sink: Callable[[], Sink], settings: EmitterSettings,
+                 to_event: Callable[[Any], Event | None]) -> None:
+        """``to_event`` turns what the engine thread published into a step event (on this
+        object's thread, so the engine thread only hands over references)."""
         self._open_sink = open_sink
         self._settings = settings
-        self._queue: queue.Queue[StepRecord | None] = queue.Queue(maxsize=settings.queue_steps)
+        self._to_event = to_event
+        self._queue: deque[Any] = deque()  # append/popleft are atomic: no lock on the engine thread
+        self._limit = settings.queue_steps
         self.health = PublisherHealth()
         self._sink: Sink | None = None
         self._errors_seen: set[str] = set()
         self._closed = threading.Event()
+        self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="specmetrics-publisher", daemon=True)
         self._thread.start()
         self._health_thread = threading.Thread(target=self._report_periodically, name="specmetrics-health",
                                                daemon=True)
         self._health_thread.start()
 
-    def publish(self, record: StepRecord) -> None:
+    def publish(self, step: Any) -> None:
         """Hand over one step; never blocks. Called on the engine thread."""
-        try:
-            self._queue.put_nowait(record)
+        if len(self._queue) < self._limit:
+            self._queue.append(step)
             self.health.published_steps += 1
-        except queue.Full:
+        else:
             self.health.dropped_queue_full += 1
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Send what is queued (waiting at most ``timeout_s``), write a last health record."""
         if self._closed.is_set():
             return
+        self._stopping.set()
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            logger.warning("specmetrics: the sink is stalled; %d queued step(s) are not sent", len(self._queue))
         self._closed.set()
-        deadline = time.monotonic() + timeout_s
-        try:
-            self._queue.put(None, timeout=timeout_s)
-        except queue.Full:
-            logger.warning("specmetrics: the sink is stalled; %d queued step(s) are not sent", self._queue.qsize())
-        self._thread.join(max(deadline - time.monotonic(), 0))
         self.report()
 
     def _run(self) -> None:
+        """Every flush interval, drain the queue in batches. Sleeping between drains (instead of
+        waking on every step) keeps this thread off the GIL while the engine thread works."""
         interval = self._settings.flush_interval_ms / 1000
         while True:
-            batch: list[StepRecord] = []
-            stop = False
-            try:
-                item = self._queue.get(timeout=interval)
-                deadline = time.monotonic() + interval
-                while item is not None:
-                    batch.append(item)
-                    if len(batch) >= self._settings.batch_steps:
-                        break
-                    item = self._queue.get(timeout=max(deadline - time.monotonic(), 0))
-                stop = item is None
-            except queue.Empty:
-                pass
-            if batch:
+            stopping = self._stopping.wait(interval)
+            while batch := self._drain(self._settings.batch_steps):
                 self._send(batch)
-            if stop:
+            if stopping:
                 self._close_sink()
                 return
 
-    def _send(self, batch: list[StepRecord]) -> None:
+    def _drain(self, limit: int) -> list[Any]:
+        batch: list[Any] = []
+        try:
+            while len(batch) < limit:
+                batch.append(self._queue.popleft())
+        except IndexError:
+            pass
+        return batch
+
+    def _send(self, batch: list[Any]) -> None:
+        empty_before = self.health.empty_steps
         try:
             by_engine: dict[bytes, list[bytes]] = {}
-            for record in batch:
-                key = engine_id(record.envelope["engine_instance"], record.envelope["dp_rank"]).encode()
-                by_engine.setdefault(key, []).append(encode_step(record.envelope, record.outcomes))
+            for step in batch:
+                event = self._to_event(step)
+                if event is None:
+                    self.health.empty_steps += 1
+                    continue
+                envelope, outcomes = event
+                key = engine_id(envelope["engine_instance"], envelope["dp_rank"]).encode()
+                by_engine.setdefault(key, []).append(encode_step(envelope, outcomes))
+            if not by_engine:
+                return
             if self._sink is None:
                 self._sink = self._open_sink()
             for key, messages in by_engine.items():
                 self._sink.send(key, messages)
             self._sink.flush()
-            self.health.sent_steps += len(batch)
+            self.health.sent_steps += sum(map(len, by_engine.values()))
         except Exception as exc:
-            self.health.dropped_sink_error += len(batch)
+            self.health.dropped_sink_error += len(batch) - self.health.empty_steps + empty_before
             self.health.sink_errors += 1
             kind = type(exc).__name__
             if kind not in self._errors_seen:
@@ -141,7 +149,7 @@ class EventPublisher:
     def report(self) -> None:
         """Log the counters and write the health record (JSON) if a file is configured."""
         health = asdict(self.health)
-        health["queued_steps"] = self._queue.qsize()
+        health["queued_steps"] = len(self._queue)
         dropped = health["dropped_queue_full"] + health["dropped_sink_error"]
         (logger.warning if dropped else logger.info)("specmetrics health: %s", health)
         if self._settings.health_file is not None:

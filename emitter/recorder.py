@@ -1,13 +1,14 @@
 """What the scheduler saw at one step → one outcome per request (DESIGN.md section 3).
 
-Pure logic on plain values, no vLLM import: the vLLM hooks (``emitter.vllm``) feed it.
-Everything it keeps is per step (the worker's last drafting decision, the drafts validated
-after the last step) and is replaced at every step, so no per-request state outlives it.
+Pure logic on plain values, no vLLM import. The engine thread only takes references and
+lengths (:class:`RawStep`); :func:`step_outcomes` turns them into outcome columns on the
+publisher's thread. The state that links one step to the next (the worker's drafting
+decision, the drafts proposed and the ones the grammar truncated) is swapped per step on the
+engine thread, so a step dropped from a full queue never corrupts the next one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from schemas.codes import KIND_CODE, REASON_CODE
@@ -33,63 +34,93 @@ class DraftDecision(NamedTuple):
     drafter_max_len: int
 
 
-class Verified(NamedTuple):
-    """One request verified at this step, as read before vLLM processes the output."""
+class RawStep(NamedTuple):
+    """One step as the scheduler saw it: references to its own per-step objects, and lengths."""
 
-    request_id: str
-    k_sched: int  # len(scheduled_spec_decode_tokens[r]), pads and placeholders included
-    pads: int  # -1 pads of grammar-invalid drafts (async: num_invalid_spec_tokens)
-    accepted: int  # len(sampled) - 1 when drafts were scheduled, else 0
-    num_tokens: int  # the request's tokens before this step's output
-
-
-@dataclass
-class StepRecorder:
-    """Classifies request-steps. ``max_model_len`` is the target's (for length trims)."""
-
+    step_index: int
+    event_time_us: int
+    decision: DraftDecision | None  # made after the previous step: describes the drafts verified now
+    num_scheduled: dict[str, int]  # SchedulerOutput.num_scheduled_tokens
+    scheduled_drafts: dict[str, list[int]]  # SchedulerOutput.scheduled_spec_decode_tokens
+    pads: dict[str, int] | None  # SchedulerOutput.num_invalid_spec_tokens (async -1 pads)
+    row_of: dict[str, int]  # ModelRunnerOutput.req_id_to_index
+    sampled_before: list[int]  # len of each sampled list before stop handling
+    sampled_after: list[int]  # ... and after (what was emitted)
+    decoding_without_drafts: dict[str, int]  # request -> its token count, for 1-token decode steps
+    proposed: dict[str, int]  # drafts proposed after the previous step, per request
+    truncated: dict[str, tuple[int, int]]  # (proposed, kept) where the grammar truncated them
     max_model_len: int
-    decision: DraftDecision | None = None  # applies to the drafts verified at the next step
-    drafts: dict[str, tuple[int, int]] = field(default_factory=dict)  # request -> (proposed, kept)
+    num_sampled: int  # tokens sampled per step without drafts (1)
 
-    def drafts_validated(self, request_id: str, proposed: int, kept: int) -> None:
-        """Sync scheduling: the drafts proposed after this step, and how many the grammar kept."""
-        self.drafts[request_id] = (proposed, kept)
 
-    def classify(self, rows: list[Verified], emitted: list[int]) -> OutcomeColumns:
-        """The outcome columns of one step; consumes the state the previous step left."""
-        skipped = self.decision is not None and not self.decision.fits
-        drafts, self.drafts = self.drafts, {}
-        kind: list[int] = []
-        reason: list[int] = []
-        k_sched: list[int] = []
-        k_valid: list[int] = []
-        k_invalid: list[int] = []
-        accepted: list[int] = []
-        for row in rows:
-            proposed, kept = drafts.get(row.request_id, (-1, -1))
-            truncated = proposed - kept if kept >= 0 else 0
-            if skipped:
-                values = (SKIPPED, 0, row.k_sched, row.k_sched - row.pads, row.pads, row.accepted)
-            elif row.k_sched == 0:
-                values = (K_ZERO, self._k_zero_reason(row, proposed, kept), 0, 0, truncated if kept == 0 else 0, 0)
-            elif row.pads:
-                values = (GRAMMAR_INVALID, 0, row.k_sched, row.k_sched - row.pads, row.pads, row.accepted)
-            elif truncated:
-                values = (GRAMMAR_INVALID, 0, row.k_sched, row.k_sched, truncated, row.accepted)
-            else:
-                values = (DRAFTED, 0, row.k_sched, row.k_sched, 0, row.accepted)
-            for column, value in zip((kind, reason, k_sched, k_valid, k_invalid, accepted), values, strict=True):
-                column.append(value)
-        return OutcomeColumns([r.request_id for r in rows], kind, reason, k_sched, k_valid, k_invalid, accepted,
-                              emitted)
+def step_outcomes(raw: RawStep) -> OutcomeColumns:
+    """One outcome per request verified (or left without drafts) at this step."""
+    skipped = raw.decision is not None and not raw.decision.fits
+    pads = raw.pads or {}
+    ids: list[str] = []
+    kind: list[int] = []
+    reason: list[int] = []
+    k_sched: list[int] = []
+    k_valid: list[int] = []
+    k_invalid: list[int] = []
+    accepted: list[int] = []
+    emitted: list[int] = []
+    for request_id, num_scheduled in raw.num_scheduled.items():
+        drafts = raw.scheduled_drafts.get(request_id)
+        if not drafts and (num_scheduled != 1 or request_id not in raw.decoding_without_drafts):
+            continue  # prefill
+        i = raw.row_of.get(request_id)
+        if i is None or not raw.sampled_before[i]:
+            continue  # nothing verified (vLLM counts nothing either)
+        k = len(drafts) if drafts else 0
+        acc = max(raw.sampled_before[i] - raw.num_sampled, 0) if k else 0
+        pad = pads.get(request_id, 0)
+        proposed, kept = raw.truncated.get(request_id, (0, 0))
+        if skipped:
+            row = (SKIPPED, 0, k, k - pad, pad, acc)
+        elif k == 0:
+            why = _k_zero_reason(raw, request_id)
+            row = (K_ZERO, why, 0, 0, proposed - kept if why == GRAMMAR_TRUNCATED else 0, 0)
+        elif pad:
+            row = (GRAMMAR_INVALID, 0, k, k - pad, pad, acc)
+        elif proposed > kept:
+            row = (GRAMMAR_INVALID, 0, k, k, proposed - kept, acc)
+        else:
+            row = (DRAFTED, 0, k, k, 0, acc)
+        ids.append(request_id)
+        kind.append(row[0])
+        reason.append(row[1])
+        k_sched.append(row[2])
+        k_valid.append(row[3])
+        k_invalid.append(row[4])
+        accepted.append(row[5])
+        emitted.append(raw.sampled_after[i])
+    return OutcomeColumns(ids, kind, reason, k_sched, k_valid, k_invalid, accepted, emitted)
 
-    def _k_zero_reason(self, row: Verified, proposed: int, kept: int) -> int:
-        if proposed < 0:
-            return UNKNOWN
-        if proposed == 0:
-            return NO_PROPOSAL
-        if kept == 0:
-            return GRAMMAR_TRUNCATED
-        if row.num_tokens + 1 >= self.max_model_len:
-            return LENGTH_TRIM
-        return SCHEDULE
+
+def _k_zero_reason(raw: RawStep, request_id: str) -> int:
+    if request_id in raw.truncated and raw.truncated[request_id][1] == 0:
+        return GRAMMAR_TRUNCATED
+    proposed = raw.proposed.get(request_id)
+    if proposed is None:
+        return UNKNOWN
+    if proposed == 0:
+        return NO_PROPOSAL
+    if raw.decoding_without_drafts[request_id] + 1 >= raw.max_model_len:
+        return LENGTH_TRIM
+    return SCHEDULE
+
+
+def step_event(context: dict[str, object], raw: RawStep) -> tuple[dict[str, object], OutcomeColumns] | None:
+    """The envelope and outcomes of one step; None when no request was verified."""
+    outcomes = step_outcomes(raw)
+    if not outcomes.request_id:
+        return None
+    envelope = {**context, "event_id": f"{context['boot']}-{raw.step_index}", "step_index": raw.step_index,
+                "event_time_us": raw.event_time_us, "batch_max_seq_len": None}
+    del envelope["boot"]
+    if raw.decision is not None:
+        envelope["drafter_max_len"] = raw.decision.drafter_max_len
+        if raw.decision.max_seq_len >= 0:
+            envelope["batch_max_seq_len"] = raw.decision.max_seq_len
+    return envelope, outcomes

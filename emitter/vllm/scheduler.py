@@ -1,10 +1,11 @@
 """Engine-core side: one step event per engine step, from the scheduler's own data.
 
 ``Scheduler.update_from_output`` knows, per request, the draft slots it scheduled, the -1
-pads of grammar-invalid drafts (async) and the sampled tokens; the wrapper reads them before
-vLLM truncates at stop tokens (``accepted``) and after (``emitted``). ``update_draft_token_ids``
-(sync) shows how many drafts the grammar kept. ``schedule`` tags its output with the step
-index. The worker's drafting decision arrives on the ``ModelRunnerOutput``.
+pads of grammar-invalid drafts (async) and the sampled tokens; the wrapper reads the sampled
+lengths before vLLM truncates at stop tokens (``accepted``) and after (``emitted``).
+``update_draft_token_ids`` (sync) shows how many drafts were proposed and, for requests with
+a grammar, how many it kept. ``schedule`` tags its
+output with the step index. The worker's drafting decision arrives on the ``ModelRunnerOutput``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from emitter.publisher import EventPublisher, StepRecord
-from emitter.recorder import DraftDecision, StepRecorder, Verified
+from emitter.publisher import EventPublisher
+from emitter.recorder import DraftDecision, RawStep
 from emitter.settings import EmitterSettings
 from emitter.vllm.patching import Guard, vllm_version, wrap
 from emitter.vllm.worker import DECISION_ATTR
@@ -27,7 +28,12 @@ STEP_ATTR = "specmetrics_step_index"
 
 
 class EngineObserver:
-    """Per scheduler (one per engine): the recorder, the step envelope, the publisher."""
+    """Per scheduler (one per engine): the step context and the state linking steps.
+
+    Everything here runs on the engine thread and stays O(1) Python work per step, plus
+    C-level passes (``map(len, ...)``) over the batch; the per-request work happens in
+    :func:`emitter.recorder.step_outcomes` on the publisher's thread.
+    """
 
     def __init__(self, scheduler: Any, settings: EmitterSettings, publisher: EventPublisher) -> None:
         config = scheduler.vllm_config
@@ -36,6 +42,7 @@ class EngineObserver:
         drafter = getattr(spec, "draft_model_config", None)
         served = config.model_config.served_model_name
         self.context: dict[str, Any] = {
+            "boot": uuid.uuid4().hex[:16],
             "engine_instance": settings.engine_label or f"{socket.gethostname()}-{os.getpid()}",
             "dp_rank": int(getattr(parallel, "data_parallel_index", getattr(parallel, "data_parallel_rank", 0)) or 0),
             "model": str(served[0] if isinstance(served, list | tuple) else served or config.model_config.model),
@@ -44,57 +51,54 @@ class EngineObserver:
             "num_spec_tokens": int(spec.num_speculative_tokens),
             "drafter_max_len": int(drafter.max_model_len if drafter is not None else config.model_config.max_model_len),
         }
-        self.recorder = StepRecorder(max_model_len=int(scheduler.max_model_len))
         self.publisher = publisher
-        self.boot = uuid.uuid4().hex[:16]
+        self.max_model_len = int(scheduler.max_model_len)
         self.num_sampled = int(getattr(scheduler, "num_sampled_tokens_per_step", 1))
+        self.decision: DraftDecision | None = None
+        self.proposed: dict[str, int] = {}
+        self.truncated: dict[str, tuple[int, int]] = {}
 
-    def before(self, scheduler: Any, so: Any, mro: Any) -> tuple[list[Verified], list[int]]:
-        """Read what was verified, before vLLM updates requests and truncates at stop tokens."""
-        spec = so.scheduled_spec_decode_tokens
-        invalid = so.num_invalid_spec_tokens or {}
+    def before(self, scheduler: Any, so: Any, mro: Any) -> tuple[list[int], dict[str, int]] | None:
+        """Read what vLLM is about to change: sampled lengths before stop handling, and the
+        token counts of decoding requests that got no draft slot."""
         sampled = mro.sampled_token_ids
-        index = mro.req_id_to_index
-        requests = scheduler.requests
-        rows: list[Verified] = []
-        positions: list[int] = []
         if not sampled:
-            return rows, positions
-        for req_id, num_scheduled in so.num_scheduled_tokens.items():
-            drafts = spec.get(req_id)
-            if not drafts and num_scheduled != 1:
-                continue  # a prefill chunk
-            request = requests.get(req_id)
-            if request is None or request.is_finished() or (not drafts and not request.num_output_tokens):
-                continue
-            i = index.get(req_id)
-            if i is None or not sampled[i]:
-                continue
-            k_sched = len(drafts) if drafts else 0
-            accepted = max(len(sampled[i]) - self.num_sampled, 0) if k_sched else 0
-            rows.append(Verified(req_id, k_sched, invalid.get(req_id, 0), accepted, request.num_tokens))
-            positions.append(i)
-        return rows, positions
+            return None
+        drafts, num_scheduled = so.scheduled_spec_decode_tokens, so.num_scheduled_tokens
+        without: dict[str, int] = {}
+        if len(drafts) < len(num_scheduled):
+            requests = scheduler.requests
+            for request_id, n in num_scheduled.items():
+                if n == 1 and request_id not in drafts:
+                    request = requests.get(request_id)
+                    if request is not None and request.num_output_tokens:
+                        without[request_id] = request.num_tokens
+        return list(map(len, sampled)), without
 
-    def after(self, so: Any, mro: Any, rows: list[Verified], positions: list[int], step_index: int) -> None:
-        sampled = mro.sampled_token_ids
-        emitted = [len(sampled[i]) for i in positions]
-        previous = self.recorder.decision
-        outcomes = self.recorder.classify(rows, emitted)
+    def after(self, so: Any, mro: Any, seen: tuple[list[int], dict[str, int]] | None, step_index: int) -> None:
+        previous = self.decision
         decision = getattr(mro, DECISION_ATTR, None)
-        self.recorder.decision = DraftDecision(*decision) if decision is not None else None
-        if not rows:
+        self.decision = DraftDecision(*decision) if decision is not None else None
+        proposed, self.proposed = self.proposed, {}
+        truncated, self.truncated = self.truncated, {}
+        if seen is None:
             return
-        envelope = {
-            **self.context,
-            "event_id": f"{self.boot}-{step_index}",
-            "step_index": step_index,
-            "event_time_us": time.time_ns() // 1000,
-            "batch_max_seq_len": previous.max_seq_len if previous is not None and previous.max_seq_len >= 0 else None,
-        }
-        if previous is not None:
-            envelope["drafter_max_len"] = previous.drafter_max_len
-        self.publisher.publish(StepRecord(envelope, outcomes))
+        raw = RawStep(step_index, time.time_ns() // 1000, previous, so.num_scheduled_tokens,
+                      so.scheduled_spec_decode_tokens, so.num_invalid_spec_tokens, mro.req_id_to_index, seen[0],
+                      list(map(len, mro.sampled_token_ids)), seen[1], proposed, truncated, self.max_model_len,
+                      self.num_sampled)
+        self.publisher.publish((self.context, raw))
+
+
+def grammar_truncations(requests: dict[str, Any], ids: list[str], proposed: list[int]
+                        ) -> dict[str, tuple[int, int]]:
+    """``(proposed, kept)`` of the structured-output requests whose drafts the grammar cut."""
+    cut = {}
+    for request_id, count in zip(ids, proposed, strict=False):
+        request = requests.get(request_id)
+        if request is not None and request.use_structured_output and len(request.spec_token_ids) != count:
+            cut[request_id] = (count, len(request.spec_token_ids))
+    return cut
 
 
 def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], flush: Callable[[], None]
@@ -140,9 +144,9 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
             result = original(self, scheduler_output, model_runner_output)
             if seen is not None and guard.enabled:
                 try:
-                    obs, (rows, positions) = seen
+                    obs, before = seen
                     step = getattr(scheduler_output, STEP_ATTR, None)
-                    obs.after(scheduler_output, model_runner_output, rows, positions,
+                    obs.after(scheduler_output, model_runner_output, before,
                               int(self.current_step if step is None else step))
                 except Exception as exc:
                     guard.failed(exc)
@@ -152,22 +156,20 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
 
     def make_drafts(original: Callable[..., Any]) -> Callable[..., Any]:
         def update_draft_token_ids(self: Any, draft_token_ids: Any) -> Any:
-            proposed = None
+            obs = proposed = None
             if guard.enabled:
                 try:
-                    proposed = [(r, len(t)) for r, t in zip(draft_token_ids.req_ids, draft_token_ids.draft_token_ids,
-                                                             strict=False)]
+                    obs = observer(self)
+                    proposed = list(map(len, draft_token_ids.draft_token_ids))  # vLLM may shorten the lists
                 except Exception as exc:
                     guard.failed(exc)
             result = original(self, draft_token_ids)
-            if proposed and guard.enabled:
+            if obs is not None and proposed is not None and guard.enabled:
                 try:
-                    obs = observer(self)
-                    if obs is not None:
-                        for req_id, count in proposed:
-                            request = self.requests.get(req_id)
-                            if request is not None and not request.is_finished():
-                                obs.recorder.drafts_validated(req_id, count, len(request.spec_token_ids))
+                    ids = draft_token_ids.req_ids
+                    obs.proposed = dict(zip(ids, proposed, strict=False))
+                    if self.structured_output_manager.backend is not None:  # only grammars truncate drafts
+                        obs.truncated = grammar_truncations(self.requests, ids, proposed)
                 except Exception as exc:
                     guard.failed(exc)
             return result
@@ -194,7 +196,7 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
     if not wrap(Scheduler, "schedule", ("self",), "the step index of async outputs", make_schedule):
         missing.append("step index")
     if not wrap(Scheduler, "update_draft_token_ids", ("self", "draft_token_ids"),
-                "grammar-truncated drafts in sync scheduling (grammar_invalid, k_zero grammar_truncated)",
-                make_drafts):
-        missing.append("grammar truncation")
+                "how many drafts were proposed (k_zero reasons no_proposal, length_trim, schedule)", make_drafts):
+        missing.append("k_zero reasons")
+
     return missing

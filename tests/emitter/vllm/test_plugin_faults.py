@@ -48,7 +48,8 @@ def test_a_failing_sink_drops_and_counts_and_vllm_is_unaffected(
     run, health = fault_run(tmp_path, model_cache, (tmp_path / "not-a-dir" / "log").as_uri())
     assert outputs(run) == outputs(baseline)
     assert health["published_steps"] > 0
-    assert health["dropped_sink_error"] == health["published_steps"] and health["sent_steps"] == 0
+    assert health["dropped_sink_error"] + health["empty_steps"] == health["published_steps"]
+    assert health["sent_steps"] == 0 and health["dropped_sink_error"] > 0
     assert "specmetrics: the sink failed (NotADirectoryError" in run.vllm_log
 
 
@@ -69,7 +70,7 @@ def test_a_full_disk_keeps_what_was_written_and_vllm_is_unaffected(
     run, health = fault_run(tmp_path, model_cache, (small_disk / "log").as_uri())
     assert outputs(run) == outputs(baseline)
     assert health["sent_steps"] > 0 and health["dropped_sink_error"] > 0
-    assert health["sent_steps"] + health["dropped_sink_error"] == health["published_steps"]
+    assert health["sent_steps"] + health["dropped_sink_error"] + health["empty_steps"] == health["published_steps"]
     assert "No space left on device" in run.vllm_log
     stats = ingest_once(small_disk / "log", tmp_path / "data")  # what reached the disk is intact
     assert stats.dead_letters == 0

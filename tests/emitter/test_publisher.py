@@ -1,0 +1,65 @@
+"""The publisher: never blocks, counts every drop, drains on close (real local-log sinks)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from emitter.publisher import EventPublisher
+from emitter.settings import EmitterSettings
+from emitter.sinks import open_sink
+from schemas.wire import OutcomeColumns
+from tests.ingest.conftest import ingest_once, read_rows
+
+
+def event(i: int) -> tuple[dict[str, Any], OutcomeColumns]:
+    envelope = {"event_id": f"e{i}", "engine_instance": "x", "dp_rank": 0, "model": "m", "vllm_version": "v",
+                "method": "draft_model", "num_spec_tokens": 3, "drafter_max_len": 96, "step_index": i,
+                "event_time_us": 1_700_000_000_000_000 + i, "batch_max_seq_len": 10}
+    return envelope, OutcomeColumns([f"r{i}"], [0], [0], [3], [3], [0], [2], [3])
+
+
+def publisher(sink_url: str, **settings: Any) -> EventPublisher:
+    return EventPublisher(lambda: open_sink(sink_url), EmitterSettings(sink=sink_url, **settings),
+                          lambda i: None if i < 0 else event(i))
+
+
+def test_every_step_reaches_the_log_in_order(tmp_path: Path) -> None:
+    pub = publisher((tmp_path / "log").as_uri(), flush_interval_ms=5, batch_steps=7)
+    for i in [*range(50), -1]:
+        pub.publish(i)
+    pub.close()
+    assert (pub.health.published_steps, pub.health.sent_steps, pub.health.empty_steps) == (51, 50, 1)
+    ingest_once(tmp_path / "log", tmp_path / "data")
+    assert read_rows(tmp_path / "data")["step_index"].to_pylist() == list(range(50))
+
+
+def test_a_full_queue_drops_and_counts_instead_of_blocking(tmp_path: Path) -> None:
+    health_file = tmp_path / "health.json"
+    pub = publisher((tmp_path / "log").as_uri(), queue_steps=10, flush_interval_ms=60_000,
+                    health_file=health_file)
+    for i in range(25):
+        pub.publish(i)
+    assert (pub.health.published_steps, pub.health.dropped_queue_full) == (10, 15)
+    pub.close()
+    assert json.loads(health_file.read_text())["dropped_queue_full"] == 15
+    assert pub.health.sent_steps == 10
+
+
+def test_a_failing_sink_is_counted_and_retried(tmp_path: Path) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a directory")
+    pub = publisher((blocker / "log").as_uri(), flush_interval_ms=5)
+    pub.publish(1)
+    deadline = time.monotonic() + 10
+    while pub.health.sink_errors == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    blocker.unlink()  # the disk is back
+    blocker.mkdir()
+    pub.publish(2)
+    pub.close()
+    assert (pub.health.sink_errors, pub.health.dropped_sink_error, pub.health.sent_steps) == (1, 1, 1)
+    ingest_once(blocker / "log", tmp_path / "data")
+    assert read_rows(tmp_path / "data")["step_index"].to_pylist() == [2]

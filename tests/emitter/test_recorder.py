@@ -1,0 +1,65 @@
+"""Classification of request-steps (pure logic; the real-vLLM tests prove the inputs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from emitter.recorder import DraftDecision, RawStep, step_event, step_outcomes
+from schemas.codes import KIND_CODES, REASON_CODES
+
+
+def raw(**changes: Any) -> RawStep:
+    fields: dict[str, Any] = {
+        "step_index": 9, "event_time_us": 1_700_000_000_000_000, "decision": DraftDecision(True, 40, 96),
+        "num_scheduled": {"d": 4, "p": 30, "z": 1}, "scheduled_drafts": {"d": [5, 6, 7]}, "pads": None,
+        "row_of": {"d": 0, "p": 1, "z": 2}, "sampled_before": [3, 1, 1], "sampled_after": [3, 1, 1],
+        "decoding_without_drafts": {"z": 50}, "proposed": {"d": 3, "z": 0}, "truncated": {},
+        "max_model_len": 512, "num_sampled": 1,
+    }
+    fields.update(changes)
+    return RawStep(**fields)
+
+
+def rows(step: RawStep) -> dict[str, tuple[Any, ...]]:
+    out = step_outcomes(step)
+    return {rid: (KIND_CODES[out.kind[i]].value, REASON_CODES[out.reason[i]], out.k_sched[i], out.k_valid[i],
+                  out.k_invalid[i], out.accepted[i], out.emitted[i]) for i, rid in enumerate(out.request_id)}
+
+
+def test_drafted_and_k_zero_no_proposal_and_prefill_left_out() -> None:
+    assert rows(raw()) == {"d": ("drafted", None, 3, 3, 0, 2, 3), "z": ("k_zero", "no_proposal", 0, 0, 0, 0, 1)}
+
+
+def test_skip_decision_marks_every_verified_request() -> None:
+    got = rows(raw(decision=DraftDecision(False, 121, 96)))
+    assert got == {"d": ("skipped_for_length", None, 3, 3, 0, 2, 3), "z": ("skipped_for_length", None, 0, 0, 0, 0, 1)}
+
+
+def test_async_pads_and_sync_truncation_are_grammar_invalid() -> None:
+    assert rows(raw(pads={"d": 2}))["d"] == ("grammar_invalid", None, 3, 1, 2, 2, 3)
+    assert rows(raw(truncated={"d": (5, 3)}))["d"] == ("grammar_invalid", None, 3, 3, 2, 2, 3)
+
+
+def test_k_zero_reasons() -> None:
+    assert rows(raw(truncated={"z": (3, 0)}))["z"][:5] == ("k_zero", "grammar_truncated", 0, 0, 3)
+    assert rows(raw(proposed={"z": 3}, decoding_without_drafts={"z": 511}))["z"][1] == "length_trim"
+    assert rows(raw(proposed={"z": 3}))["z"][1] == "schedule"
+    assert rows(raw(proposed={}))["z"][1] == "unknown"
+
+
+def test_eos_inside_the_accepted_run_shows_in_emitted_not_accepted() -> None:
+    assert rows(raw(sampled_before=[4, 1, 1], sampled_after=[2, 1, 1]))["d"][5:] == (3, 2)
+
+
+def test_nothing_verified_means_no_outcome_and_no_event() -> None:
+    assert rows(raw(sampled_before=[0, 1, 0])) == {}
+    assert step_event({"boot": "b"}, raw(sampled_before=[0, 0, 0])) is None
+
+
+def test_event_envelope_carries_the_decision_that_produced_the_drafts() -> None:
+    context = {"boot": "abc", "engine_instance": "e", "dp_rank": 1, "drafter_max_len": 96}
+    event = step_event(context, raw(decision=DraftDecision(False, 130, 100)))
+    assert event is not None
+    envelope, _ = event
+    assert envelope == {"engine_instance": "e", "dp_rank": 1, "drafter_max_len": 100, "event_id": "abc-9",
+                        "step_index": 9, "event_time_us": 1_700_000_000_000_000, "batch_max_seq_len": 130}
