@@ -5,7 +5,7 @@ top of it, and a read-only way to query them.
 
     raw_request_outcomes            source: DATADIR/dt=YYYY-MM-DD/hour=HH/*.parquet (or an empty view)
     sql/staging/*.sql               request_steps
-    sql/intermediate/*.sql          outcome_histogram, position_counts
+    sql/intermediate/*.sql          outcome_histogram, acceptance_by_definition, position_counts
     sql/metrics/*.sql               acceptance, acceptance_vllm, acceptance_per_position,
                                     acceptance_vllm_per_position, outcome_shares
 
@@ -19,6 +19,7 @@ database is always writable, so :func:`run_query` also admits only single read-o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -108,13 +109,28 @@ def describe_views(con: duckdb.DuckDBPyConnection, *, include_internal: bool = F
 
 
 def sql_files() -> list[str]:
-    """Names of the view files, ``layer/file.sql``, in the order they are run."""
+    """Names of the view files, ``layer/file.sql``, in the order they are run: layer by layer,
+    and within a layer a view after the views of that layer it mentions (else by name)."""
     root = resources.files("queries") / "sql"
-    return [
-        f"{layer}/{name}"
-        for layer in LAYERS
-        for name in sorted(entry.name for entry in (root / layer).iterdir() if entry.name.endswith(".sql"))
-    ]
+    ordered: list[str] = []
+    for layer in LAYERS:
+        texts = {entry.name.removesuffix(".sql"): entry.read_text(encoding="utf-8")
+                 for entry in (root / layer).iterdir() if entry.name.endswith(".sql")}
+        ordered += [f"{layer}/{view}.sql" for view in _dependency_order(texts)]
+    return ordered
+
+
+def _dependency_order(texts: dict[str, str]) -> list[str]:
+    """View names so that each comes after the others it mentions; alphabetical otherwise."""
+    needs = {view: {other for other in texts if other != view and re.search(rf"\b{other}\b", body)}
+             for view, body in texts.items()}
+    done: list[str] = []
+    while len(done) < len(texts):
+        ready = sorted(view for view in texts if view not in done and needs[view] <= set(done))
+        if not ready:
+            raise ValueError(f"circular references between views: {sorted(set(texts) - set(done))}")
+        done.append(ready[0])
+    return done
 
 
 def view_statements(con: duckdb.DuckDBPyConnection) -> list[str]:

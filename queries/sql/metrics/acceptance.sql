@@ -13,29 +13,9 @@
 --   acceptance_rate         num_accepted_tokens / num_draft_tokens (DOUBLE; NULL when no draft token)
 --   mean_acceptance_length  1 + num_accepted_tokens / num_drafts (DOUBLE; NULL when no draft)
 CREATE OR REPLACE VIEW acceptance AS
-WITH totals AS (
-    SELECT
-        engine_id,
-        model,
-        method,
-        num_spec_tokens,
-        CAST(coalesce(sum(request_steps) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_drafts,
-        CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_draft_tokens,
-        CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_accepted_tokens
-    FROM outcome_histogram
-    GROUP BY engine_id, model, method, num_spec_tokens
-)
-SELECT
-    engine_id,
-    model,
-    method,
-    num_spec_tokens,
-    num_drafts,
-    num_draft_tokens,
-    num_accepted_tokens,
-    num_accepted_tokens / nullif(num_draft_tokens, 0) AS acceptance_rate,
-    1 + num_accepted_tokens / nullif(num_drafts, 0) AS mean_acceptance_length
-FROM totals
+SELECT * EXCLUDE (definition)
+FROM acceptance_by_definition
+WHERE definition = 'corrected'
 ORDER BY engine_id, model, method, num_spec_tokens;
 
 COMMENT ON VIEW acceptance IS 'Corrected acceptance per group: drafts = drafted + grammar_invalid with k_valid > 0; rate and mean acceptance length.';

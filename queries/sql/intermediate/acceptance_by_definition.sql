@@ -1,0 +1,45 @@
+-- acceptance_by_definition: acceptance per group under both definitions of a draft, long form.
+--
+-- definition = 'corrected': a draft is a request-step of kind 'drafted', or 'grammar_invalid'
+-- with k_valid > 0 (is_draft). definition = 'vllm': any request-step with k_sched > 0, as vLLM
+-- 0.32.0 counts it (is_vllm_draft). acceptance and acceptance_vllm each select one definition.
+-- Every group with request-steps has a row per definition, with zero counts and NULL ratios when
+-- it has no draft.
+--
+-- Columns:
+--   engine_id, model, method, num_spec_tokens   the group
+--   definition              'corrected' or 'vllm'
+--   num_drafts              drafts under that definition (BIGINT)
+--   num_draft_tokens        sum of k_valid over them (BIGINT)
+--   num_accepted_tokens     sum of accepted over them (BIGINT)
+--   acceptance_rate         num_accepted_tokens / num_draft_tokens (DOUBLE; NULL when no draft token)
+--   mean_acceptance_length  1 + num_accepted_tokens / num_drafts (DOUBLE; NULL when no draft)
+CREATE OR REPLACE VIEW acceptance_by_definition AS
+WITH totals AS (
+    SELECT
+        engine_id,
+        model,
+        method,
+        num_spec_tokens,
+        d.definition,
+        CAST(coalesce(sum(request_steps) FILTER (WHERE d.counted), 0) AS BIGINT) AS num_drafts,
+        CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE d.counted), 0) AS BIGINT) AS num_draft_tokens,
+        CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE d.counted), 0) AS BIGINT) AS num_accepted_tokens
+    FROM outcome_histogram,
+         LATERAL (VALUES ('corrected', is_draft), ('vllm', is_vllm_draft)) AS d(definition, counted)
+    GROUP BY engine_id, model, method, num_spec_tokens, d.definition
+)
+SELECT
+    engine_id,
+    model,
+    method,
+    num_spec_tokens,
+    definition,
+    num_drafts,
+    num_draft_tokens,
+    num_accepted_tokens,
+    num_accepted_tokens / nullif(num_draft_tokens, 0) AS acceptance_rate,
+    1 + num_accepted_tokens / nullif(num_drafts, 0) AS mean_acceptance_length
+FROM totals;
+
+COMMENT ON VIEW acceptance_by_definition IS 'Acceptance per group under both draft definitions (corrected, vllm), long form.';
