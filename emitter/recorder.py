@@ -47,7 +47,7 @@ class RawStep(NamedTuple):
     sampled_before: list[int]  # len of each sampled list before stop handling
     sampled_after: list[int]  # ... and after (what was emitted)
     decoding_without_drafts: dict[str, int]  # request -> its token count, for 1-token decode steps
-    proposed: dict[str, int]  # drafts proposed after the previous step, per request
+    proposed: tuple[list[str], list[list[int]]] | None  # the drafts proposed after the previous step
     truncated: dict[str, tuple[int, int]]  # (proposed, kept) where the grammar truncated them
     max_model_len: int
     num_sampled: int  # tokens sampled per step without drafts (1)
@@ -65,6 +65,7 @@ def step_outcomes(raw: RawStep) -> OutcomeColumns:
     k_invalid: list[int] = []
     accepted: list[int] = []
     emitted: list[int] = []
+    proposals: dict[str, int] | None = None  # built on the first request without drafts
     for request_id, num_scheduled in raw.num_scheduled.items():
         drafts = raw.scheduled_drafts.get(request_id)
         if not drafts and (num_scheduled != 1 or request_id not in raw.decoding_without_drafts):
@@ -79,7 +80,10 @@ def step_outcomes(raw: RawStep) -> OutcomeColumns:
         if skipped:
             row = (SKIPPED, 0, k, k - pad, pad, acc)
         elif k == 0:
-            why = _k_zero_reason(raw, request_id)
+            if proposals is None:
+                ids_, lists = raw.proposed or ([], [])
+                proposals = dict(zip(ids_, map(len, lists), strict=False))
+            why = _k_zero_reason(raw, request_id, proposals)
             row = (K_ZERO, why, 0, 0, proposed - kept if why == GRAMMAR_TRUNCATED else 0, 0)
         elif pad:
             row = (GRAMMAR_INVALID, 0, k, k - pad, pad, acc)
@@ -98,10 +102,10 @@ def step_outcomes(raw: RawStep) -> OutcomeColumns:
     return OutcomeColumns(ids, kind, reason, k_sched, k_valid, k_invalid, accepted, emitted)
 
 
-def _k_zero_reason(raw: RawStep, request_id: str) -> int:
+def _k_zero_reason(raw: RawStep, request_id: str, proposals: dict[str, int]) -> int:
     if request_id in raw.truncated and raw.truncated[request_id][1] == 0:
         return GRAMMAR_TRUNCATED
-    proposed = raw.proposed.get(request_id)
+    proposed = proposals.get(request_id)
     if proposed is None:
         return UNKNOWN
     if proposed == 0:

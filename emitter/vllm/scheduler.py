@@ -55,7 +55,7 @@ class EngineObserver:
         self.max_model_len = int(scheduler.max_model_len)
         self.num_sampled = int(getattr(scheduler, "num_sampled_tokens_per_step", 1))
         self.decision: DraftDecision | None = None
-        self.proposed: dict[str, int] = {}
+        self.proposed: Any = None  # the last DraftTokenIds (req_ids, draft_token_ids)
         self.truncated: dict[str, tuple[int, int]] = {}
 
     def before(self, scheduler: Any, so: Any, mro: Any) -> tuple[list[int], dict[str, int]] | None:
@@ -79,14 +79,15 @@ class EngineObserver:
         previous = self.decision
         decision = getattr(mro, DECISION_ATTR, None)
         self.decision = DraftDecision(*decision) if decision is not None else None
-        proposed, self.proposed = self.proposed, {}
+        proposed, self.proposed = self.proposed, None
         truncated, self.truncated = self.truncated, {}
         if seen is None:
             return
         raw = RawStep(step_index, time.time_ns() // 1000, previous, so.num_scheduled_tokens,
                       so.scheduled_spec_decode_tokens, so.num_invalid_spec_tokens, mro.req_id_to_index, seen[0],
-                      list(map(len, mro.sampled_token_ids)), seen[1], proposed, truncated, self.max_model_len,
-                      self.num_sampled)
+                      list(map(len, mro.sampled_token_ids)), seen[1],
+                      None if proposed is None else (proposed.req_ids, proposed.draft_token_ids), truncated,
+                      self.max_model_len, self.num_sampled)
         self.publisher.publish((self.context, raw))
 
 
@@ -160,16 +161,17 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
             if guard.enabled:
                 try:
                     obs = observer(self)
-                    proposed = list(map(len, draft_token_ids.draft_token_ids))  # vLLM may shorten the lists
+                    if obs is not None:
+                        # The worker's lists are not changed afterwards: count them off the engine thread.
+                        obs.proposed = draft_token_ids
+                        grammar = self.structured_output_manager.backend is not None
+                        proposed = list(map(len, draft_token_ids.draft_token_ids)) if grammar else None
                 except Exception as exc:
                     guard.failed(exc)
             result = original(self, draft_token_ids)
             if obs is not None and proposed is not None and guard.enabled:
-                try:
-                    ids = draft_token_ids.req_ids
-                    obs.proposed = dict(zip(ids, proposed, strict=False))
-                    if self.structured_output_manager.backend is not None:  # only grammars truncate drafts
-                        obs.truncated = grammar_truncations(self.requests, ids, proposed)
+                try:  # only grammars truncate drafts, and only while the request still holds them
+                    obs.truncated = grammar_truncations(self.requests, draft_token_ids.req_ids, proposed)
                 except Exception as exc:
                     guard.failed(exc)
             return result

@@ -67,11 +67,15 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(log_dir: Path, d
 def test_following_picks_up_appends_and_sigterm_flushes_and_commits(log_dir: Path, data_dir: Path) -> None:
     write_load(log_dir, rows=2_000, seed=1, engine_prefix="first")
     proc = start_ingester(log_dir, data_dir)
-    time.sleep(2.0)
+    deadline = time.monotonic() + 60
+    while committed(data_dir) < 32 and time.monotonic() < deadline:  # idle flush of the first batch
+        time.sleep(0.05)
+    assert committed(data_dir) == 32
     write_load(log_dir, rows=3_000, seed=2, engine_prefix="second")
-    time.sleep(1.5)
+    time.sleep(3.0)  # read, not yet flushed: the idle flush needs 5 s
     proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=30)
+    _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
+    assert committed(data_dir) == 32 + 47  # SIGTERM flushed and committed the second batch
     assert_exactly_once(data_dir, 2_048 + 3_008)
     assert ingest_once(log_dir, data_dir).rows == 0

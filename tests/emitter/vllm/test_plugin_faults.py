@@ -57,7 +57,7 @@ def test_a_failing_sink_drops_and_counts_and_vllm_is_unaffected(
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     disk = tmp_path / "disk"
     disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(disk)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", str(disk)], check=True)
     try:
         yield disk
     finally:
@@ -67,7 +67,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def test_a_full_disk_keeps_what_was_written_and_vllm_is_unaffected(
     tmp_path: Path, model_cache: Path, baseline: Run, small_disk: Path
 ) -> None:
-    run, health = fault_run(tmp_path, model_cache, (small_disk / "log").as_uri())
+    # Small batches, so the disk (8 KiB, about half of the run's events) fills part way through.
+    run, health = fault_run(tmp_path, model_cache, (small_disk / "log").as_uri(), SPECMETRICS_BATCH_STEPS="4",
+                            SPECMETRICS_FLUSH_INTERVAL_MS="20")
     assert outputs(run) == outputs(baseline)
     assert health["sent_steps"] > 0 and health["dropped_sink_error"] > 0
     assert health["sent_steps"] + health["dropped_sink_error"] + health["empty_steps"] == health["published_steps"]
