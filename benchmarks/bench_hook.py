@@ -5,7 +5,8 @@ Real vLLM (CPU, tiny models, in-process engine core). Timing wrappers go *inside
 ``Scheduler.update_draft_token_ids``: hook cost = outer - inner, baseline = inner of
 ``update_from_output``, both per step, same steps, same run. Batches of 1, 64 and 256
 decoding requests with K = 3 and 5; then K = 3, 256 requests with the sink stalled (a FIFO
-nobody reads): cost and RSS must stay flat while steps are dropped. One JSON line per case.
+nobody reads): cost and RSS must stay flat while steps are dropped; then K = 3 with the hook's
+own work removed (``--floor``: what wrapping the methods costs at all). One JSON line per case.
 
     SPECMETRICS_SINK is set by the benchmark itself.
     python -m benchmarks.bench_hook [--max-tokens 48]
@@ -89,14 +90,21 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=320)
     parser.add_argument("--k", type=int, default=None, help="Run one K only (the benchmark runs itself per K).")
     parser.add_argument("--stalled", action="store_true")
+    parser.add_argument("--floor", action="store_true",
+                        help="Wrappers only: the hook's own work removed, to show the cost of wrapping at all.")
     args = parser.parse_args()
     if args.k is None:  # vLLM loads plugins once per process: one child per configuration
         import subprocess
 
-        for k, stalled in ((3, False), (5, False), (3, True)):
+        for k, flag in ((3, None), (5, None), (3, "--stalled"), (3, "--floor")):
             cmd = [sys.executable, "-m", "benchmarks.bench_hook", "--k", str(k), "--max-tokens", str(args.max_tokens)]
-            subprocess.run(cmd + (["--stalled"] if stalled else []), check=True, stderr=subprocess.DEVNULL)
+            subprocess.run(cmd + ([flag] if flag else []), check=True, stderr=subprocess.DEVNULL)
         return
+    if args.floor:
+        from emitter.vllm.scheduler import EngineObserver
+
+        EngineObserver.before = lambda *a: None  # type: ignore[method-assign]
+        EngineObserver.after = lambda *a: None  # type: ignore[method-assign]
     from specmetrics.tiny_models import corpus, tiny_models
 
     work = Path(tempfile.mkdtemp(prefix="bench-hook-"))
@@ -129,9 +137,9 @@ def main() -> None:
         result["published_steps"], result["dropped_steps"] = health.published_steps, health.dropped_queue_full
         if not args.stalled:
             plugin.publisher()._queue.clear()
-        print(json.dumps({"bench": "hook", "k": args.k, "batch": batch, "sink": "stalled" if args.stalled else
-                          "local_log", **{k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}}),
-              flush=True)
+        sink = "stalled" if args.stalled else "wrappers_only_floor" if args.floor else "local_log"
+        print(json.dumps({"bench": "hook", "k": args.k, "batch": batch, "sink": sink,
+                          **{k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}}), flush=True)
     os._exit(0)
 
 
