@@ -37,9 +37,5 @@ class Source(ABC):
     def commit(self, next_offsets: dict[int, int]) -> None:
         """Durably record that everything before ``next_offsets`` is stored."""
 
-    @abstractmethod
-    def end_offsets(self) -> dict[int, int]:
-        """For each assigned partition, the offset after the last record written so far."""
-
     def close(self) -> None:
         """Release resources. The default does nothing."""

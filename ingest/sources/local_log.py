@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 from emitter.log import LocalLogReader
-from emitter.log.segment import list_segments, scan_valid_end, segment_path
 from ingest.durable import write_atomically
 from ingest.sources.base import Source, SourceRecord
 
@@ -43,9 +42,3 @@ class LocalLogSource(Source):
 
     def commit(self, next_offsets: dict[int, int]) -> None:
         write_atomically(self._state_file, json.dumps({str(p): o for p, o in next_offsets.items()}).encode())
-
-    def end_offsets(self) -> dict[int, int]:
-        segments = list_segments(self.log_dir)
-        if not segments:
-            return {0: 0}
-        return {0: scan_valid_end(segment_path(self.log_dir, segments[-1]), segments[-1])[1]}
