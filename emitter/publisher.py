@@ -105,13 +105,13 @@ class EventPublisher:
         return batch
 
     def _send(self, batch: list[Any]) -> None:
-        empty_before = self.health.empty_steps
+        empty = 0  # steps of this batch with nothing to send; every other step is sent or dropped
         try:
             by_engine: dict[bytes, list[bytes]] = {}
             for step in batch:
                 event = self._to_event(step)
                 if event is None:
-                    self.health.empty_steps += 1
+                    empty += 1
                     continue
                 envelope, outcomes = event
                 key = engine_id(envelope["engine_instance"], envelope["dp_rank"]).encode()
@@ -123,9 +123,9 @@ class EventPublisher:
             for key, messages in by_engine.items():
                 self._sink.send(key, messages)
             self._sink.flush()
-            self.health.sent_steps += sum(map(len, by_engine.values()))
+            self.health.sent_steps += len(batch) - empty
         except Exception as exc:
-            self.health.dropped_sink_error += len(batch) - self.health.empty_steps + empty_before
+            self.health.dropped_sink_error += len(batch) - empty
             self.health.sink_errors += 1
             kind = type(exc).__name__
             if kind not in self._errors_seen:
@@ -133,6 +133,8 @@ class EventPublisher:
                 logger.error("specmetrics: the sink failed (%s: %s); steps are dropped and counted until it "
                              "works again", kind, exc)
             self._close_sink()
+        finally:
+            self.health.empty_steps += empty
 
     def _close_sink(self) -> None:
         if self._sink is not None:

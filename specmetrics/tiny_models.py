@@ -31,12 +31,12 @@ def corpus(lines: int = 2000) -> list[str]:
     return out
 
 
-def build_model(path: Path, seed: int, max_position_embeddings: int = 4096) -> Path:
+def build_model(path: Path, seed: int) -> Path:
     """Save tokenizer + random tiny Llama weights at ``path`` unless already there."""
     if (path / "config.json").exists():
         return path
     import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     tmp = path.with_name(path.name + ".tmp")
@@ -46,7 +46,6 @@ def build_model(path: Path, seed: int, max_position_embeddings: int = 4096) -> P
     trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=["<unk>", "<s>", "</s>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tokenizer.train_from_iterator(corpus(), trainer)
-    from tokenizers import decoders
     tokenizer.decoder = decoders.ByteLevel()
     fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<s>",
                                    eos_token="</s>")
@@ -54,7 +53,7 @@ def build_model(path: Path, seed: int, max_position_embeddings: int = 4096) -> P
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=VOCAB_SIZE, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                          num_attention_heads=2, num_key_value_heads=2, head_dim=32,
-                         max_position_embeddings=max_position_embeddings, bos_token_id=1, eos_token_id=2,
+                         max_position_embeddings=4096, bos_token_id=1, eos_token_id=2,
                          tie_word_embeddings=False)
     LlamaForCausalLM(config).save_pretrained(tmp, safe_serialization=True)
     shutil.rmtree(path, ignore_errors=True)

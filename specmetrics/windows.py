@@ -42,6 +42,14 @@ def window_metrics(con: duckdb.DuckDBPyConnection, started: float, finished: flo
     return {**totals, "vllm_per_pos": [int(r["n"]) for r in per_pos], "kinds": {r["kind"]: int(r["n"]) for r in kinds}}
 
 
+def reproduces(got: dict[str, Any], vllm: dict[str, Any]) -> bool:
+    """Whether :func:`window_metrics`' vLLM-compatible numbers equal vLLM's own counters
+    (``num_drafts``, ``num_draft_tokens``, ``num_accepted_tokens``, ``num_accepted_tokens_per_pos``)."""
+    return (got["vllm_num_drafts"], got["vllm_num_draft_tokens"], got["vllm_num_accepted_tokens"],
+            got["vllm_per_pos"]) == (vllm["num_drafts"], vllm["num_draft_tokens"], vllm["num_accepted_tokens"],
+                                     vllm["num_accepted_tokens_per_pos"])
+
+
 def ratios(num_drafts: int, num_draft_tokens: int, num_accepted_tokens: int) -> tuple[float | None, float | None]:
     """(acceptance rate, mean acceptance length), None where undefined (no drafts)."""
     rate = num_accepted_tokens / num_draft_tokens if num_draft_tokens else None

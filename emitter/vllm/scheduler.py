@@ -4,8 +4,8 @@
 pads of grammar-invalid drafts (async) and the sampled tokens; the wrapper reads the sampled
 lengths before vLLM truncates at stop tokens (``accepted``) and after (``emitted``).
 ``update_draft_token_ids`` (sync) shows how many drafts were proposed and, for requests with
-a grammar, how many it kept. ``schedule`` tags its
-output with the step index. The worker's drafting decision arrives on the ``ModelRunnerOutput``.
+a grammar, how many it kept. ``schedule`` tags its output with the step index. The worker's
+drafting decision arrives on the ``ModelRunnerOutput``.
 """
 
 from __future__ import annotations

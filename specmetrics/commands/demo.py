@@ -24,7 +24,7 @@ from queries import connect, run_query
 from specmetrics.commands.ingest import ingest_source
 from specmetrics.progress import Progress
 from specmetrics.tables import text_table
-from specmetrics.windows import ratios, window_metrics
+from specmetrics.windows import ratios, reproduces, window_metrics
 
 MARKER = ".specmetrics-demo"
 
@@ -111,8 +111,6 @@ def run_vllm(args: argparse.Namespace) -> int:
         for story in json.loads(stories_file.read_text()):
             got = window_metrics(con, story["started"], story["finished"], positions=3)
             vllm = story["vllm"]
-            reproduced = (got["vllm_num_drafts"], got["vllm_num_draft_tokens"], got["vllm_num_accepted_tokens"]) == (
-                vllm["num_drafts"], vllm["num_draft_tokens"], vllm["num_accepted_tokens"])
             steps = max(got["request_steps"], 1)
             kinds = got["kinds"]
             rows.append([
@@ -121,7 +119,7 @@ def run_vllm(args: argparse.Namespace) -> int:
                 got["num_drafts"], *ratios(got["num_drafts"], got["num_draft_tokens"], got["num_accepted_tokens"]),
                 kinds.get("skipped_for_length", 0) / steps,
                 sum(n for k, n in kinds.items() if k.startswith("k_zero")) / steps,
-                got["k_invalid"], "yes" if reproduced else "NO", VLLM_STORIES.get(story["name"], ""),
+                got["k_invalid"], "yes" if reproduces(got, vllm) else "NO", VLLM_STORIES.get(story["name"], ""),
             ])
     finally:
         con.close()
