@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import socket
 import threading
 from dataclasses import dataclass, field
 
@@ -57,7 +58,8 @@ def publisher() -> EventPublisher:
             url = settings.sink
             if not url:
                 raise RuntimeError("SPECMETRICS_SINK is not set")
-            _state.publisher = EventPublisher(lambda: open_sink(url), settings, lambda item: step_event(*item))
+            name = settings.engine_label or socket.gethostname()  # stable: a restart replays its Kafka spool
+            _state.publisher = EventPublisher(lambda: open_sink(url, name), settings, lambda item: step_event(*item))
             atexit.register(flush)
         return _state.publisher
 

@@ -55,6 +55,7 @@ class EventPublisher:
         self._limit = settings.queue_steps
         self.health = PublisherHealth()
         self._sink: Sink | None = None
+        self._sink_health: dict[str, int] = {}
         self._errors_seen: set[str] = set()
         self._closed = threading.Event()
         self._stopping = threading.Event()
@@ -123,6 +124,7 @@ class EventPublisher:
             for key, messages in by_engine.items():
                 self._sink.send(key, messages)
             self._sink.flush()
+            self._sink_health = self._sink.health()
             self.health.sent_steps += len(batch) - empty
         except Exception as exc:
             self.health.dropped_sink_error += len(batch) - empty
@@ -140,6 +142,7 @@ class EventPublisher:
         if self._sink is not None:
             try:
                 self._sink.close()
+                self._sink_health = self._sink.health()
             except Exception:  # a sink that failed may fail to close too
                 logger.debug("specmetrics: closing the sink failed", exc_info=True)
             self._sink = None
@@ -152,6 +155,8 @@ class EventPublisher:
         """Log the counters and write the health record (JSON) if a file is configured."""
         health = asdict(self.health)
         health["queued_steps"] = len(self._queue)
+        if self._sink_health:
+            health["sink"] = self._sink_health
         dropped = health["dropped_queue_full"] + health["dropped_sink_error"]
         (logger.warning if dropped else logger.info)("specmetrics health: %s", health)
         if self._settings.health_file is not None:

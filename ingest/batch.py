@@ -49,6 +49,7 @@ class PartitionBuffer:
     end_offset: int = -1  # last offset consumed (stored or dead-lettered)
     rows: int = 0
     payload_bytes: int = 0
+    first_event_us: int | None = None  # event time of the first valid step (rotation by event time)
     dead_letters: list[DeadLetter] = field(default_factory=list)
     _steps: list[WireStep] = field(default_factory=list)
     _offsets: list[int] = field(default_factory=list)
@@ -65,6 +66,8 @@ class PartitionBuffer:
         self._pending_rows += step.n
         self.payload_bytes += len(payload)
         self.end_offset = offset
+        if self.first_event_us is None:
+            self.first_event_us = step.event_time_us
         if self._pending_rows >= CHUNK_ROWS:
             self._convert()
 

@@ -1,9 +1,10 @@
 """Source → validated Arrow batches → durable Parquet, exactly once.
 
 For each partition the ingester buffers decoded steps, and on flush writes the Parquet
-files and the dead letters of that offset range durably, then commits the offset after it.
-A crash between the two leaves files past the committed offset, which the next start
-removes (``remove_uncommitted``) and rewrites under the same names.
+files and the dead letters of that offset range durably (on a writer thread), then commits
+the offset after it (on the polling thread: Kafka consumers are single-threaded). A crash
+between the two leaves files past the committed offset, which are removed when the
+partition is next assigned (``remove_uncommitted``) and rewritten under the same names.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +33,9 @@ from ingest.sources.base import Source
 from schemas.version import UnsupportedSchemaVersion
 from schemas.wire import InvalidRecord, decode_step
 
+if TYPE_CHECKING:  # kafka-python is an optional dependency
+    from ingest.dead_letter_topic import DeadLetterTopic
+
 logger = logging.getLogger(__name__)
 
 
@@ -43,58 +48,103 @@ class IngestStats:
     dead_letters: int = 0
     files: int = 0
     flushes: int = 0
+    redelivered: int = 0  # records at offsets already consumed (skipped)
+
+
+@dataclass(frozen=True, slots=True)
+class _Flush:
+    name: FileName
+    table: pa.Table
+    event_time_us: np.ndarray
+    dead_letters: list[DeadLetter]
 
 
 class Ingester:
     """Runs one source into one output directory."""
 
-    def __init__(self, source: Source, out: Path, settings: IngestSettings | None = None) -> None:
+    def __init__(self, source: Source, out: Path, settings: IngestSettings | None = None,
+                 dead_letter_topic: DeadLetterTopic | None = None) -> None:
         self.source = source
         self.out = out
         self.settings = settings or IngestSettings()
         self.stats = IngestStats()
+        self._dead_letter_topic = dead_letter_topic
         self._options = ParquetOptions(
             compression=self.settings.compression,
             compression_level=self.settings.compression_level,
             row_group_rows=self.settings.row_group_rows,
         )
-        self._next = dict(source.committed())
-        remove_uncommitted(out, source.name, self._next)
+        self._next: dict[int, int] = {}  # per owned partition: the next offset to consume
         self._buffers: dict[int, PartitionBuffer] = {}
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specmetrics-writer")
-        self._in_flight: Future[None] | None = None
+        self._in_flight: tuple[Future[None], dict[int, int], _Flush] | None = None
+        self._rotate_us = int(self.settings.flush_event_time_s * 1_000_000)
+        source.listen(self._assigned, self._revoked)
 
     def run(self, once: bool, progress: Callable[[IngestStats], None] | None = None,
             should_stop: Callable[[], bool] = lambda: False) -> IngestStats:
         """Ingest until the end of the source (``once``) or until ``should_stop()``."""
-        last_record = time.monotonic()
+        last_record = last_log = time.monotonic()
+        rows_at_log = 0
         while not should_stop():
-            records = self.source.poll(self.settings.poll_records, 0.0 if once else 0.5)
+            records = self.source.poll(self.settings.poll_records, 0.1 if once else 0.5)
             for record in records:
                 self._consume(record.partition, record.offset, record.value)
+            self._reap()
+            now = time.monotonic()
             if records:
-                last_record = time.monotonic()
+                last_record = now
                 if progress:
                     progress(self.stats)
-            elif once:
+            elif once and self.source.at_end():
                 break
-            elif time.monotonic() - last_record >= self.settings.flush_idle_s:
+            elif now - last_record >= self.settings.flush_idle_s:
                 self.flush_all()
+            if now - last_log >= self.settings.log_interval_s:
+                logger.info("ingest %s: %.0f rows/s, lag %s record(s), %d rows and %d dead letter(s) committed",
+                            self.source.name, (self.stats.rows - rows_at_log) / (now - last_log), self.source.lag(),
+                            self.stats.rows, self.stats.dead_letters)
+                last_log, rows_at_log = now, self.stats.rows
         self.flush_all()
         self.wait()
         if progress:
             progress(self.stats)
         return self.stats
 
+    def _assigned(self, committed: dict[int, int]) -> None:
+        remove_uncommitted(self.out, self.source.name, committed)
+        for partition, offset in committed.items():
+            self._buffers.pop(partition, None)
+            self._next[partition] = offset
+
+    def _revoked(self, partitions: list[int]) -> None:
+        for partition in partitions:
+            self.flush(partition)
+        self.wait()
+        for partition in partitions:
+            self._next.pop(partition, None)
+
     def _consume(self, partition: int, offset: int, payload: bytes) -> None:
         buffer = self._buffers.get(partition)
-        if buffer is None:
-            buffer = self._buffers[partition] = PartitionBuffer(partition, offset)
+        expected = buffer.end_offset + 1 if buffer else self._next.get(partition, offset)
+        if offset < expected:
+            self.stats.redelivered += 1
+            return
         self.stats.records += 1
         try:
-            buffer.add(offset, payload, decode_step(payload))
+            step = decode_step(payload)
         except (InvalidRecord, UnsupportedSchemaVersion) as exc:
+            if buffer is None:
+                buffer = self._buffers[partition] = PartitionBuffer(partition, offset)
             buffer.reject(offset, payload, str(exc))
+            return
+        if buffer is not None and buffer.first_event_us is not None and \
+                abs(step.event_time_us - buffer.first_event_us) >= self._rotate_us:
+            self.flush(partition)
+            buffer = None
+        if buffer is None:
+            buffer = self._buffers[partition] = PartitionBuffer(partition, offset)
+        buffer.add(offset, payload, step)
         if buffer.rows >= self.settings.flush_rows or buffer.payload_bytes >= self.settings.flush_bytes:
             self.flush(partition)
 
@@ -104,23 +154,26 @@ class Ingester:
 
     def flush(self, partition: int) -> None:
         """Hand everything buffered for ``partition`` to the writer thread, which makes it
-        durable and then commits past it. One flush is in flight at a time."""
+        durable; the commit past it follows in :meth:`wait`. One flush is in flight at a time."""
         buffer = self._buffers.pop(partition, None)
         if buffer is None:
             return
         name = FileName(self.source.name, partition, buffer.start_offset, buffer.end_offset)
         table, event_time_us = buffer.build()
-        self._next[partition] = buffer.end_offset + 1
         self.wait()
-        self._in_flight = self._writer.submit(
-            self._write_and_commit, name, table, event_time_us, buffer.dead_letters, dict(self._next)
-        )
+        work = _Flush(name, table, event_time_us, buffer.dead_letters)
+        self._in_flight = (self._writer.submit(self._write, work), {partition: buffer.end_offset + 1}, work)
 
     def wait(self) -> None:
-        """Block until the flush in flight is durable and committed; re-raise its error."""
+        """Block until the flush in flight is durable, then commit it; re-raise its error."""
         if self._in_flight is not None:
-            in_flight, self._in_flight = self._in_flight, None
-            in_flight.result()
+            (future, next_offsets, work), self._in_flight = self._in_flight, None
+            future.result()
+            self.source.commit(next_offsets)
+            self._next.update(next_offsets)
+            self.stats.rows += work.table.num_rows
+            self.stats.dead_letters += len(work.dead_letters)
+            self.stats.flushes += 1
 
     def close(self) -> None:
         """Wait for the last flush and stop the writer thread (buffers are not flushed)."""
@@ -128,17 +181,22 @@ class Ingester:
             self.wait()
         finally:
             self._writer.shutdown()
+            if self._dead_letter_topic is not None:
+                self._dead_letter_topic.close()
 
-    def _write_and_commit(self, name: FileName, table: pa.Table, event_time_us: np.ndarray,
-                          dead_letters: list[DeadLetter], next_offsets: dict[int, int]) -> None:
-        if table.num_rows:
-            self.stats.files += len(write_partitioned(self.out, name, table, event_time_us, self._options))
-        if dead_letters:
-            write_dead_letters(self.out, name, dead_letters)
-            for letter in dead_letters:
+    def _reap(self) -> None:
+        """Commit the flush in flight if it is done, without waiting."""
+        if self._in_flight is not None and self._in_flight[0].done():
+            self.wait()
+
+    def _write(self, work: _Flush) -> None:
+        if work.table.num_rows:
+            self.stats.files += len(write_partitioned(self.out, work.name, work.table, work.event_time_us,
+                                                      self._options))
+        if work.dead_letters:
+            write_dead_letters(self.out, work.name, work.dead_letters)
+            for letter in work.dead_letters:
                 logger.warning("dead letter at %s partition %d offset %d: %s",
-                               name.source, letter.partition, letter.offset, letter.reason)
-        self.source.commit(next_offsets)
-        self.stats.rows += table.num_rows
-        self.stats.dead_letters += len(dead_letters)
-        self.stats.flushes += 1
+                               work.name.source, letter.partition, letter.offset, letter.reason)
+            if self._dead_letter_topic is not None:
+                self._dead_letter_topic.publish(self._dead_letter_topic.address.topic, work.dead_letters)

@@ -100,16 +100,17 @@ def write_dead_letters(out: Path, name: FileName, letters: list[DeadLetter]) -> 
 
 def remove_uncommitted(out: Path, source: str, committed: dict[int, int]) -> list[Path]:
     """Delete files of ``source`` that start at or after the committed offset of their
-    partition (a flush that crashed before its commit), and stray temp files."""
+    partition (a flush that crashed before its commit), and stray temp files. Only the
+    partitions in ``committed`` are touched: other readers of the same tree own the rest."""
     removed: list[Path] = []
     if not out.exists():
         return removed
     for path in out.rglob("*"):
         temp = path.name.startswith(".") and path.name.endswith(".tmp")
         parsed = FileName.parse(path.name[1:-4] if temp else path.name)
-        if parsed is None or parsed.source != source:
+        if parsed is None or parsed.source != source or parsed.partition not in committed:
             continue
-        if temp or parsed.start >= committed.get(parsed.partition, 0):
+        if temp or parsed.start >= committed[parsed.partition]:
             path.unlink()
             removed.append(path)
     if removed:

@@ -13,9 +13,16 @@ class IngestSettings(BaseSettings):
 
     flush_rows: int = Field(default=1_000_000, ge=1, description="Flush a partition at this many request outcomes.")
     flush_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="... or this many message bytes.")
-    flush_idle_s: float = Field(default=5.0, gt=0, description="Following a live log: flush when no record "
-                                "arrived for this long.")
+    flush_event_time_s: float = Field(default=600.0, gt=0, description="... or when a step's event time is this "
+                                      "far past the first buffered step's (rotation by the data's own clock).")
+    flush_idle_s: float = Field(default=5.0, gt=0, description="Following a live source: flush when no record "
+                                "arrived for this long, so quiet streams become visible.")
     poll_records: int = Field(default=5000, ge=1, description="Records asked for per poll.")
     compression: str = Field(default="zstd", pattern="^(zstd|lz4|snappy|gzip|none)$")
     compression_level: int | None = Field(default=None, description="Codec level; None: the codec's default.")
     row_group_rows: int = Field(default=1_000_000, ge=1, description="Rows per Parquet row group.")
+    group: str = Field(default="specmetrics-ingest", min_length=1, description="Kafka consumer group; ingesters "
+                       "in one group split the topic's partitions.")
+    dead_letter_topic: str | None = Field(default=None, description="Kafka topic for records that fail validation "
+                                          "(default: <topic>.dead-letter; empty: the local files only).")
+    log_interval_s: float = Field(default=30.0, gt=0, description="How often rows/s and lag are logged.")

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import duckdb
 
-from specmetrics.commands import demo, ingest, loadgen, schema, sql
+from specmetrics.commands import demo, ingest, loadgen, schema, sql, verify
 
-COMMANDS = (demo, ingest, sql, loadgen, schema)
+COMMANDS = (demo, ingest, verify, sql, loadgen, schema)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ import pytest
 from emitter.loadgen import EngineTruth, LoadSpec, run_load
 from emitter.sinks import LocalLogSink
 from schemas import StepEvent
+from tests.kafka_broker import TansuBroker
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -49,3 +52,25 @@ def log_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[TansuBroker]:
+    """The suite's broker (tests that restart a broker start their own)."""
+    with TansuBroker() as broker:
+        yield broker
+
+
+@pytest.fixture
+def kafka_url(kafka_broker: TansuBroker) -> str:
+    """A fresh topic on the suite's broker."""
+    return kafka_broker.url(f"steps-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture(autouse=True)
+def kafka_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Kafka settings for tests: spool under the test's folder, fast group joins (DESIGN.md 6)."""
+    monkeypatch.setenv("SPECMETRICS_KAFKA_SPOOL_DIR", str(tmp_path / "spool"))
+    monkeypatch.setenv("SPECMETRICS_KAFKA_SESSION_TIMEOUT_MS", "6000")
+    monkeypatch.setenv("SPECMETRICS_KAFKA_HEARTBEAT_INTERVAL_MS", "2000")
+    monkeypatch.setenv("SPECMETRICS_KAFKA_TOPIC_PARTITIONS", "3")

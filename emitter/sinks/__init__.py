@@ -2,20 +2,37 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import re
 from urllib.parse import urlparse
 
 from emitter.sinks.base import Sink
 from emitter.sinks.local_log import LocalLogSink
 
 
-def open_sink(url: str) -> Sink:
-    """Open the sink a URL names: ``file:///path/to/log`` is the embedded local log."""
+def open_sink(url: str, name: str = "default") -> Sink:
+    """Open the sink a URL names: ``file:///path/to/log`` is the embedded local log,
+    ``kafka://host:9092/topic`` a Kafka topic (settings from ``SPECMETRICS_KAFKA_*``; ``name``
+    picks this writer's spool folder, so use a stable engine label)."""
     parsed = urlparse(url)
     if parsed.scheme == "file":
         if not parsed.path or parsed.netloc not in ("", "localhost"):
             raise ValueError(f"a local log URL looks like file:///absolute/dir, got {url!r}")
         return LocalLogSink(parsed.path)
-    raise ValueError(f"unsupported sink URL {url!r}: this version supports file:///dir (the local log)")
+    if parsed.scheme == "kafka":
+        from emitter.kafka import KafkaAddress, KafkaSettings
+        from emitter.sinks.kafka import KafkaSink
+        from emitter.sinks.spool import SpoolInUse
+
+        address, settings = KafkaAddress.parse(url), KafkaSettings()
+        folder = settings.spool_dir / re.sub(r"[^A-Za-z0-9_.-]", "_", f"{address.topic}-{name}")
+        try:
+            return KafkaSink(address, settings, folder)
+        except SpoolInUse:
+            logging.getLogger(__name__).warning("%s is in use; this process spools to a folder of its own", folder)
+            return KafkaSink(address, settings, folder.with_name(f"{folder.name}-{os.getpid()}"))
+    raise ValueError(f"unsupported sink URL {url!r}: use file:///dir (the local log) or kafka://host:port/topic")
 
 
 __all__ = ["LocalLogSink", "Sink", "open_sink"]

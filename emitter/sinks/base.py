@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 
 class Sink(ABC):
-    """A destination for encoded step messages (the local log, later Kafka).
+    """A destination for encoded step messages (the local log, Kafka).
 
     Implementations are used from one thread at a time (the emitter's background thread or
     a load generator), so they need no locking of their own.
@@ -25,6 +25,10 @@ class Sink(ABC):
     @abstractmethod
     def close(self) -> None:
         """Flush and release resources."""
+
+    def health(self) -> dict[str, int]:
+        """Counters worth reporting in the emitter's health record. The default has none."""
+        return {}
 
     def __enter__(self) -> Sink:
         return self

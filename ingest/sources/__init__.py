@@ -9,14 +9,20 @@ from ingest.sources.base import Source, SourceRecord
 from ingest.sources.local_log import LocalLogSource
 
 
-def open_source(url: str, state_dir: Path) -> Source:
-    """Open the source a URL names: ``file:///path/to/log`` is the embedded local log."""
+def open_source(url: str, state_dir: Path, group: str = "specmetrics-ingest") -> Source:
+    """Open the source a URL names: ``file:///path/to/log`` is the embedded local log,
+    ``kafka://host:9092/topic`` a topic read as a member of consumer group ``group``."""
     parsed = urlparse(url)
     if parsed.scheme == "file":
         if not parsed.path or parsed.netloc not in ("", "localhost"):
             raise ValueError(f"a local log URL looks like file:///absolute/dir, got {url!r}")
         return LocalLogSource(parsed.path, state_dir)
-    raise ValueError(f"unsupported source URL {url!r}: this version supports file:///dir (the local log)")
+    if parsed.scheme == "kafka":
+        from emitter.kafka import KafkaAddress
+        from ingest.sources.kafka import KafkaSource
+
+        return KafkaSource(KafkaAddress.parse(url), group, state_dir)
+    raise ValueError(f"unsupported source URL {url!r}: use file:///dir (the local log) or kafka://host:port/topic")
 
 
 __all__ = ["LocalLogSource", "Source", "SourceRecord", "open_source"]

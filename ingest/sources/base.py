@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import NamedTuple
+
+#: Called with ``{partition: next offset to read}`` for partitions this reader now owns.
+OnAssigned = Callable[[dict[int, int]], None]
+#: Called with the partitions this reader is about to lose; must flush and commit them.
+OnRevoked = Callable[[list[int]], None]
 
 
 class SourceRecord(NamedTuple):
@@ -15,10 +21,12 @@ class SourceRecord(NamedTuple):
 
 
 class Source(ABC):
-    """A partitioned, offset-addressed log (the local log, later Kafka).
+    """A partitioned, offset-addressed log (the local log, Kafka).
 
     The ingester commits an offset only after the Parquet files holding everything before it
-    are durable, so a restart resumes exactly where the durable data ends.
+    are durable, so a restart resumes exactly where the durable data ends. Sources whose
+    partitions move between readers (a Kafka consumer group) report it through
+    :meth:`listen`; all methods are called from one thread.
     """
 
     #: Stable name used in output file names (letters, digits, ``_``).
@@ -36,6 +44,19 @@ class Source(ABC):
     @abstractmethod
     def commit(self, next_offsets: dict[int, int]) -> None:
         """Durably record that everything before ``next_offsets`` is stored."""
+
+    def listen(self, assigned: OnAssigned, revoked: OnRevoked) -> None:
+        """Register the assignment callbacks. The default: every partition is this reader's
+        for good, so ``assigned`` is called once, now."""
+        assigned(self.committed())
+
+    def at_end(self) -> bool:
+        """After an empty poll: has everything written so far been read? The default: yes."""
+        return True
+
+    def lag(self) -> int | None:
+        """Records written but not yet read, if the source knows."""
+        return None
 
     def close(self) -> None:
         """Release resources. The default does nothing."""

@@ -5,35 +5,46 @@ from __future__ import annotations
 import argparse
 import signal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ingest import Ingester, IngestSettings, IngestStats
 from ingest.output import STATE_DIR
 from ingest.sources import open_source
 from specmetrics.progress import Progress
 
+if TYPE_CHECKING:  # kafka-python is an optional dependency
+    from ingest.dead_letter_topic import DeadLetterTopic
+
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("ingest", help="Ingest step events into hive-partitioned Parquet, exactly once.")
-    parser.add_argument("--source", required=True, help="What to read, e.g. file:///var/lib/specmetrics/log.")
+    parser.add_argument("--source", required=True,
+                        help="What to read: file:///var/lib/specmetrics/log or kafka://host:9092/topic.")
     parser.add_argument("--out", required=True, type=Path, help="Output directory of the Parquet tree.")
     parser.add_argument("--once", action="store_true", help="Stop at the end of the source instead of following it.")
     parser.add_argument("--flush-rows", type=int, default=None, help="Flush at this many request outcomes.")
+    parser.add_argument("--group", default=None,
+                        help="Kafka consumer group (default: SPECMETRICS_INGEST_GROUP or specmetrics-ingest).")
+    parser.add_argument("--dead-letter-topic", default=None,
+                        help="Kafka topic for rejected records (default: <topic>.dead-letter; '' for none).")
+    parser.add_argument("--quiet", action="store_true", help="No progress line.")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    stats = ingest_source(args.source, args.out, once=args.once, flush_rows=args.flush_rows)
+    overrides = {k: v for k, v in (("flush_rows", args.flush_rows), ("group", args.group),
+                                   ("dead_letter_topic", args.dead_letter_topic)) if v is not None}
+    stats = ingest_source(args.source, args.out, once=args.once, settings=IngestSettings(**overrides),
+                          show_progress=not args.quiet)
     print(f"ingested {stats.rows:,} request outcomes from {stats.records:,} records into {stats.files} file(s); "
           f"{stats.dead_letters} dead letter(s)")
     return 0
 
 
-def ingest_source(url: str, out: Path, once: bool, flush_rows: int | None = None, show_progress: bool = True
-                  ) -> IngestStats:
+def ingest_source(url: str, out: Path, once: bool, settings: IngestSettings | None = None,
+                  show_progress: bool = True) -> IngestStats:
     """Run one ingester; SIGTERM and SIGINT flush and commit before it returns."""
-    settings = IngestSettings(flush_rows=flush_rows) if flush_rows else IngestSettings()
-    ingester = Ingester(open_source(url, out / STATE_DIR), out, settings)
+    settings = settings or IngestSettings()
     stopping = False
 
     def stop(signum: int, frame: object) -> None:
@@ -41,14 +52,29 @@ def ingest_source(url: str, out: Path, once: bool, flush_rows: int | None = None
         stopping = True
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    progress = Progress("ingest", unit="records")
+    source = open_source(url, out / STATE_DIR, settings.group)
     try:
-        stats = ingester.run(once, (lambda s: progress.update(s.records)) if show_progress else None,
-                             should_stop=lambda: stopping)
+        ingester = Ingester(source, out, settings, _dead_letter_topic(url, settings))
+        progress = Progress("ingest", unit="records")
+        try:
+            stats = ingester.run(once, (lambda s: progress.update(s.records)) if show_progress else None,
+                                 should_stop=lambda: stopping)
+        finally:
+            ingester.close()
     finally:
-        ingester.close()
+        source.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if show_progress:
         progress.finish()
     return stats
+
+
+def _dead_letter_topic(url: str, settings: IngestSettings) -> DeadLetterTopic | None:
+    if not url.startswith("kafka:") or settings.dead_letter_topic == "":
+        return None
+    from emitter.kafka import KafkaAddress
+    from ingest.dead_letter_topic import DeadLetterTopic
+
+    address = KafkaAddress.parse(url)
+    return DeadLetterTopic(address, settings.dead_letter_topic or f"{address.topic}.dead-letter")

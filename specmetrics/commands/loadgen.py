@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from datetime import datetime
 from typing import Any
 
@@ -16,7 +17,7 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "loadgen", help="Write synthetic vLLM-shaped step events (for scale and tests; never pretends to be vLLM).",
     )
-    parser.add_argument("--sink", required=True, help="Where to write, e.g. file:///tmp/specmetrics/log.")
+    parser.add_argument("--sink", required=True, help="Where to write: file:///tmp/specmetrics/log or kafka://host:9092/topic.")
     parser.add_argument("--rows", type=int, default=100_000, help="Request outcomes to write (default 100000).")
     parser.add_argument("--engines", type=int, default=1, help="Engine instances (default 1).")
     parser.add_argument("--batch-size", type=int, default=64, help="Requests per step (default 64).")
@@ -58,9 +59,13 @@ def spec_from_args(args: argparse.Namespace) -> LoadSpec:
 def run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     progress = Progress("loadgen", total=spec.rows)
-    with open_sink(args.sink) as sink:
+    with open_sink(args.sink, args.engine_prefix) as sink:
         truth = run_load(spec, sink, progress.update)
     progress.finish()
+    spooled = sink.health().get("spool_pending", 0)
+    if spooled:
+        print(f"specmetrics loadgen: the broker did not take {spooled:,} message(s); they wait in the spool and are "
+              f"sent by the next run with --engine-prefix {args.engine_prefix}", file=sys.stderr)
     if args.truth:
         text = json.dumps(truth_dict(truth), indent=2)
         if args.truth == "-":
@@ -68,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             with open(args.truth, "w") as f:
                 f.write(text + "\n")
-    return 0
+    return 1 if spooled else 0
 
 
 def truth_dict(truth: dict[str, EngineTruth]) -> dict[str, object]:

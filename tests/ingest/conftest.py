@@ -12,7 +12,7 @@ from ingest.output import STATE_DIR
 from ingest.sources import LocalLogSource
 
 
-def ingest_once(log_dir: Path, data_dir: Path, **settings: int) -> IngestStats:
+def ingest_once(log_dir: Path, data_dir: Path, **settings: float) -> IngestStats:
     ingester = Ingester(LocalLogSource(log_dir, data_dir / STATE_DIR), data_dir, IngestSettings(**settings))
     try:
         return ingester.run(once=True)

@@ -44,11 +44,22 @@ def test_steps_are_split_by_event_time_hour(log_dir: Path, data_dir: Path) -> No
     writer = LocalLogWriter(log_dir)
     writer.append([step_event_to_wire(step_event(event_id=f"e{i}", event_time=T0 + timedelta(minutes=40 * i)))
                    for i in range(3)])
-    ingest_once(log_dir, data_dir)
+    ingest_once(log_dir, data_dir, flush_event_time_s=7200)
     assert parquet_files(data_dir) == [
         f"dt=2026-11-30/hour={h}/log-0-00000000000000000000-00000000000000000002.parquet" for h in (12, 13)
     ]
     assert read_rows(data_dir).num_rows == 12
+
+
+def test_files_rotate_by_event_time_not_only_by_size(log_dir: Path, data_dir: Path) -> None:
+    writer = LocalLogWriter(log_dir)
+    minutes = [0, 4, 9, 10, 12, 25]
+    writer.append([step_event_to_wire(step_event(event_id=f"e{i}", event_time=T0 + timedelta(minutes=m)))
+                   for i, m in enumerate(minutes)])
+    ingest_once(log_dir, data_dir, flush_event_time_s=600)
+    assert parquet_files(data_dir) == [
+        f"dt=2026-11-30/hour=12/log-0-{a:020d}-{b:020d}.parquet" for a, b in ((0, 2), (3, 4), (5, 5))
+    ]
 
 
 def test_running_twice_adds_nothing(log_dir: Path, data_dir: Path) -> None:

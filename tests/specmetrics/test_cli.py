@@ -83,5 +83,7 @@ def test_sql_on_a_missing_data_directory_says_so(capsys: pytest.CaptureFixture[s
 def test_bad_loadgen_options_are_clear_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "loadgen", "--sink", (tmp_path / "l").as_uri(), "--prompt-len", "10")
     assert code == 2 and "expected MIN,MAX, got '10'" in err
-    code, _, err = run(capsys, "loadgen", "--sink", "kafka://localhost:9092/t")
+    code, _, err = run(capsys, "loadgen", "--sink", "mqtt://localhost:1883/t")
     assert code == 2 and "unsupported sink URL" in err
+    code, _, err = run(capsys, "loadgen", "--sink", "kafka://user:secret@localhost:9092/t")
+    assert code == 2 and "must not carry credentials" in err and "secret" not in err

@@ -1,0 +1,32 @@
+"""Creating topics explicitly (auto-creation races on some brokers, and picks its own sizes)."""
+
+from __future__ import annotations
+
+import logging
+
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
+from kafka.errors import TopicAlreadyExistsError
+
+from emitter.kafka.address import KafkaAddress
+from emitter.kafka.settings import KafkaSettings
+
+logger = logging.getLogger(__name__)
+
+
+def ensure_topic(address: KafkaAddress, settings: KafkaSettings, topic: str | None = None) -> bool:
+    """Create ``topic`` (default: the address's) unless it exists; True if it was created.
+    Raises a ``kafka.errors.KafkaError`` when the brokers cannot be reached."""
+    name = topic or address.topic
+    admin = KafkaAdminClient(bootstrap_servers=list(address.bootstrap_servers), **settings.client_config())
+    try:
+        if name in admin.list_topics():
+            return False
+        try:
+            admin.create_topics([NewTopic(name, settings.topic_partitions, settings.topic_replication)])
+        except TopicAlreadyExistsError:
+            return False
+        logger.info("created topic %s with %d partition(s)", name, settings.topic_partitions)
+        return True
+    finally:
+        admin.close()

