@@ -8,6 +8,7 @@ ground truth (:class:`EngineTruth`). It is for scale and tests; it never pretend
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -118,15 +119,22 @@ class EngineSimulator:
 
 
 def run_load(
-    spec: LoadSpec, sink: Sink, progress: Callable[[int], None] | None = None
+    spec: LoadSpec, sink: Sink, progress: Callable[[int], None] | None = None, realtime: bool = False
 ) -> dict[str, EngineTruth]:
     """Write ``spec.rows`` (or a few more, to the end of a step) request outcomes to ``sink``,
-    engines interleaved step by step; returns the ground truth by engine id."""
+    engines interleaved step by step; returns the ground truth by engine id. ``realtime``
+    sends each step when its event time comes (one step per engine every ``step_ms``, the way
+    a live engine publishes) instead of as fast as the sink takes them."""
     engines = [EngineSimulator(spec, i) for i in range(spec.engines)]
     rows = 0
-    for batch in _batches(engines, spec):
+    started = time.monotonic()
+    for index, batch in enumerate(_batches(engines, spec, 1 if realtime else SEND_BATCH_STEPS)):
+        if realtime:
+            time.sleep(max(0.0, started + index * spec.step_ms / 1000 - time.monotonic()))
         for engine_key, messages in batch.items():
             sink.send(engine_key.encode(), messages)
+        if realtime:
+            sink.flush()
         rows = sum(e.truth.rows for e in engines)
         if progress:
             progress(rows)
@@ -134,11 +142,11 @@ def run_load(
     return {e.engine_id: e.truth for e in engines}
 
 
-def _batches(engines: list[EngineSimulator], spec: LoadSpec) -> Iterator[dict[str, list[bytes]]]:
+def _batches(engines: list[EngineSimulator], spec: LoadSpec, steps: int) -> Iterator[dict[str, list[bytes]]]:
     rows = 0
     while rows < spec.rows:
         batch: dict[str, list[bytes]] = {e.engine_id: [] for e in engines}
-        for _ in range(SEND_BATCH_STEPS):
+        for _ in range(steps):
             for engine in engines:
                 batch[engine.engine_id].append(engine.step())
                 rows += len(engine._ids)

@@ -91,8 +91,11 @@ class KafkaSink(Sink):
     def close(self) -> None:
         try:
             self.flush()
-            if self.spool.pending and self._ready():
-                logger.info("specmetrics: the Kafka spool is replayed")
+            if self.spool.pending:
+                self._retry_at = 0.0  # one last attempt, whatever the backoff says
+                if not self._ready():
+                    logger.warning("specmetrics: %d message(s) stay in the spool %s for the next start",
+                                   self.spool.pending, self.spool.directory)
         finally:
             self._disconnect()
             self.spool.close()

@@ -37,6 +37,10 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--method", default="draft_model")
     parser.add_argument("--start-time", type=datetime.fromisoformat, default=None,
                         help="Event time of step 0, ISO 8601 with offset (default: now).")
+    parser.add_argument("--step-ms", type=float, default=25.0, help="Event-time spacing of steps (default 25).")
+    parser.add_argument("--realtime", action="store_true",
+                        help="Send each step when its event time comes, like a live engine (default: as fast as "
+                             "the sink takes them).")
     parser.add_argument("--truth", default=None,
                         help="Write the exact ground-truth counters as JSON to this file ('-': stdout).")
     parser.set_defaults(run=run)
@@ -49,7 +53,7 @@ def spec_from_args(args: argparse.Namespace) -> LoadSpec:
         "prompt_len": _ints(args.prompt_len), "output_len": _ints(args.output_len),
         "drafter_max_len": args.drafter_max_len or None, "grammar_invalid_rate": args.grammar_invalid_rate,
         "k_zero_rate": args.k_zero_rate, "scheduling": args.scheduling, "seed": args.seed,
-        "engine_prefix": args.engine_prefix, "model": args.model, "method": args.method,
+        "engine_prefix": args.engine_prefix, "model": args.model, "method": args.method, "step_ms": args.step_ms,
     }
     if args.start_time is not None:
         fields["start_time"] = args.start_time
@@ -60,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     progress = Progress("loadgen", total=spec.rows)
     with open_sink(args.sink, args.engine_prefix) as sink:
-        truth = run_load(spec, sink, progress.update)
+        truth = run_load(spec, sink, progress.update, realtime=args.realtime)
     progress.finish()
     spooled = sink.health().get("spool_pending", 0)
     if spooled:

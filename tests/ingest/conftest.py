@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgpack
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest import Ingester, IngestSettings, IngestStats
 from ingest.output import STATE_DIR
 from ingest.sources import LocalLogSource
+from schemas.codes import OUTCOME_DTYPE
+from schemas.wire import FIELDS, step_event_to_wire
+from tests.conftest import step_event
 
 
 def ingest_once(log_dir: Path, data_dir: Path, **settings: float) -> IngestStats:
@@ -27,3 +32,16 @@ def parquet_files(data_dir: Path) -> list[str]:
 def read_rows(data_dir: Path) -> pa.Table:
     files = sorted(data_dir.rglob("*.parquet"))
     return pa.concat_tables([pq.read_table(f) for f in files]) if files else pa.table({})
+
+
+def bad_outcomes_message(mutate: str) -> bytes:
+    """A step message whose outcomes break a rule: "unknown kind" or "accepted > k_valid"."""
+    message = msgpack.unpackb(step_event_to_wire(step_event(event_id=f"bad-{mutate}")))
+    packed = np.frombuffer(message[FIELDS.index("outcomes")], dtype=OUTCOME_DTYPE).copy()
+    if mutate == "unknown kind":
+        packed["kind"][1] = 7
+    elif mutate == "accepted > k_valid":
+        packed["accepted"][0] = 3
+        packed["k_valid"][0] = packed["k_sched"][0] = 2
+    message[FIELDS.index("outcomes")] = packed.tobytes()
+    return msgpack.packb(message)

@@ -8,7 +8,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import msgpack
-import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -18,10 +17,9 @@ from ingest import Ingester, IngestSettings
 from ingest.output import DEAD_LETTER_DIR, STATE_DIR
 from ingest.sources import LocalLogSource
 from schemas import OUTCOME_SCHEMA
-from schemas.codes import OUTCOME_DTYPE
 from schemas.wire import FIELDS, step_event_to_wire
 from tests.conftest import T0, step_event, write_load
-from tests.ingest.conftest import ingest_once, parquet_files, read_rows
+from tests.ingest.conftest import bad_outcomes_message, ingest_once, parquet_files, read_rows
 
 
 def test_files_are_hive_partitioned_and_named_by_offsets(log_dir: Path, data_dir: Path) -> None:
@@ -81,18 +79,6 @@ def test_the_same_input_gives_the_same_files(log_dir: Path, tmp_path: Path) -> N
     assert read_rows(tmp_path / "a").equals(read_rows(tmp_path / "b"))
 
 
-def _bad_outcomes_message(mutate: str) -> bytes:
-    message = msgpack.unpackb(step_event_to_wire(step_event(event_id=f"bad-{mutate}")))
-    packed = np.frombuffer(message[FIELDS.index("outcomes")], dtype=OUTCOME_DTYPE).copy()
-    if mutate == "unknown kind":
-        packed["kind"][1] = 7
-    elif mutate == "accepted > k_valid":
-        packed["accepted"][0] = 3
-        packed["k_valid"][0] = packed["k_sched"][0] = 2
-    message[FIELDS.index("outcomes")] = packed.tobytes()
-    return msgpack.packb(message)
-
-
 def test_bad_records_go_to_dead_letters_and_good_ones_around_them_are_kept(log_dir: Path, data_dir: Path) -> None:
     good = [step_event_to_wire(step_event(event_id=f"good-{i}")) for i in range(4)]
     wrong_major = msgpack.unpackb(good[0])
@@ -102,8 +88,8 @@ def test_bad_records_go_to_dead_letters_and_good_ones_around_them_are_kept(log_d
     bad = {
         1: (b"\x00not msgpack at all", "not a msgpack step message"),
         3: (msgpack.packb(wrong_major), "major version 2"),
-        4: (_bad_outcomes_message("unknown kind"), "outcome 1: unknown outcome kind code"),
-        6: (_bad_outcomes_message("accepted > k_valid"), "outcome 0: accepted exceeds k_valid"),
+        4: (bad_outcomes_message("unknown kind"), "outcome 1: unknown outcome kind code"),
+        6: (bad_outcomes_message("accepted > k_valid"), "outcome 0: accepted exceeds k_valid"),
         7: (msgpack.packb(dup_message), "request_id r1 appears twice in one step"),
     }
     records = [good[0], bad[1][0], good[1], bad[3][0], bad[4][0], good[2], bad[6][0], bad[7][0], good[3]]

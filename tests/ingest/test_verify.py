@@ -1,0 +1,61 @@
+"""``specmetrics verify``: gaps, overlaps and duplicate events are found and fail the exit code."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ingest.verify import verify_tree
+from specmetrics.cli import main
+from tests.conftest import write_load
+from tests.ingest.conftest import ingest_once
+
+
+@pytest.fixture
+def tree(log_dir: Path, data_dir: Path) -> Path:
+    write_load(log_dir, rows=6_400, seed=2)  # 100 steps of 64
+    ingest_once(log_dir, data_dir, flush_rows=1_600)  # 4 flushes of 25 steps
+    return data_dir
+
+
+def files(tree: Path) -> list[Path]:
+    return sorted(tree.rglob("*.parquet"))
+
+
+def test_a_clean_tree_passes(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = verify_tree(tree)
+    assert [(p.source, p.partition, p.first, p.last, p.flushes) for p in report.partitions] == [("log", 0, 0, 99, 4)]
+    assert report.clean
+    assert main(["verify", "--data", str(tree)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("clean")
+
+
+def test_a_missing_file_is_a_gap(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files(tree)[1].unlink()
+    report = verify_tree(tree)
+    assert report.partitions[0].gaps == [(25, 49)] and not report.clean
+    assert main(["verify", "--data", str(tree)]) == 1
+    assert "gap: log partition 0 offsets 25-49 are missing" in capsys.readouterr().out
+
+
+def test_a_second_copy_is_an_overlap_and_duplicate_events(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = files(tree)[0]
+    shutil.copy(first, first.with_name("log-0-00000000000000000010-00000000000000000030.parquet"))
+    report = verify_tree(tree)
+    assert report.partitions[0].overlaps == [(10, 24), (25, 30)]
+    assert report.duplicate_events == 0  # same (partition, offset) positions: an overlap, not a re-produced event
+    other_source = first.with_name("other-0-00000000000000000000-00000000000000000024.parquet")
+    shutil.copy(first, other_source)
+    report = verify_tree(tree)
+    assert report.duplicate_events == 25 and report.duplicate_examples[0][1] == 2
+    assert main(["verify", "--data", str(tree), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["duplicate_events"] == 25
+
+
+def test_an_empty_or_missing_tree_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--data", str(tmp_path)]) == 1
+    assert "nothing to verify" in capsys.readouterr().out
+    assert main(["verify", "--data", str(tmp_path / "missing")]) == 2
