@@ -87,7 +87,8 @@ class Ingester:
         last_record = last_log = time.monotonic()
         rows_at_log = 0
         while not should_stop():
-            records = self.source.poll(self.settings.poll_records, 0.1 if once else 0.5)
+            caught_up = once and self.source.at_end()
+            records = self.source.poll(self.settings.poll_records, 0.0 if caught_up else 0.5)
             for record in records:
                 self._consume(record.partition, record.offset, record.value)
             self._reap()
@@ -96,7 +97,7 @@ class Ingester:
                 last_record = now
                 if progress:
                     progress(self.stats)
-            elif once and self.source.at_end():
+            elif caught_up:
                 break
             elif now - last_record >= self.settings.flush_idle_s:
                 self.flush_all()

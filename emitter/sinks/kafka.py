@@ -33,6 +33,7 @@ _MAX_UNFLUSHED = 10_000
 @dataclass
 class KafkaSinkHealth:
     delivered: int = 0
+    delivered_bytes: int = 0
     spooled: int = 0
     replayed: int = 0
     dropped_spool_full: int = 0
@@ -80,9 +81,13 @@ class KafkaSink(Sink):
                 self._producer.flush(timeout=self.settings.request_timeout_s)
             except KafkaError as exc:
                 self._log_outage(exc)
-        failed = [(key, value) for key, value, future in unflushed
-                  if future is None or not (future.is_done and future.succeeded())]
-        self.stats.delivered += len(unflushed) - len(failed)
+        failed = []
+        for key, value, future in unflushed:
+            if future is not None and future.is_done and future.succeeded():
+                self.stats.delivered += 1
+                self.stats.delivered_bytes += len(value)
+            else:
+                failed.append((key, value))
         if failed:
             self._disconnect()
             self._to_spool(failed)
@@ -161,6 +166,7 @@ class KafkaSink(Sink):
             enable_idempotence=True,
             compression_type=self.settings.compression_type,
             linger_ms=5,
+            batch_size=1024 * 1024,  # several steps per record batch: far less per-batch work for consumers
             max_block_ms=timeout_ms,
             delivery_timeout_ms=2 * timeout_ms,
             max_request_size=16 * 1024 * 1024,
