@@ -34,6 +34,7 @@ test: lint
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m benchmarks.bench_wire
 	$(BIN)/python -m benchmarks.bench_ingest
+	$(BIN)/python -m benchmarks.bench_kafka
 
 clean:
 	rm -rf $(VENV) specmetrics-demo .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -117,7 +117,7 @@ def main() -> None:
 
     models = tiny_models()
     llm = LLM(model=str(models["target"]), max_model_len=512, dtype="float32", enforce_eager=True, seed=0,
-              gpu_memory_utilization=0.05, max_num_seqs=256,
+              kv_cache_memory_bytes=512 * 1024**2, max_num_seqs=256,
               speculative_config={"method": "draft_model", "model": str(models["same_drafter"]),
                                   "num_speculative_tokens": args.k, "max_model_len": 512})
     ids = llm.get_tokenizer().encode(" ".join(corpus(60)))

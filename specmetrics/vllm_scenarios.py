@@ -43,7 +43,7 @@ def engine_config(kind: str, models: dict[str, Path], async_scheduling: bool = F
     """LLM(...) arguments of the two engines: a same-weights drafter, and ngram."""
     common: dict[str, Any] = {"model": str(models["target"]), "max_model_len": 512, "dtype": "float32",
                               "enforce_eager": True, "disable_log_stats": False, "seed": 0,
-                              "gpu_memory_utilization": 0.05}  # on CPU: the KV cache share of RAM
+                              "kv_cache_memory_bytes": 256 * 1024**2}  # not a share of RAM: NUMA nodes differ
     if kind == "draft_model":
         spec = {"method": "draft_model", "model": str(models["same_drafter"]), "num_speculative_tokens": K,
                 "max_model_len": DRAFTER_MAX_LEN}

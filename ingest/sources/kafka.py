@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from kafka import KafkaConsumer, TopicPartition
@@ -11,7 +12,7 @@ from kafka.errors import CommitFailedError, KafkaError
 from kafka.structs import OffsetAndMetadata
 
 from emitter.kafka import KafkaAddress, KafkaSettings, ensure_topic
-from ingest.durable import write_atomically
+from ingest.durable import fsync_dir, write_atomically
 from ingest.sources.base import OnAssigned, OnRevoked, Source, SourceRecord
 
 logger = logging.getLogger(__name__)
@@ -116,14 +117,23 @@ def _log_failed_commit(offsets: dict[TopicPartition, OffsetAndMetadata], respons
 
 def _claim_output(marker: Path, group: str) -> None:
     """One output tree belongs to one consumer group: its committed offsets say which files
-    are complete, so another group's (or none) would make the ingester remove good files."""
-    if marker.exists():
-        owner = marker.read_text().strip()
-        if owner != group:
-            raise ValueError(f"{marker.parent.parent} holds the output of consumer group {owner!r}, not {group!r}: "
-                             "use that group or another output directory")
-        return
-    write_atomically(marker, group.encode())
+    are complete, so another group's (or none) would make the ingester remove good files.
+    The first ingester to start claims it (a hard link: atomic, first one wins)."""
+    if not marker.exists():
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        tmp = marker.with_name(f".{marker.name}.{os.getpid()}.tmp")
+        write_atomically(tmp, group.encode())
+        try:
+            os.link(tmp, marker)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+        fsync_dir(marker.parent)
+    owner = marker.read_text().strip()
+    if owner != group:
+        raise ValueError(f"{marker.parent.parent} holds the output of consumer group {owner!r}, not {group!r}: "
+                         "use that group or another output directory")
 
 
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]

@@ -160,6 +160,7 @@ def test_sigterm_flushes_and_commits(kafka_url: str, tmp_path: Path, monkeypatch
     truth = loadgen(kafka_url, tmp_path / "truth.json", "--rows", "20000", "--seed", "9")
     out = tmp_path / "out"
     monkeypatch.setenv("SPECMETRICS_INGEST_FLUSH_IDLE_S", "60")  # only SIGTERM can flush within this test
+    monkeypatch.setenv("SPECMETRICS_INGEST_LOG_INTERVAL_S", "0.5")
     proc = cli("-v", "ingest", "--source", kafka_url, "--out", str(out), "--quiet")  # follows the topic
     assert proc.stderr is not None
     for line in proc.stderr:
@@ -171,6 +172,7 @@ def test_sigterm_flushes_and_commits(kafka_url: str, tmp_path: Path, monkeypatch
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
     assert "ingested 20,032 request outcomes" in stdout.decode()
+    assert b" rows/s, lag 0 record(s)" in stderr  # progress of a long-running ingester is logged
     assert_exactly_once(out, truth)
     assert ingest(kafka_url, out) == 0  # committed: nothing is read twice
     assert_exactly_once(out, truth)

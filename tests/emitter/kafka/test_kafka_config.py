@@ -1,0 +1,47 @@
+"""Kafka URLs and settings: credentials from config only, never in URLs, reprs or logs."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from emitter.kafka import KafkaAddress, KafkaSettings
+
+
+def test_urls_name_brokers_and_a_topic() -> None:
+    address = KafkaAddress.parse("kafka://a:9092,b:9093/spec.steps-v1")
+    assert address == KafkaAddress(("a:9092", "b:9093"), "spec.steps-v1")
+    assert address.file_prefix == "spec_steps_v1"
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("kafka://alice:s3cret@a:9092/t", "must not carry credentials"),
+    ("kafka://a:9092/", "invalid Kafka topic"),
+    ("kafka://a/t", "looks like kafka://host:9092"),
+    ("kafka://a:9092/bad topic", "invalid Kafka topic"),
+    ("http://a:9092/t", "starts with kafka://"),
+])
+def test_bad_urls_are_refused_without_echoing_secrets(url: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as info:
+        KafkaAddress.parse(url)
+    assert "s3cret" not in str(info.value)
+
+
+def test_sasl_settings_come_from_the_environment_and_are_never_printed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPECMETRICS_KAFKA_SECURITY_PROTOCOL", "SASL_SSL")
+    monkeypatch.setenv("SPECMETRICS_KAFKA_SASL_MECHANISM", "SCRAM-SHA-512")
+    monkeypatch.setenv("SPECMETRICS_KAFKA_SASL_USERNAME", "ingest")
+    monkeypatch.setenv("SPECMETRICS_KAFKA_SASL_PASSWORD", "hunter2")
+    monkeypatch.setenv("SPECMETRICS_KAFKA_SSL_CAFILE", "/etc/ssl/kafka-ca.pem")
+    settings = KafkaSettings()
+    config = settings.client_config()
+    assert config["security_protocol"] == "SASL_SSL" and config["sasl_mechanism"] == "SCRAM-SHA-512"
+    assert (config["sasl_plain_username"], config["sasl_plain_password"]) == ("ingest", "hunter2")
+    assert config["ssl_cafile"] == "/etc/ssl/kafka-ca.pem"
+    assert "hunter2" not in repr(settings) and "hunter2" not in str(settings.model_dump())
+
+
+def test_a_sasl_protocol_without_credentials_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPECMETRICS_KAFKA_SECURITY_PROTOCOL", "SASL_PLAINTEXT")
+    with pytest.raises(ValidationError, match="needs SPECMETRICS_KAFKA_SASL_MECHANISM"):
+        KafkaSettings()
