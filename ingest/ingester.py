@@ -82,11 +82,15 @@ class Ingester:
         source.listen(self._assigned, self._revoked)
 
     def run(self, once: bool, progress: Callable[[IngestStats], None] | None = None,
-            should_stop: Callable[[], bool] = lambda: False) -> IngestStats:
-        """Ingest until the end of the source (``once``) or until ``should_stop()``."""
+            should_stop: Callable[[], bool] = lambda: False,
+            alive: Callable[[IngestStats], None] | None = None) -> IngestStats:
+        """Ingest until the end of the source (``once``) or until ``should_stop()``. ``alive`` is
+        called on every pass of the loop, records or not (a live source is polled with a 0.5 s timeout)."""
         last_record = last_log = time.monotonic()
         rows_at_log = 0
         while not should_stop():
+            if alive:
+                alive(self.stats)
             caught_up = once and self.source.at_end()
             records = self.source.poll(self.settings.poll_records, 0.0 if caught_up else 0.5)
             for record in records:

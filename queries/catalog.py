@@ -5,9 +5,13 @@ top of it, and a read-only way to query them.
 
     raw_request_outcomes            source: DATADIR/dt=YYYY-MM-DD/hour=HH/*.parquet (or an empty view)
     sql/staging/*.sql               request_steps
-    sql/intermediate/*.sql          outcome_histogram, acceptance_by_definition, position_counts
-    sql/metrics/*.sql               acceptance, acceptance_vllm, acceptance_per_position,
-                                    acceptance_vllm_per_position, outcome_shares
+    sql/intermediate/*.sql          outcome_histogram, acceptance_by_definition, position_counts,
+                                    request_acceptance
+    sql/metrics/*.sql               the metrics users read (PUBLIC_VIEWS, PUBLIC_MACROS)
+
+Each view ``name`` past staging is its table macro ``name_between(t0, t1)`` over all time, so any
+metric can be asked for a time window (``FROM acceptance_between(?, ?)``, parameters bound);
+``acceptance_timeline(bucket, t0, t1)`` is a macro only.
 
 After the views are created the connection is locked down: ``enable_external_access = false``
 with the data directory as the only ``allowed_directories`` entry (DuckDB also allows its own
@@ -35,9 +39,20 @@ PUBLIC_VIEWS: tuple[str, ...] = (
     "request_steps",
     "acceptance",
     "acceptance_vllm",
+    "acceptance_diff",
     "acceptance_per_position",
     "acceptance_vllm_per_position",
+    "acceptance_per_request",
     "outcome_shares",
+    "skips_by_context",
+    "k_zero_reasons",
+    "grammar_invalid",
+)
+#: Table macros users call: the time-window variant of each view, and the timeline.
+PUBLIC_MACROS: tuple[str, ...] = (
+    "request_steps_between",
+    *(f"{view}_between" for view in PUBLIC_VIEWS[1:]),
+    "acceptance_timeline",
 )
 LAYERS: tuple[str, ...] = ("staging", "intermediate", "metrics")
 PARQUET_GLOB = "dt=*/hour=*/*.parquet"
@@ -45,6 +60,7 @@ PARQUET_GLOB = "dt=*/hour=*/*.parquet"
 #: values: ``hour=07`` stays text, ``hour=10`` becomes BIGINT).
 PARTITION_COLUMNS: tuple[tuple[str, str], ...] = (("dt", "DATE"), ("hour", "INTEGER"))
 _GLOB_CHARS = frozenset("*?[]{}")
+_DEFINITION = re.compile(r"CREATE OR REPLACE (?:VIEW|MACRO) (\w+)")
 
 Params = Sequence[object] | Mapping[str, object]
 
@@ -96,16 +112,28 @@ def run_query(con: duckdb.DuckDBPyConnection, sql: str, params: Params | None = 
 
 
 def describe_views(con: duckdb.DuckDBPyConnection, *, include_internal: bool = False) -> list[tuple[str, str | None]]:
-    """``(view name, comment)`` of the public views in :data:`PUBLIC_VIEWS` order; with
-    ``include_internal``, of every view (source and intermediate ones too), by name."""
-    rows = con.execute(
+    """``(name, comment)`` of the public views in :data:`PUBLIC_VIEWS` order, then of the public
+    table macros (named with their parameters, ``acceptance_between(t0, t1)``) in
+    :data:`PUBLIC_MACROS` order; with ``include_internal``, of every view and macro (source and
+    intermediate ones too), by name."""
+    views = con.execute(
         "SELECT view_name, comment FROM duckdb_views() "
         "WHERE NOT internal AND NOT temporary AND schema_name = 'main' ORDER BY view_name"
     ).fetchall()
-    comments: dict[str, str | None] = {str(name): (None if comment is None else str(comment)) for name, comment in rows}
+    macros = con.execute(
+        "SELECT function_name, parameters, comment FROM duckdb_functions() "
+        "WHERE function_type = 'table_macro' AND NOT internal AND schema_name = 'main' ORDER BY function_name"
+    ).fetchall()
+    comments: dict[str, str | None] = {str(name): _text(comment) for name, comment in views}
+    macro_comments = {str(name): (f"{name}({', '.join(params)})", _text(comment)) for name, params, comment in macros}
     if include_internal:
-        return list(comments.items())
-    return [(name, comments[name]) for name in PUBLIC_VIEWS if name in comments]
+        return sorted([*comments.items(), *macro_comments.values()])
+    return ([(name, comments[name]) for name in PUBLIC_VIEWS if name in comments]
+            + [macro_comments[name] for name in PUBLIC_MACROS if name in macro_comments])
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def sql_files() -> list[str]:
@@ -121,14 +149,17 @@ def sql_files() -> list[str]:
 
 
 def _dependency_order(texts: dict[str, str]) -> list[str]:
-    """View names so that each comes after the others it mentions; alphabetical otherwise."""
-    needs = {view: {other for other in texts if other != view and re.search(rf"\b{other}\b", body)}
-             for view, body in texts.items()}
+    """File names (without ``.sql``) so that each comes after the files defining the views and
+    macros it mentions; alphabetical otherwise."""
+    defines = {file: set(_DEFINITION.findall(body)) for file, body in texts.items()}
+    needs = {file: {other for other, names in defines.items()
+                    if other != file and any(re.search(rf"\b{name}\b", body) for name in names)}
+             for file, body in texts.items()}
     done: list[str] = []
     while len(done) < len(texts):
         ready = sorted(view for view in texts if view not in done and needs[view] <= set(done))
         if not ready:
-            raise ValueError(f"circular references between views: {sorted(set(texts) - set(done))}")
+            raise ValueError(f"circular references between view files: {sorted(set(texts) - set(done))}")
         done.append(ready[0])
     return done
 
@@ -152,11 +183,15 @@ def _create_source(con: duckdb.DuckDBPyConnection, root: Path) -> bool:
     # The path travels as a value, never pasted into SQL; a path that DuckDB would read as a glob
     # pattern itself is passed as the file list of now (later files are then not seen).
     source = files if _GLOB_CHARS & set(str(root)) else str(root / PARQUET_GLOB)
-    typed = ", ".join(f"CAST({_quote(name)} AS {dtype}) AS {_quote(name)}" for name, dtype in PARTITION_COLUMNS)
     relation = con.read_parquet(source, hive_partitioning=True, union_by_name=True)
-    relation.project(f"* REPLACE ({typed})").create_view(SOURCE_VIEW)
-    _comment_source(con)
+    relation.project(f"* REPLACE ({partition_casts()})").create_view(SOURCE_VIEW)
+    comment_source(con)
     return True
+
+
+def partition_casts() -> str:
+    """``dt`` and ``hour`` cast to their types, for ``SELECT * REPLACE (...)`` over the tree."""
+    return ", ".join(f"CAST({_quote(name)} AS {dtype}) AS {_quote(name)}" for name, dtype in PARTITION_COLUMNS)
 
 
 def _create_empty_source(con: duckdb.DuckDBPyConnection) -> None:
@@ -166,10 +201,10 @@ def _create_empty_source(con: duckdb.DuckDBPyConnection) -> None:
     columns += PARTITION_COLUMNS
     select = ", ".join(f"CAST(NULL AS {dtype}) AS {_quote(name)}" for name, dtype in columns)
     con.execute(f"CREATE VIEW {SOURCE_VIEW} AS SELECT {select} LIMIT 0")
-    _comment_source(con)
+    comment_source(con)
 
 
-def _comment_source(con: duckdb.DuckDBPyConnection) -> None:
+def comment_source(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
         f"COMMENT ON VIEW {SOURCE_VIEW} IS 'Source: the Parquet tree dt=YYYY-MM-DD/hour=HH/*.parquet as stored "
         "(schemas.arrow.OUTCOME_SCHEMA plus the dt and hour partition keys); empty when the tree has no file.'"

@@ -23,10 +23,12 @@ def ensure_topic(address: KafkaAddress, settings: KafkaSettings, topic: str | No
         if name in admin.list_topics():
             return False
         try:
-            admin.create_topics([NewTopic(name, settings.topic_partitions, settings.topic_replication)])
+            configs = {} if settings.topic_retention_ms is None else {"retention.ms": str(settings.topic_retention_ms)}
+            admin.create_topics([NewTopic(name, settings.topic_partitions, settings.topic_replication,
+                                          topic_configs=configs)])
         except TopicAlreadyExistsError:
             return False
-        logger.info("created topic %s with %d partition(s)", name, settings.topic_partitions)
+        logger.info("created topic %s with %d partition(s), configs %s", name, settings.topic_partitions, configs)
         return True
     finally:
         admin.close()

@@ -30,6 +30,8 @@ class KafkaSettings(BaseSettings):
     topic_partitions: int = Field(default=6, ge=1, description="Partitions of a topic this tool creates.")
     topic_replication: int = Field(default=1, ge=1, description="Replication factor of a topic this tool creates "
                                    "(1 for a single broker; 3 on a production cluster).")
+    topic_retention_ms: int | None = Field(default=None, ge=-1, description="retention.ms of a topic this tool "
+                                           "creates (-1: forever; unset: the broker's default).")
     compression: Literal["zstd", "lz4", "none"] = "zstd"
     request_timeout_s: float = Field(default=10.0, gt=0, description="Longest wait for one broker request, for "
                                      "reaching a broker at all, and for the acknowledgement of a batch.")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import signal
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ingest import Ingester, IngestSettings, IngestStats
 from ingest.output import STATE_DIR
 from ingest.sources import open_source
+from specmetrics.heartbeat import Heartbeat
 from specmetrics.progress import Progress
 
 if TYPE_CHECKING:  # kafka-python is an optional dependency
@@ -28,6 +30,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--dead-letter-topic", default=None,
                         help="Kafka topic for rejected records (default: <topic>.dead-letter; '' for none).")
     parser.add_argument("--quiet", action="store_true", help="No progress line.")
+    parser.add_argument("--heartbeat-file", type=Path, default=None,
+                        help="Rewrite this file (JSON: time and totals) every second while the loop runs, idle or "
+                             "not; 'specmetrics health' checks its age.")
     parser.set_defaults(run=run)
 
 
@@ -35,16 +40,18 @@ def run(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in (("flush_rows", args.flush_rows), ("group", args.group),
                                    ("dead_letter_topic", args.dead_letter_topic)) if v is not None}
     stats = ingest_source(args.source, args.out, once=args.once, settings=IngestSettings(**overrides),
-                          show_progress=not args.quiet)
+                          show_progress=not args.quiet, heartbeat_file=args.heartbeat_file)
     print(f"ingested {stats.rows:,} request outcomes from {stats.records:,} records into {stats.files} file(s); "
           f"{stats.dead_letters} dead letter(s)")
     return 0
 
 
 def ingest_source(url: str, out: Path, once: bool, settings: IngestSettings | None = None,
-                  show_progress: bool = True) -> IngestStats:
-    """Run one ingester; SIGTERM and SIGINT flush and commit before it returns."""
+                  show_progress: bool = True, heartbeat_file: Path | None = None) -> IngestStats:
+    """Run one ingester; SIGTERM and SIGINT flush and commit before it returns. With
+    ``heartbeat_file``, that file is rewritten every second while the ingest loop runs."""
     settings = settings or IngestSettings()
+    heartbeat = Heartbeat(heartbeat_file) if heartbeat_file else None
     stopping = False
 
     def stop(signum: int, frame: object) -> None:
@@ -58,7 +65,8 @@ def ingest_source(url: str, out: Path, once: bool, settings: IngestSettings | No
         progress = Progress("ingest", unit="records")
         try:
             stats = ingester.run(once, (lambda s: progress.update(s.records)) if show_progress else None,
-                                 should_stop=lambda: stopping)
+                                 should_stop=lambda: stopping,
+                                 alive=(lambda s: heartbeat.beat(asdict(s))) if heartbeat else None)
         finally:
             ingester.close()
     finally:

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from queries import PUBLIC_VIEWS, SOURCE_VIEW, connect, describe_views, run_query, sql_files
+from queries import PUBLIC_MACROS, PUBLIC_VIEWS, SOURCE_VIEW, connect, describe_views, run_query, sql_files
 
 
 def test_missing_data_dir_is_a_clear_error(tmp_path: Path) -> None:
@@ -35,10 +35,12 @@ def test_empty_data_dir_gives_empty_views_with_the_same_columns(tmp_path: Path, 
     empty = connect(tmp_path / "empty")
     full = connect_rows([outcomes.drafted(3, 1), outcomes.k_zero("no_proposal")])
     try:
-        for view in (SOURCE_VIEW, *PUBLIC_VIEWS):
-            got = run_query(empty, f"SELECT * FROM {view}")
-            assert got.num_rows == 0, view
-            assert got.schema == run_query(full, f"SELECT * FROM {view}").schema, view
+        relations = [f"{view}" for view in (SOURCE_VIEW, *PUBLIC_VIEWS)]
+        relations += [f"{macro}(NULL, NULL)" for macro in PUBLIC_MACROS if macro.endswith("_between")]
+        for relation in [*relations, "acceptance_timeline()"]:
+            got = run_query(empty, f"SELECT * FROM {relation}")
+            assert got.num_rows == 0, relation
+            assert got.schema == run_query(full, f"SELECT * FROM {relation}").schema, relation
     finally:
         empty.close()
 
@@ -74,27 +76,38 @@ def test_files_added_after_connect_are_seen(tmp_path: Path, outcomes: Any) -> No
 def test_describe_views_lists_public_views_with_comments(connect_rows: Any, outcomes: Any) -> None:
     con = connect_rows([outcomes.drafted(3, 1)])
     described = describe_views(con)
-    assert [name for name, _ in described] == list(PUBLIC_VIEWS)
+    assert [name.split("(")[0] for name, _ in described] == [*PUBLIC_VIEWS, *PUBLIC_MACROS]
+    assert dict(described)["acceptance_timeline(bucket, t0, t1)"]
     assert all(comment and len(comment) > 20 for _, comment in described)
     everything = dict(describe_views(con, include_internal=True))
-    assert {SOURCE_VIEW, "outcome_histogram", "position_counts", *PUBLIC_VIEWS} <= set(everything)
+    assert {SOURCE_VIEW, "outcome_histogram", "position_counts", "outcome_histogram_between(t0, t1)",
+            *PUBLIC_VIEWS} <= set(everything)
     assert all(everything.values())
 
 
-def test_sql_files_are_one_documented_view_each() -> None:
+def test_sql_files_are_one_documented_view_or_macro_each() -> None:
+    """A file NAME.sql defines the view NAME and its window macro NAME_between, or (staging: the
+    view, and request_steps_between) the macro NAME alone; each one documented and commented."""
     root = resources.files("queries") / "sql"
     names = sql_files()
     assert [n.split("/")[0] for n in names] == sorted((n.split("/")[0] for n in names),
                                                       key=("staging", "intermediate", "metrics").index)
+    defined: set[str] = set()
     for name in names:
         text = (root / name).read_text(encoding="utf-8")
-        view = name.rsplit("/", 1)[1].removesuffix(".sql")
-        assert text.startswith(f"-- {view}: "), name
+        stem = name.rsplit("/", 1)[1].removesuffix(".sql")
+        assert text.startswith(f"-- {stem}"), name
         assert "-- Columns:" in text, name
-        assert re.findall(r"CREATE OR REPLACE VIEW (\w+) AS", text) == [view], name
-        assert re.search(rf"COMMENT ON VIEW {view} IS '[^']+';\s*$", text), name
-    views = {n.rsplit("/", 1)[1].removesuffix(".sql") for n in names}
-    assert set(PUBLIC_VIEWS) <= views
+        views = re.findall(r"CREATE OR REPLACE VIEW (\w+) AS", text)
+        macros = re.findall(r"CREATE OR REPLACE MACRO (\w+)\(", text)
+        assert (views, macros) in (([stem], [f"{stem}_between"]), ([], [stem])), name
+        for view in views:
+            assert re.search(rf"COMMENT ON VIEW {view} IS '[^']+';", text), name
+        for macro in macros:
+            assert re.search(rf"COMMENT ON MACRO TABLE {macro} IS '[^']+';", text), name
+            assert f"{macro}(" in text.split(f"CREATE OR REPLACE MACRO {macro}(")[0], f"{name}: {macro} undocumented"
+        defined |= {*views, *macros}
+    assert {*PUBLIC_VIEWS, *PUBLIC_MACROS} <= defined
 
 
 @pytest.fixture

@@ -180,3 +180,51 @@ def test_groups_split_on_every_dimension(connect_rows: Any, outcomes: Any) -> No
 def test_every_public_view_has_rows(con: Any) -> None:
     for view in PUBLIC_VIEWS:
         assert run_query(con, f"SELECT count(*) AS n FROM {view}").column("n")[0].as_py() > 0, view
+
+
+def test_acceptance_diff(con: Any) -> None:
+    nulls = {"acceptance_rate": None, "vllm_acceptance_rate": None, "acceptance_rate_diff": None,
+             "mean_acceptance_length": None, "vllm_mean_acceptance_length": None, "mean_acceptance_length_diff": None}
+    assert rows_of(con, "acceptance_diff") == [
+        {**DIMS_A, "num_drafts": 5, "vllm_num_drafts": 8, "extra_vllm_drafts": 3, "num_draft_tokens": 11,
+         "vllm_num_draft_tokens": 17, "num_accepted_tokens": 6, "vllm_num_accepted_tokens": 7,
+         "acceptance_rate": pytest.approx(6 / 11), "vllm_acceptance_rate": pytest.approx(7 / 17),
+         "acceptance_rate_diff": pytest.approx(6 / 11 - 7 / 17),
+         "mean_acceptance_length": pytest.approx(2.2), "vllm_mean_acceptance_length": pytest.approx(1.875),
+         "mean_acceptance_length_diff": pytest.approx(0.325)},
+        {**DIMS_B, "num_drafts": 1, "vllm_num_drafts": 1, "extra_vllm_drafts": 0, "num_draft_tokens": 2,
+         "vllm_num_draft_tokens": 2, "num_accepted_tokens": 1, "vllm_num_accepted_tokens": 1,
+         "acceptance_rate": 0.5, "vllm_acceptance_rate": 0.5, "acceptance_rate_diff": 0.0,
+         "mean_acceptance_length": 2.0, "vllm_mean_acceptance_length": 2.0, "mean_acceptance_length_diff": 0.0},
+        {**DIMS_C, "num_drafts": 0, "vllm_num_drafts": 0, "extra_vllm_drafts": 0, "num_draft_tokens": 0,
+         "vllm_num_draft_tokens": 0, "num_accepted_tokens": 0, "vllm_num_accepted_tokens": 0, **nulls},
+    ]
+
+
+def test_k_zero_reasons(con: Any) -> None:
+    def reason(dims: dict[str, Any], name: str, n: int, of_k_zero: float, of_steps: float, invalid: int
+               ) -> dict[str, Any]:
+        return {**dims, "k_zero_reason": name, "request_steps": n, "share_of_k_zero": pytest.approx(of_k_zero),
+                "share_of_request_steps": pytest.approx(of_steps), "invalid_tokens": invalid, "emitted_tokens": 0}
+
+    assert rows_of(con, "k_zero_reasons") == [
+        reason(DIMS_A, "grammar_truncated", 1, 1 / 3, 1 / 12, 2),
+        reason(DIMS_A, "length_trim", 1, 1 / 3, 1 / 12, 0),
+        reason(DIMS_A, "no_proposal", 1, 1 / 3, 1 / 12, 0),
+        reason(DIMS_B, "no_proposal", 3, 0.75, 0.6, 0),
+        reason(DIMS_B, "unknown", 1, 0.25, 0.2, 0),
+        reason(DIMS_C, "schedule", 2, 1.0, 1.0, 0),
+    ]
+
+
+def test_grammar_invalid(con: Any) -> None:
+    zeros = {"grammar_invalid_steps": 0, "all_invalid_steps": 0, "truncated_to_zero_steps": 0, "share": 0.0,
+             "valid_tokens": 0, "invalid_tokens": 0, "invalid_token_share": None, "accepted_tokens": 0}
+    assert rows_of(con, "grammar_invalid") == [
+        # async (0 valid, 3 pads), async (1, 2), sync (2 valid, 1 truncated), and a k_zero cut to nothing (2)
+        {**DIMS_A, "request_steps": 12, "grammar_invalid_steps": 3, "all_invalid_steps": 1,
+         "truncated_to_zero_steps": 1, "share": 0.25, "valid_tokens": 3, "invalid_tokens": 8,
+         "invalid_token_share": pytest.approx(8 / 11), "accepted_tokens": 2},
+        {**DIMS_B, "request_steps": 5, **zeros},
+        {**DIMS_C, "request_steps": 2, **zeros},
+    ]

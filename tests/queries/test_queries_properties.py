@@ -53,7 +53,8 @@ def outcome(draw: st.DrawFn) -> dict[str, Any]:
         "engine_instance": instance, "method": method, "num_spec_tokens": k, "kind": kind,
         "k_zero_reason": reason, "k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_invalid,
         "accepted": accepted, "emitted": draw(st.integers(0, accepted + 1)),
-        "event_time": draw(st.sampled_from(TIMES)),
+        "event_time": draw(st.sampled_from(TIMES)), "request_id": draw(st.sampled_from(["r1", "r2", "r3"])),
+        "batch_max_seq_len": draw(st.one_of(st.none(), st.integers(1, 4096))),
     }
 
 
@@ -78,6 +79,8 @@ def expected(rows: list[dict[str, Any]]) -> dict[Key, dict[Any, int]]:
                 g[("v_acc", i)] += 1
         g["skipped_sched"] += r["kind"] == "skipped_for_length" and r["k_sched"] > 0
         g["all_invalid"] += r["kind"] == "grammar_invalid" and r["k_valid"] == 0
+        g["grammar"] += r["kind"] == "grammar_invalid"
+        g["k_zero"] += r["kind"] == "k_zero"
     return out
 
 
@@ -134,6 +137,43 @@ def check(con: Any, rows: list[dict[str, Any]]) -> None:
         assert sum(s["share"] for s in shares[key]) == pytest.approx(1.0)
         for kind in {s["kind"] for s in shares[key]}:
             assert sum(s["share_of_kind"] for s in shares[key] if s["kind"] == kind) == pytest.approx(1.0)
+        check_breakdowns(con, key, g, c, v)
+
+
+def check_breakdowns(con: Any, key: Key, g: dict[Any, int], c: dict[str, Any], v: dict[str, Any]) -> None:
+    """The views past the foundation set agree with the totals of acceptance and acceptance_vllm."""
+    k = key[3]
+    [diff] = by_group(con, "acceptance_diff")[key]
+    assert diff["extra_vllm_drafts"] == g["skipped_sched"] + g["all_invalid"]
+    assert (diff["num_drafts"], diff["vllm_num_drafts"]) == (c["num_drafts"], v["num_drafts"])
+    if c["acceptance_rate"] is not None and v["acceptance_rate"] is not None:
+        assert diff["acceptance_rate_diff"] == pytest.approx(c["acceptance_rate"] - v["acceptance_rate"])
+    timeline = [r for r in run_query(con, "FROM acceptance_timeline(bucket := INTERVAL 1 HOUR)").to_pylist()
+                if (r["engine_id"], r["model"], r["method"], r["num_spec_tokens"]) == key]
+    assert sum(r["request_steps"] for r in timeline) == g["rows"]
+    for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
+        assert sum(r[name] for r in timeline) == c[name]
+        assert sum(r[f"vllm_{name}"] for r in timeline) == v[name]
+    for r in timeline:
+        for rate in (r["acceptance_rate"], r["vllm_acceptance_rate"]):
+            assert rate is None or 0.0 <= rate <= 1.0
+    [per_request] = by_group(con, "acceptance_per_request")[key]
+    for name in ("per_request_mean_acceptance_length", "pooled_mean_acceptance_length"):
+        assert per_request[name] is None or 1.0 <= per_request[name] <= k + 1
+    assert per_request["pooled_mean_acceptance_length"] == (
+        None if c["mean_acceptance_length"] is None else pytest.approx(c["mean_acceptance_length"]))
+    assert per_request["per_request_acceptance_rate"] is None or 0.0 <= per_request["per_request_acceptance_rate"] <= 1
+    contexts = by_group(con, "skips_by_context")[key]
+    assert sum(r["request_steps"] for r in contexts) == g["rows"]
+    assert sum(r["num_drafts"] for r in contexts) == c["num_drafts"]
+    assert all(0.0 <= r["skip_share"] <= 1.0 for r in contexts)
+    reasons = by_group(con, "k_zero_reasons").get(key, [])
+    assert sum(r["request_steps"] for r in reasons) == g["k_zero"]
+    if reasons:
+        assert sum(r["share_of_k_zero"] for r in reasons) == pytest.approx(1.0)
+    [grammar] = by_group(con, "grammar_invalid")[key]
+    assert (grammar["grammar_invalid_steps"], grammar["all_invalid_steps"]) == (g["grammar"], g["all_invalid"])
+    assert grammar["invalid_token_share"] is None or 0.0 <= grammar["invalid_token_share"] <= 1.0
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

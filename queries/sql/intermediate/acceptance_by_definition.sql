@@ -6,6 +6,9 @@
 -- Every group with request-steps has a row per definition, with zero counts and NULL ratios when
 -- it has no draft.
 --
+-- Example:
+--   SELECT engine_id, definition, acceptance_rate FROM acceptance_by_definition ORDER BY ALL
+--
 -- Columns:
 --   engine_id, model, method, num_spec_tokens   the group
 --   definition              'corrected' or 'vllm'
@@ -14,7 +17,10 @@
 --   num_accepted_tokens     sum of accepted over them (BIGINT)
 --   acceptance_rate         num_accepted_tokens / num_draft_tokens (DOUBLE; NULL when no draft token)
 --   mean_acceptance_length  1 + num_accepted_tokens / num_drafts (DOUBLE; NULL when no draft)
-CREATE OR REPLACE VIEW acceptance_by_definition AS
+--
+-- acceptance_by_definition_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end);
+-- the view acceptance_by_definition is it over all time.
+CREATE OR REPLACE MACRO acceptance_by_definition_between(t0, t1) AS TABLE
 WITH totals AS (
     SELECT
         engine_id,
@@ -25,7 +31,7 @@ WITH totals AS (
         CAST(coalesce(sum(request_steps) FILTER (WHERE d.counted), 0) AS BIGINT) AS num_drafts,
         CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE d.counted), 0) AS BIGINT) AS num_draft_tokens,
         CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE d.counted), 0) AS BIGINT) AS num_accepted_tokens
-    FROM outcome_histogram,
+    FROM outcome_histogram_between(t0, t1),
          LATERAL (VALUES ('corrected', is_draft), ('vllm', is_vllm_draft)) AS d(definition, counted)
     GROUP BY engine_id, model, method, num_spec_tokens, d.definition
 )
@@ -42,4 +48,8 @@ SELECT
     1 + num_accepted_tokens / nullif(num_drafts, 0) AS mean_acceptance_length
 FROM totals;
 
+CREATE OR REPLACE VIEW acceptance_by_definition AS
+FROM acceptance_by_definition_between(NULL, NULL);
+
+COMMENT ON MACRO TABLE acceptance_by_definition_between IS 'Acceptance per group under both draft definitions (corrected, vllm), long form; window t0 <= event_time < t1.';
 COMMENT ON VIEW acceptance_by_definition IS 'Acceptance per group under both draft definitions (corrected, vllm), long form.';

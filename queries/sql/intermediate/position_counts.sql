@@ -5,6 +5,9 @@
 -- spec_decode_num_accepted_tokens_per_pos counter). Built from outcome_histogram, so it expands
 -- histogram rows, never request-steps.
 --
+-- Example:
+--   SELECT position, num_accepted, vllm_num_accepted FROM position_counts ORDER BY position
+--
 -- Columns:
 --   engine_id, model, method, num_spec_tokens   the group
 --   position                                    0-based draft position i (INTEGER)
@@ -13,7 +16,10 @@
 --   num_accepted                                corrected drafts with accepted >= i + 1
 --   vllm_num_drafts                             vLLM drafts (k_sched > 0) in the group
 --   vllm_num_accepted                           vLLM drafts with accepted >= i + 1 (vLLM's counter)
-CREATE OR REPLACE VIEW position_counts AS
+--
+-- position_counts_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end);
+-- the view position_counts is it over all time.
+CREATE OR REPLACE MACRO position_counts_between(t0, t1) AS TABLE
 SELECT
     h.engine_id,
     h.model,
@@ -28,7 +34,11 @@ SELECT
     CAST(coalesce(sum(h.request_steps) FILTER (WHERE h.is_vllm_draft), 0) AS BIGINT) AS vllm_num_drafts,
     CAST(coalesce(sum(h.request_steps) FILTER (WHERE h.is_vllm_draft AND h.accepted >= p.position + 1), 0) AS BIGINT)
         AS vllm_num_accepted
-FROM outcome_histogram AS h, range(h.num_spec_tokens) AS p(position)
+FROM outcome_histogram_between(t0, t1) AS h, range(h.num_spec_tokens) AS p(position)
 GROUP BY h.engine_id, h.model, h.method, h.num_spec_tokens, p.position;
 
+CREATE OR REPLACE VIEW position_counts AS
+FROM position_counts_between(NULL, NULL);
+
+COMMENT ON MACRO TABLE position_counts_between IS 'Per group and 0-based draft position: corrected drafts, reached, accepted, and vLLM drafts and accepted-per-position; window t0 <= event_time < t1.';
 COMMENT ON VIEW position_counts IS 'Per group and 0-based draft position: corrected drafts, reached, accepted, and vLLM drafts and accepted-per-position.';

@@ -5,6 +5,9 @@
 -- scheduled nothing (k_zero) are not drafts. Every group with request-steps has a row, with zero
 -- counts and NULL ratios when it has no draft.
 --
+-- Example:
+--   SELECT engine_id, acceptance_rate, mean_acceptance_length FROM acceptance
+--
 -- Columns:
 --   engine_id, model, method, num_spec_tokens   the group
 --   num_drafts              corrected drafts (BIGINT)
@@ -12,10 +15,17 @@
 --   num_accepted_tokens     sum of accepted over them (BIGINT)
 --   acceptance_rate         num_accepted_tokens / num_draft_tokens (DOUBLE; NULL when no draft token)
 --   mean_acceptance_length  1 + num_accepted_tokens / num_drafts (DOUBLE; NULL when no draft)
-CREATE OR REPLACE VIEW acceptance AS
+--
+-- acceptance_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end);
+-- the view acceptance is it over all time.
+CREATE OR REPLACE MACRO acceptance_between(t0, t1) AS TABLE
 SELECT * EXCLUDE (definition)
-FROM acceptance_by_definition
-WHERE definition = 'corrected'
+FROM acceptance_by_definition_between(t0, t1)
+WHERE definition = 'corrected';
+
+CREATE OR REPLACE VIEW acceptance AS
+FROM acceptance_between(NULL, NULL)
 ORDER BY engine_id, model, method, num_spec_tokens;
 
+COMMENT ON MACRO TABLE acceptance_between IS 'Corrected acceptance per group: drafts = drafted + grammar_invalid with k_valid > 0; rate and mean acceptance length; window t0 <= event_time < t1.';
 COMMENT ON VIEW acceptance IS 'Corrected acceptance per group: drafts = drafted + grammar_invalid with k_valid > 0; rate and mean acceptance length.';

@@ -6,6 +6,9 @@
 --   rate_conditional  #(accepted >= i + 1) / #(k_valid >= i + 1): acceptance at position i among
 --                     drafts that verified a token there
 --
+-- Example:
+--   SELECT position, rate_vllm, rate_conditional FROM acceptance_per_position ORDER BY engine_id, position
+--
 -- Columns:
 --   engine_id, model, method, num_spec_tokens   the group
 --   position          0-based draft position i (INTEGER)
@@ -14,7 +17,10 @@
 --   num_reached       corrected drafts with k_valid >= i + 1 (BIGINT)
 --   rate_vllm         num_accepted / num_drafts (DOUBLE; NULL when no draft)
 --   rate_conditional  num_accepted / num_reached (DOUBLE; NULL when no draft reached position i)
-CREATE OR REPLACE VIEW acceptance_per_position AS
+--
+-- acceptance_per_position_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end);
+-- the view acceptance_per_position is it over all time.
+CREATE OR REPLACE MACRO acceptance_per_position_between(t0, t1) AS TABLE
 SELECT
     engine_id,
     model,
@@ -26,7 +32,11 @@ SELECT
     num_reached,
     num_accepted / nullif(num_drafts, 0) AS rate_vllm,
     num_accepted / nullif(num_reached, 0) AS rate_conditional
-FROM position_counts
+FROM position_counts_between(t0, t1);
+
+CREATE OR REPLACE VIEW acceptance_per_position AS
+FROM acceptance_per_position_between(NULL, NULL)
 ORDER BY engine_id, model, method, num_spec_tokens, position;
 
+COMMENT ON MACRO TABLE acceptance_per_position_between IS 'Corrected per-position acceptance: vLLM-style rate (over all drafts) and conditional rate (over drafts reaching the position); window t0 <= event_time < t1.';
 COMMENT ON VIEW acceptance_per_position IS 'Corrected per-position acceptance: vLLM-style rate (over all drafts) and conditional rate (over drafts reaching the position).';

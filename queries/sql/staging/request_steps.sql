@@ -4,6 +4,12 @@
 -- per request whose drafts were verified, or which got no draft, at one engine step; see
 -- schemas/arrow.py). Counts are widened from SMALLINT to INTEGER so sums cannot overflow.
 --
+-- request_steps_between(t0, t1) is request_steps over t0 <= event_time < t1 (NULL: open end): every
+-- *_between macro of the later layers reads through it, and it skips the dt partitions outside.
+--
+-- Example:
+--   SELECT kind, count(*) AS request_steps FROM request_steps GROUP BY kind ORDER BY kind
+--
 -- Columns:
 --   schema_version, event_id         contract version; id of the step event the row came from
 --   engine_id                        "<engine_instance>/dp<dp_rank>"
@@ -61,3 +67,17 @@ SELECT
 FROM raw_request_outcomes;
 
 COMMENT ON VIEW request_steps IS 'One row per request outcome (request-step): typed counts, partition keys, is_draft (corrected) and is_vllm_draft (vLLM 0.32.0) flags.';
+
+-- request_steps_between(t0, t1): the rows of request_steps with t0 <= event_time < t1.
+--
+-- Every *_between macro of the later layers reads through this one. t0 and t1 are TIMESTAMPs
+-- (UTC, or text DuckDB casts to one); NULL leaves that end open, so request_steps_between(NULL,
+-- NULL) is request_steps. The dt partition key is filtered too, so files outside the window are
+-- not read.
+CREATE OR REPLACE MACRO request_steps_between(t0, t1) AS TABLE
+SELECT *
+FROM request_steps
+WHERE (CAST(t0 AS TIMESTAMP) IS NULL OR (event_time >= CAST(t0 AS TIMESTAMP) AND dt >= CAST(CAST(t0 AS TIMESTAMP) AS DATE)))
+  AND (CAST(t1 AS TIMESTAMP) IS NULL OR (event_time < CAST(t1 AS TIMESTAMP) AND dt <= CAST(CAST(t1 AS TIMESTAMP) AS DATE)));
+
+COMMENT ON MACRO TABLE request_steps_between IS 'request_steps with t0 <= event_time < t1 (NULL: open end); prunes dt partitions.';

@@ -1,0 +1,89 @@
+"""Synthetic request-outcome rows for the report benchmark: a hive tree of zstd Parquet files in
+the stored schema (schemas.arrow.OUTCOME_SCHEMA), one file per hour, with a realistic mix:
+4 engines (K = 3 and 5), ~80 % drafted, skips when the batch's context passes the drafter's
+limit, grammar-invalid and K = 0 request-steps. Deterministic for a seed; cached by row count."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ingest import IngestSettings
+from schemas.arrow import OUTCOME_SCHEMA
+
+START = datetime(2026, 11, 30, 0, 0)
+ENGINES = ("node-0/dp0", "node-1/dp0", "node-2/dp0", "node-3/dp0")
+MODELS = ("llama-8b", "qwen-7b")
+KINDS = ("drafted", "skipped_for_length", "grammar_invalid", "k_zero")
+REASONS = ("no_proposal", "length_trim", "grammar_truncated", "schedule")
+DRAFTER_MAX_LEN = 3800
+
+
+def build_tree(root: Path, rows: int, files: int = 10, seed: int = 0) -> Path:
+    """``root`` with ``rows`` rows in ``files`` hourly files; reused if already complete."""
+    done = root / f".complete-{rows}-{files}-{seed}"
+    if done.exists():
+        return root
+    settings = IngestSettings()
+    per_file = rows // files
+    for i in range(files):
+        table = _rows(per_file, i, np.random.default_rng(seed + i))
+        folder = root / f"dt={START:%Y-%m-%d}" / f"hour={i:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, folder / "bench-0.parquet", compression=settings.compression,
+                       row_group_size=settings.row_group_rows)
+    done.touch()
+    return root
+
+
+def _dictionary(codes: np.ndarray, values: tuple[str, ...]) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), pa.array(values))
+
+
+def _rows(n: int, hour: int, rng: np.random.Generator) -> pa.Table:
+    engine = rng.integers(0, len(ENGINES), n)
+    k = np.where(engine % 2 == 0, 3, 5).astype(np.int16)
+    context = rng.integers(32, 4096, n).astype(np.int32)
+    draw = rng.random(n)
+    kind = np.select([context > DRAFTER_MAX_LEN, draw < 0.03, draw < 0.11], [1, 2, 3], 0)
+    accepted_draw = np.minimum(rng.geometric(0.35, n) - 1, k).astype(np.int16)
+    invalid = np.where(kind == 2, rng.integers(1, k + 1), 0).astype(np.int16)
+    k_sched = np.where(kind == 3, 0, k).astype(np.int16)
+    k_valid = (k_sched - invalid).astype(np.int16)
+    accepted = np.where(kind == 0, accepted_draw, np.where(kind == 2, np.minimum(accepted_draw, k_valid), 0))
+    step = np.arange(n) // 64
+    micros = hour * 3_600_000_000 + np.arange(n, dtype=np.int64) * (3_600_000_000 // n)
+    event_time = pa.array(np.datetime64(START, "us") + micros.astype("timedelta64[us]"), pa.timestamp("us"))
+    ids = pc.cast(pa.array(step, pa.int64()), pa.string())
+    columns = {
+        "schema_version": _dictionary(np.zeros(n), ("1.0",)),
+        "event_id": pc.dictionary_encode(pc.binary_join_element_wise(f"h{hour}-", ids, "")),
+        "engine_id": _dictionary(engine, ENGINES),
+        "engine_instance": _dictionary(engine, tuple(e.split("/")[0] for e in ENGINES)),
+        "dp_rank": pa.array(np.zeros(n, np.int16)),
+        "model": _dictionary(engine % 2, MODELS),
+        "vllm_version": _dictionary(np.zeros(n), ("0.32.0",)),
+        "method": _dictionary(np.zeros(n), ("draft_model",)),
+        "num_spec_tokens": pa.array(k),
+        "drafter_max_len": pa.array(np.full(n, DRAFTER_MAX_LEN, np.int32)),
+        "step_index": pa.array(step.astype(np.int64)),
+        "event_time": event_time,
+        "batch_max_seq_len": pa.array(context),
+        "log_partition": pa.array(engine.astype(np.int32)),
+        "log_offset": pa.array(step.astype(np.int64)),
+        "request_id": pc.binary_join_element_wise(f"r{hour}-", pc.cast(pa.array(np.arange(n) // 50), pa.string()), ""),
+        "kind": _dictionary(kind, KINDS),
+        "k_zero_reason": pa.DictionaryArray.from_arrays(
+            pa.array(rng.integers(0, len(REASONS), n).astype(np.int32), mask=kind != 3), pa.array(REASONS)),
+        "k_sched": pa.array(k_sched),
+        "k_valid": pa.array(k_valid),
+        "k_invalid": pa.array(invalid),
+        "accepted": pa.array(accepted.astype(np.int16)),
+        "emitted": pa.array(np.where(kind == 3, 1, accepted + 1).astype(np.int16)),
+    }
+    return pa.table(columns).cast(OUTCOME_SCHEMA)

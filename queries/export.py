@@ -1,0 +1,50 @@
+"""``specmetrics db export``: a DuckDB database file holding the views over a Parquet tree, for
+the DuckDB CLI, notebooks and BI tools.
+
+The file holds no data, only the view and macro definitions; the source view reads the tree by
+its absolute path each time, so files the ingester adds later are seen. Open it read-only
+(``duckdb -readonly FILE``, ``duckdb.connect(FILE, read_only=True)``). Moving the tree means
+exporting again.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+
+from queries.catalog import PARQUET_GLOB, SOURCE_VIEW, comment_source, partition_casts, view_statements
+
+
+def export_database(data_dir: Path, target: Path, *, force: bool = False) -> Path:
+    """Write ``target`` (a new DuckDB file) with every view and macro over ``data_dir``."""
+    root = data_dir.expanduser()
+    if not root.is_dir():
+        raise FileNotFoundError(f"data directory {str(root)!r} does not exist or is not a directory")
+    root = root.resolve()
+    if not any(root.glob(PARQUET_GLOB)):
+        raise FileNotFoundError(f"no Parquet files under {str(root)!r} yet: run 'specmetrics ingest' first "
+                                f"(DuckDB checks a view's files when the view is created)")
+    if target.exists() and not force:
+        raise FileExistsError(f"{str(target)!r} exists: pass --force to replace it")
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    con = duckdb.connect(str(tmp))
+    try:
+        # A view definition cannot take a bound parameter: the path is a quoted SQL string literal.
+        glob = _literal(str(root / PARQUET_GLOB))
+        con.execute(f"CREATE VIEW {SOURCE_VIEW} AS SELECT * REPLACE ({partition_casts()}) "
+                    f"FROM read_parquet({glob}, hive_partitioning = true, union_by_name = true)")
+        comment_source(con)
+        for statement in view_statements(con):
+            con.execute(statement)
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+    os.replace(tmp, target)
+    return target
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

@@ -1,0 +1,200 @@
+"""The numbers of a report for one time window, from one scan of the Parquet tree.
+
+``report_rollup`` (queries/sql/intermediate) counts request-steps per group and outcome shape,
+per time bucket and per context bucket in one pass; the report keeps its rows in a temporary
+table and computes every number from them with the metric definitions of the views (DESIGN.md
+section 4), pooled the way vLLM pools: sums of counts first, ratios last. The window and widths
+are bound as parameters, never pasted into the SQL. Tests check the numbers equal the views'.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import duckdb
+
+from queries.catalog import run_query
+
+Row = dict[str, Any]
+
+#: Timeline bucket widths tried in order; the first giving at most MAX_BUCKETS buckets is used.
+BUCKETS: tuple[timedelta, ...] = (
+    timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=15), timedelta(hours=1),
+    timedelta(hours=6), timedelta(days=1), timedelta(days=7),
+)
+MAX_BUCKETS = 120
+
+_SPAN = """
+SELECT min(event_time) AS first, max(event_time) AS last, CAST(count(*) AS BIGINT) AS request_steps
+FROM request_steps_between($t0, $t1)
+"""
+#: The one scan of a report: report_rollup's rows, kept for the queries below.
+_ROLLUP = "CREATE TEMP TABLE {table} AS FROM report_rollup($t0, $t1, $bucket, $context_tokens)"
+_DEFINITIONS = "FROM (VALUES ('', true), ('vllm_', false)) AS d(prefix, corrected)"
+_HEADLINE = """
+WITH totals AS (
+    SELECT
+        CAST(coalesce(sum(request_steps) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_drafts,
+        CAST(coalesce(sum(request_steps) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_drafts,
+        CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_draft_tokens,
+        CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_draft_tokens,
+        CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_accepted_tokens,
+        CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_vllm_draft), 0) AS BIGINT)
+            AS vllm_num_accepted_tokens
+    FROM {table} WHERE grain = 'shape'
+)
+SELECT *,
+       num_accepted_tokens / nullif(num_draft_tokens, 0) AS acceptance_rate,
+       vllm_num_accepted_tokens / nullif(vllm_num_draft_tokens, 0) AS vllm_acceptance_rate,
+       1 + num_accepted_tokens / nullif(num_drafts, 0) AS mean_acceptance_length,
+       1 + vllm_num_accepted_tokens / nullif(vllm_num_drafts, 0) AS vllm_mean_acceptance_length
+FROM totals
+"""
+_SHARES = """
+SELECT kind, CAST(sum(request_steps) AS BIGINT) AS request_steps,
+       sum(request_steps) / sum(sum(request_steps)) OVER () AS share
+FROM {table} WHERE grain = 'shape'
+GROUP BY kind ORDER BY kind
+"""
+_TIMELINE = """
+SELECT bucket_start, CAST(sum(request_steps) AS BIGINT) AS request_steps,
+       sum(request_steps * accepted) FILTER (WHERE is_draft)
+           / nullif(sum(request_steps * k_valid) FILTER (WHERE is_draft), 0) AS acceptance_rate,
+       sum(request_steps * accepted) FILTER (WHERE is_vllm_draft)
+           / nullif(sum(request_steps * k_valid) FILTER (WHERE is_vllm_draft), 0) AS vllm_acceptance_rate
+FROM {table} WHERE grain = 'time'
+GROUP BY bucket_start ORDER BY bucket_start
+"""
+_POSITIONS = """
+SELECT
+    p.position,
+    coalesce(sum(request_steps) FILTER (WHERE is_draft AND accepted > p.position), 0)
+        / nullif(sum(request_steps) FILTER (WHERE is_draft), 0) AS rate_over_drafts,
+    coalesce(sum(request_steps) FILTER (WHERE is_draft AND accepted > p.position), 0)
+        / nullif(sum(request_steps) FILTER (WHERE is_draft AND k_valid > p.position), 0) AS rate_conditional,
+    coalesce(sum(request_steps) FILTER (WHERE is_vllm_draft AND accepted > p.position), 0)
+        / nullif(sum(request_steps) FILTER (WHERE is_vllm_draft), 0) AS vllm_rate
+FROM {table} AS r, range(r.num_spec_tokens) AS p(position)
+WHERE grain = 'shape'
+GROUP BY p.position ORDER BY p.position
+"""
+_CONTEXT = """
+SELECT context_start, context_end, CAST(sum(request_steps) AS BIGINT) AS request_steps,
+       coalesce(sum(request_steps) FILTER (WHERE kind = 'skipped_for_length'), 0) / sum(request_steps) AS skip_share,
+       sum(request_steps * accepted) FILTER (WHERE is_draft)
+           / nullif(sum(request_steps * k_valid) FILTER (WHERE is_draft), 0) AS acceptance_rate,
+       sum(request_steps * accepted) FILTER (WHERE is_vllm_draft)
+           / nullif(sum(request_steps * k_valid) FILTER (WHERE is_vllm_draft), 0) AS vllm_acceptance_rate
+FROM {table} WHERE grain = 'context'
+GROUP BY context_start, context_end ORDER BY context_start NULLS LAST
+"""
+_K_ZERO = """
+SELECT k_zero_reason, CAST(sum(request_steps) AS BIGINT) AS request_steps,
+       sum(request_steps) / sum(sum(request_steps)) OVER () AS share_of_k_zero
+FROM {table} WHERE grain = 'shape' AND kind = 'k_zero'
+GROUP BY k_zero_reason ORDER BY request_steps DESC, k_zero_reason
+"""
+_GROUPS = """
+WITH totals AS (
+    SELECT
+        engine_id, model, method, num_spec_tokens,
+        CAST(coalesce(sum(request_steps) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_drafts,
+        CAST(coalesce(sum(request_steps) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_drafts,
+        CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_draft_tokens,
+        CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_draft_tokens,
+        CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_accepted_tokens,
+        CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_vllm_draft), 0) AS BIGINT)
+            AS vllm_num_accepted_tokens
+    FROM {table} WHERE grain = 'shape'
+    GROUP BY engine_id, model, method, num_spec_tokens
+)
+SELECT *, vllm_num_drafts - num_drafts AS extra_vllm_drafts,
+       num_accepted_tokens / nullif(num_draft_tokens, 0) AS acceptance_rate,
+       vllm_num_accepted_tokens / nullif(vllm_num_draft_tokens, 0) AS vllm_acceptance_rate,
+       num_accepted_tokens / nullif(num_draft_tokens, 0)
+           - vllm_num_accepted_tokens / nullif(vllm_num_draft_tokens, 0) AS acceptance_rate_diff,
+       1 + num_accepted_tokens / nullif(num_drafts, 0) AS mean_acceptance_length,
+       1 + vllm_num_accepted_tokens / nullif(vllm_num_drafts, 0) AS vllm_mean_acceptance_length,
+       num_accepted_tokens / nullif(num_drafts, 0)
+           - vllm_num_accepted_tokens / nullif(vllm_num_drafts, 0) AS mean_acceptance_length_diff
+FROM totals
+ORDER BY engine_id, model, method, num_spec_tokens
+"""
+
+
+@dataclass(frozen=True)
+class Window:
+    """The report's time window: since <= event_time < until (UTC); None leaves an end open."""
+
+    since: datetime | None
+    until: datetime | None
+
+    def describe(self) -> str:
+        def show(t: datetime | None, open_end: str) -> str:
+            return open_end if t is None else t.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+        return f"{show(self.since, 'the first event')} to {show(self.until, 'the last event')}"
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything a report shows, as plain rows (see the queries above for the columns)."""
+
+    window: Window
+    request_steps: int
+    first_event: datetime | None
+    last_event: datetime | None
+    headline: Row
+    shares: list[Row]
+    bucket: timedelta
+    timeline: list[Row]
+    positions: list[Row]
+    context: list[Row]
+    k_zero: list[Row]
+    groups: list[Row]
+
+    @property
+    def empty(self) -> bool:
+        return self.request_steps == 0
+
+
+def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta | None = None,
+            context_tokens: int = 256) -> ReportData:
+    """Run the report's queries for ``window``: one scan for the time span, one for
+    ``report_rollup`` (kept in a temporary table), then small queries over that table.
+    ``bucket`` None picks a timeline width that gives at most :data:`MAX_BUCKETS` buckets."""
+    span = {"t0": window.since, "t1": window.until}
+    [first_last] = run_query(con, _SPAN, span).to_pylist()
+    chosen = bucket or _pick_bucket(first_last["first"], first_last["last"])
+    table = f"report_rollup_{uuid.uuid4().hex}"
+    con.execute(_ROLLUP.format(table=table), {**span, "bucket": chosen, "context_tokens": context_tokens})
+    try:
+        def rows(sql: str) -> list[Row]:
+            return list(run_query(con, sql.format(table=table)).to_pylist())
+
+        return ReportData(
+            window=window,
+            request_steps=int(first_last["request_steps"]),
+            first_event=first_last["first"],
+            last_event=first_last["last"],
+            headline=rows(_HEADLINE)[0],
+            shares=rows(_SHARES),
+            bucket=chosen,
+            timeline=rows(_TIMELINE),
+            positions=rows(_POSITIONS),
+            context=rows(_CONTEXT),
+            k_zero=rows(_K_ZERO),
+            groups=rows(_GROUPS),
+        )
+    finally:
+        con.execute(f"DROP TABLE {table}")
+
+
+def _pick_bucket(first: datetime | None, last: datetime | None) -> timedelta:
+    if first is None or last is None:
+        return BUCKETS[0]
+    span = last - first
+    return next((b for b in BUCKETS if span / b < MAX_BUCKETS), BUCKETS[-1])

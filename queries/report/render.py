@@ -1,0 +1,208 @@
+"""A report's data as Markdown or as one self-contained HTML page (charts inline as SVG).
+
+Both formats show the same things: the window, the headline (corrected vs vLLM-reported), what
+happened to speculation (outcome kinds), acceptance over time, per-position rates with both
+denominators, skip share by context length, K = 0 reasons, and the per-engine/model table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from html import escape
+from typing import Any
+
+from queries.report.charts import Series, bar_chart, line_chart
+from queries.report.data import ReportData, Row
+
+#: (key in ReportData.headline without the vllm_ prefix, label, formatter name)
+HEADLINE_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("acceptance_rate", "Acceptance rate", "pct"),
+    ("mean_acceptance_length", "Mean acceptance length", "ratio"),
+    ("num_drafts", "Drafts", "count"),
+    ("num_draft_tokens", "Draft tokens", "count"),
+    ("num_accepted_tokens", "Accepted tokens", "count"),
+)
+GROUP_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("engine_id", "engine", "text"), ("model", "model", "text"), ("method", "method", "text"),
+    ("num_spec_tokens", "K", "count"), ("num_drafts", "drafts", "count"), ("vllm_num_drafts", "vLLM drafts", "count"),
+    ("acceptance_rate", "acceptance", "pct"), ("vllm_acceptance_rate", "vLLM acceptance", "pct"),
+    ("acceptance_rate_diff", "difference", "pct"),
+    ("mean_acceptance_length", "mean length", "ratio"), ("vllm_mean_acceptance_length", "vLLM mean length", "ratio"),
+)
+
+
+def fmt(kind: str, value: Any) -> str:
+    """A value as shown in the report; "–" for no value (e.g. a rate without drafts)."""
+    if value is None:
+        return "–"
+    formats: dict[str, Callable[[Any], str]] = {
+        "pct": lambda v: f"{v:.2%}", "ratio": lambda v: f"{v:.3f}", "count": lambda v: f"{v:,}", "text": str}
+    return formats[kind](value)
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One chart of the report: a file-name stem and its SVG."""
+
+    name: str
+    svg: str
+
+
+def charts(data: ReportData) -> list[Chart]:
+    """The report's charts; none for an empty window."""
+    if data.empty:
+        return []
+    out = []
+    times = [_time_label(r["bucket_start"], data) for r in data.timeline]
+    out.append(Chart("timeline", line_chart(
+        "timeline", f"Acceptance rate over time ({_duration(data)} buckets)", times,
+        [Series("corrected", [r["acceptance_rate"] for r in data.timeline]),
+         Series("vLLM-reported", [r["vllm_acceptance_rate"] for r in data.timeline])])))
+    positions = [f"position {r['position']}" for r in data.positions]
+    out.append(Chart("positions", line_chart(
+        "positions", "Acceptance by draft position", positions,
+        [Series("corrected, over all drafts", [r["rate_over_drafts"] for r in data.positions]),
+         Series("corrected, over drafts reaching it", [r["rate_conditional"] for r in data.positions]),
+         Series("vLLM-reported", [r["vllm_rate"] for r in data.positions])])))
+    contexts = [_context_label(r) for r in data.context]
+    out.append(Chart("context", line_chart(
+        "context", "Skipped for length, and acceptance, by context length", contexts,
+        [Series("skip share", [r["skip_share"] for r in data.context]),
+         Series("acceptance, corrected", [r["acceptance_rate"] for r in data.context]),
+         Series("acceptance, vLLM-reported", [r["vllm_acceptance_rate"] for r in data.context])])))
+    if data.k_zero:
+        out.append(Chart("k_zero", bar_chart(
+            "k_zero", "Why K = 0: share of K = 0 request-steps by reason",
+            [r["k_zero_reason"] for r in data.k_zero], [r["share_of_k_zero"] for r in data.k_zero])))
+    return out
+
+
+def markdown(data: ReportData, generated: datetime, chart_files: dict[str, str]) -> str:
+    """The report as Markdown; charts are linked files (``chart_files``: chart name → file name)."""
+    lines = ["# Speculative decoding report", "",
+             f"Window: {data.window.describe()}. Generated {_stamp(generated)}.", ""]
+    if data.empty:
+        return "\n".join([*lines, f"**No request outcomes in this window.** {_empty_hint(data)}", ""])
+    lines += [_summary(data), "", "## Headline: corrected vs vLLM-reported", ""]
+    lines += _md_table(["metric", "corrected", "vLLM-reported"], [
+        [label, fmt(kind, data.headline[key]), fmt(kind, data.headline[f"vllm_{key}"])]
+        for key, label, kind in HEADLINE_ROWS])
+    if note := _headline_note(data):
+        lines += ["", note]
+    lines += ["", "## What happened to speculation", ""]
+    lines += _md_table(["outcome", "request-steps", "share"],
+                       [[r["kind"], fmt("count", r["request_steps"]), fmt("pct", r["share"])] for r in data.shares])
+    for chart in charts(data):
+        lines += ["", f"![{chart.name}]({chart_files[chart.name]})"]
+    lines += ["", "## Per engine and model", ""]
+    lines += _md_table([label for _, label, _ in GROUP_COLUMNS],
+                       [[fmt(kind, row[key]) for key, _, kind in GROUP_COLUMNS] for row in data.groups])
+    return "\n".join([*lines, ""])
+
+
+def html(data: ReportData, generated: datetime) -> str:
+    """The report as one HTML page with its charts inline: no script, no network, no server."""
+    body = ["<h1>Speculative decoding report</h1>",
+            f'<p class="window">Window: {escape(data.window.describe())}. Generated {escape(_stamp(generated))}.</p>']
+    if data.empty:
+        body.append(f'<p class="empty"><strong>No request outcomes in this window.</strong> '
+                    f"{escape(_empty_hint(data))}</p>")
+    else:
+        body.append(f'<p class="summary">{escape(_summary(data))}</p>')
+        body.append('<section id="headline"><h2>Headline: corrected vs vLLM-reported</h2>')
+        body.append(_html_table("headline-table", ["metric", "corrected", "vLLM-reported"], [
+            (key, [(label, None), (fmt(kind, data.headline[key]), data.headline[key]),
+                   (fmt(kind, data.headline[f"vllm_{key}"]), data.headline[f"vllm_{key}"])])
+            for key, label, kind in HEADLINE_ROWS]))
+        if note := _headline_note(data):
+            body.append(f'<p class="note">{escape(note)}</p>')
+        body.append("</section>")
+        body.append('<section id="outcomes"><h2>What happened to speculation</h2>')
+        body.append(_html_table("outcomes-table", ["outcome", "request-steps", "share"], [
+            (r["kind"], [(r["kind"], None), (fmt("count", r["request_steps"]), r["request_steps"]),
+                         (fmt("pct", r["share"]), r["share"])]) for r in data.shares]))
+        body.append("</section>")
+        body.append('<section id="charts"><h2>Charts</h2>')
+        body += [f'<figure id="chart-{chart.name}">{chart.svg}</figure>' for chart in charts(data)]
+        body.append("</section>")
+        body.append('<section id="groups"><h2>Per engine and model</h2>')
+        body.append(_html_table("groups-table", [label for _, label, _ in GROUP_COLUMNS], [
+            (str(row["engine_id"]), [(fmt(kind, row[key]), row[key] if kind != "text" else None)
+                                     for key, _, kind in GROUP_COLUMNS]) for row in data.groups]))
+        body.append("</section>")
+    title = f"specmetrics report: {data.window.describe()}"
+    return "\n".join([
+        "<!doctype html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        f"<title>{escape(title)}</title>", f"<style>{_STYLE}</style>", "</head>",
+        "<body>", *body, "</body>", "</html>", ""])
+
+
+_STYLE = (
+    "body{font-family:sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}"
+    "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}"
+    "td:first-child,th:first-child{text-align:left}figure{margin:1em 0}.empty{background:#fff3cd;padding:1em}"
+)
+
+
+def _headline_note(data: ReportData) -> str | None:
+    """One sentence on the biggest way vLLM's numbers mislead in this window, if any."""
+    h = data.headline
+    extra = (h["vllm_num_drafts"] or 0) - (h["num_drafts"] or 0)
+    if not extra:
+        return None
+    if not h["num_drafts"]:
+        return (f"No drafts were made in this window: vLLM counted {extra:,} request-steps that skipped drafting "
+                "(or whose drafts were all grammar-invalid) as drafts, hence its acceptance numbers.")
+    return (f"vLLM counted {extra:,} request-steps without real drafts (skipped for length, or all drafts "
+            "grammar-invalid) as drafts; the corrected numbers leave them out.")
+
+
+def _summary(data: ReportData) -> str:
+    return (f"{data.request_steps:,} request-steps from {_stamp(data.first_event)} to {_stamp(data.last_event)}.")
+
+
+def _empty_hint(data: ReportData) -> str:
+    return ("Check the window (--since/--until are UTC) and that the ingester writes to this data directory."
+            if data.window.since or data.window.until else "The data directory holds no request outcomes yet.")
+
+
+def _stamp(t: datetime | None) -> str:
+    return "–" if t is None else t.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _duration(data: ReportData) -> str:
+    minutes = int(data.bucket.total_seconds() // 60)
+    if minutes % 1440 == 0:
+        return f"{minutes // 1440} day"
+    return f"{minutes // 60} h" if minutes % 60 == 0 else f"{minutes} min"
+
+
+def _time_label(t: datetime, data: ReportData) -> str:
+    return t.strftime("%m-%d %H:%M") if data.bucket.total_seconds() < 86400 else t.strftime("%Y-%m-%d")
+
+
+def _context_label(row: Row) -> str:
+    return "unknown" if row["context_start"] is None else f"{row['context_start']}–{row['context_end']}"
+
+
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return [line(header), "|" + "---|" * len(header), *(line(r) for r in rows)]
+
+
+def _html_table(table_id: str, header: Sequence[str], rows: Sequence[tuple[str, Sequence[tuple[str, Any]]]]) -> str:
+    """Rows of (key, cells); a cell is (shown text, raw value or None), the raw value kept in
+    ``data-value`` so the page's numbers can be checked exactly."""
+    out = [f'<table id="{table_id}"><thead><tr>', *(f"<th>{escape(h)}</th>" for h in header), "</tr></thead><tbody>"]
+    for key, cells in rows:
+        out.append(f'<tr data-key="{escape(key)}">')
+        for text, raw in cells:
+            value = "" if raw is None else f' data-value="{escape(repr(raw))}"'
+            out.append(f"<td{value}>{escape(text)}</td>")
+        out.append("</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)

@@ -1,0 +1,52 @@
+"""Writing a report to a folder: timestamped files, and ``latest.html`` / ``latest.md`` replaced
+atomically so a reader (the compose file server, a browser) never sees half a file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from queries.report.data import ReportData
+from queries.report.render import charts, html, markdown
+
+FORMATS: tuple[str, ...] = ("md", "html")
+
+
+def parse_formats(text: str) -> tuple[str, ...]:
+    """``md,html`` → ("md", "html"); unknown names are a clear error."""
+    names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    unknown = [n for n in names if n not in FORMATS]
+    if unknown or not names:
+        raise ValueError(f"unknown report format(s) {unknown or [text]}: choose from {', '.join(FORMATS)}")
+    return names
+
+
+def write_report(data: ReportData, out: Path, formats: Sequence[str], generated: datetime) -> list[Path]:
+    """Write ``report-<UTC time>.<format>`` (and, for Markdown, its charts as SVG files) into
+    ``out``, then point ``latest.<format>`` at the new content; returns the report files."""
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"report-{generated:%Y%m%dT%H%M%SZ}"
+    written = []
+    if "html" in formats:
+        written.append(_write(out / f"{stem}.html", html(data, generated)))
+    if "md" in formats:
+        chart_files = {}
+        for chart in charts(data):
+            chart_files[chart.name] = f"{stem}-{chart.name}.svg"
+            _write(out / chart_files[chart.name], chart.svg)
+        written.append(_write(out / f"{stem}.md", markdown(data, generated, chart_files)))
+    for path in written:
+        _write(out / f"latest{path.suffix}", path.read_text(encoding="utf-8"))
+    return written
+
+
+def _write(path: Path, text: str) -> Path:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path

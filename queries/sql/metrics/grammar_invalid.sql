@@ -1,0 +1,68 @@
+-- grammar_invalid: drafts that broke the grammar (structured output), per group.
+--
+-- One row per group with request-steps. Counts request-steps of kind grammar_invalid (some drafts
+-- invalid, in sync mode truncated before scheduling, in async mode scheduled as -1 pads) and the
+-- k_zero request-steps whose drafts the grammar cut to nothing (reason 'grammar_truncated').
+-- vLLM counts an all-invalid grammar_invalid request-step as a draft; the corrected metrics do not.
+--
+-- Example:
+--   SELECT engine_id, share, all_invalid_steps, invalid_token_share FROM grammar_invalid
+--
+-- Columns:
+--   engine_id, model, method, num_spec_tokens   the group
+--   request_steps             all request-steps of the group (BIGINT)
+--   grammar_invalid_steps     request-steps of kind grammar_invalid (BIGINT)
+--   all_invalid_steps         of those, with no valid draft left (k_valid = 0) (BIGINT)
+--   truncated_to_zero_steps   k_zero request-steps with reason grammar_truncated (BIGINT)
+--   share                     grammar_invalid_steps / request_steps (DOUBLE)
+--   valid_tokens              drafts verified in grammar_invalid request-steps (sum of k_valid; BIGINT)
+--   invalid_tokens            drafts invalidated, over both kinds (sum of k_invalid; BIGINT)
+--   invalid_token_share       invalid_tokens / (valid_tokens + invalid_tokens) (DOUBLE; NULL when both 0)
+--   accepted_tokens           drafts accepted in grammar_invalid request-steps (BIGINT)
+--
+-- grammar_invalid_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end); the
+-- view grammar_invalid is it over all time.
+CREATE OR REPLACE MACRO grammar_invalid_between(t0, t1) AS TABLE
+WITH totals AS (
+    SELECT
+        engine_id,
+        model,
+        method,
+        num_spec_tokens,
+        CAST(sum(request_steps) AS BIGINT) AS request_steps,
+        CAST(coalesce(sum(request_steps) FILTER (WHERE kind = 'grammar_invalid'), 0) AS BIGINT) AS grammar_invalid_steps,
+        CAST(coalesce(sum(request_steps) FILTER (WHERE kind = 'grammar_invalid' AND k_valid = 0), 0) AS BIGINT)
+            AS all_invalid_steps,
+        CAST(coalesce(sum(request_steps) FILTER (WHERE k_zero_reason = 'grammar_truncated'), 0) AS BIGINT)
+            AS truncated_to_zero_steps,
+        CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE kind = 'grammar_invalid'), 0) AS BIGINT) AS valid_tokens,
+        CAST(coalesce(sum(request_steps * k_invalid)
+                      FILTER (WHERE kind = 'grammar_invalid' OR k_zero_reason = 'grammar_truncated'), 0) AS BIGINT)
+            AS invalid_tokens,
+        CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE kind = 'grammar_invalid'), 0) AS BIGINT)
+            AS accepted_tokens
+    FROM outcome_histogram_between(t0, t1)
+    GROUP BY engine_id, model, method, num_spec_tokens
+)
+SELECT
+    engine_id,
+    model,
+    method,
+    num_spec_tokens,
+    request_steps,
+    grammar_invalid_steps,
+    all_invalid_steps,
+    truncated_to_zero_steps,
+    grammar_invalid_steps / request_steps AS share,
+    valid_tokens,
+    invalid_tokens,
+    invalid_tokens / nullif(valid_tokens + invalid_tokens, 0) AS invalid_token_share,
+    accepted_tokens
+FROM totals;
+
+CREATE OR REPLACE VIEW grammar_invalid AS
+FROM grammar_invalid_between(NULL, NULL)
+ORDER BY engine_id, model, method, num_spec_tokens;
+
+COMMENT ON MACRO TABLE grammar_invalid_between IS 'Grammar-invalid request-steps per group: share, all-invalid and truncated-to-zero steps, valid/invalid/accepted tokens; window t0 <= event_time < t1.';
+COMMENT ON VIEW grammar_invalid IS 'Grammar-invalid request-steps per group: share, all-invalid and truncated-to-zero steps, valid/invalid/accepted tokens.';

@@ -1,0 +1,69 @@
+-- skips_by_context: how often drafting was skipped for length, by context length, per group.
+--
+-- Context length is the step's batch_max_seq_len: the longest sequence in the batch, the number
+-- vLLM compares with the drafter's max length when it decides to skip drafting for the whole
+-- batch. Buckets are bucket_tokens wide (default 256). Shows where drafting stops paying: the
+-- skip share rising to 1, and vLLM's acceptance falling with it while the corrected one does not.
+-- Request-steps without a batch_max_seq_len are in the row with NULL bucket bounds.
+--
+-- Example:
+--   SELECT context_start, skip_share, acceptance_rate, vllm_acceptance_rate FROM skips_by_context_between(NULL, NULL, bucket_tokens := 512)
+--
+-- Columns:
+--   engine_id, model, method, num_spec_tokens   the group
+--   context_start, context_end   the bucket: context_start <= batch_max_seq_len < context_end (INTEGER)
+--   request_steps                request-steps in the bucket (BIGINT)
+--   skipped                      of kind skipped_for_length (BIGINT)
+--   skip_share                   skipped / request_steps (DOUBLE)
+--   num_drafts                   corrected drafts (BIGINT)
+--   num_draft_tokens, num_accepted_tokens            corrected token counts (BIGINT)
+--   acceptance_rate              corrected acceptance rate in the bucket (DOUBLE; NULL without draft tokens)
+--   vllm_num_draft_tokens, vllm_num_accepted_tokens  token counts as vLLM counts drafts (BIGINT)
+--   vllm_acceptance_rate         the rate as vLLM counts it (DOUBLE)
+--
+-- skips_by_context_between(t0, t1, bucket_tokens := 256) is the same over t0 <= event_time < t1
+-- (NULL: open end); the view skips_by_context is it over all time with 256-token buckets.
+CREATE OR REPLACE MACRO skips_by_context_between(t0, t1, bucket_tokens := 256) AS TABLE
+WITH totals AS (
+    SELECT
+        engine_id,
+        model,
+        method,
+        num_spec_tokens,
+        batch_max_seq_len // CASE WHEN CAST(bucket_tokens AS INTEGER) > 0 THEN CAST(bucket_tokens AS INTEGER)
+                                  ELSE error('skips_by_context: bucket_tokens must be positive') END AS bucket_index,
+        CAST(count(*) AS BIGINT) AS request_steps,
+        CAST(count(*) FILTER (WHERE kind = 'skipped_for_length') AS BIGINT) AS skipped,
+        CAST(count(*) FILTER (WHERE is_draft) AS BIGINT) AS num_drafts,
+        CAST(coalesce(sum(k_valid) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_draft_tokens,
+        CAST(coalesce(sum(accepted) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_accepted_tokens,
+        CAST(coalesce(sum(k_valid) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_draft_tokens,
+        CAST(coalesce(sum(accepted) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_accepted_tokens
+    FROM request_steps_between(t0, t1)
+    GROUP BY ALL
+)
+SELECT
+    engine_id,
+    model,
+    method,
+    num_spec_tokens,
+    CAST(bucket_index * bucket_tokens AS INTEGER) AS context_start,
+    CAST((bucket_index + 1) * bucket_tokens AS INTEGER) AS context_end,
+    request_steps,
+    skipped,
+    skipped / request_steps AS skip_share,
+    num_drafts,
+    num_draft_tokens,
+    num_accepted_tokens,
+    num_accepted_tokens / nullif(num_draft_tokens, 0) AS acceptance_rate,
+    vllm_num_draft_tokens,
+    vllm_num_accepted_tokens,
+    vllm_num_accepted_tokens / nullif(vllm_num_draft_tokens, 0) AS vllm_acceptance_rate
+FROM totals;
+
+CREATE OR REPLACE VIEW skips_by_context AS
+FROM skips_by_context_between(NULL, NULL)
+ORDER BY engine_id, model, method, num_spec_tokens, context_start;
+
+COMMENT ON MACRO TABLE skips_by_context_between IS 'Skip-for-length share and acceptance by context length (batch_max_seq_len) bucket per group (bucket_tokens := 256); window t0 <= event_time < t1.';
+COMMENT ON VIEW skips_by_context IS 'Skip-for-length share and acceptance by context length (batch_max_seq_len, 256-token buckets) per group.';

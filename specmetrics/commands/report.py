@@ -1,0 +1,109 @@
+"""``specmetrics report``: a metric report for a time window, once or on a schedule."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from queries import connect
+from queries.report import Window, collect, parse_duration, parse_formats, parse_schedule, write_report
+
+log = logging.getLogger("specmetrics.report")
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "report", help="Render a metric report (Markdown, self-contained HTML) for a time window; --every repeats it.")
+    parser.add_argument("--data", required=True, type=Path, help="The Parquet tree written by 'specmetrics ingest'.")
+    parser.add_argument("--out", required=True, type=Path,
+                        help="Folder for report-<UTC time>.<format> files and latest.<format>.")
+    parser.add_argument("--since", default=None,
+                        help="Window start: an ISO time (UTC unless it has an offset) or a duration before the run "
+                             "time (24h, 7d). Default: the first event.")
+    parser.add_argument("--until", default=None,
+                        help="Window end (exclusive), as --since. Default: after the last event.")
+    parser.add_argument("--format", default="md,html", help="Comma-separated formats: md, html (default: md,html).")
+    parser.add_argument("--bucket", default=None, help="Timeline bucket width (1m, 15m, 1h); default: automatic.")
+    parser.add_argument("--context-tokens", type=int, default=256,
+                        help="Width of the context-length buckets in tokens (default 256).")
+    parser.add_argument("--every", default=None,
+                        help="Run now, then on a schedule: an interval (1h, 15m) or a cron expression in quotes "
+                             "('0 * * * *', UTC). A failed run is logged and the next one still runs.")
+    parser.add_argument("--runs", type=int, default=None, help="With --every: stop after this many runs.")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    formats = parse_formats(args.format)
+    bucket = parse_duration(args.bucket) if args.bucket else None
+    if args.context_tokens < 1:
+        raise ValueError("--context-tokens must be at least 1")
+    window_at = _window_parser(args.since, args.until)
+    window_at(datetime.now(UTC))  # bad --since/--until fail now, not at the first scheduled run
+    if not args.every:
+        return _run_once(args, formats, bucket, window_at(datetime.now(UTC)), scheduled=False)
+    schedule = parse_schedule(args.every)
+    runs = 0
+    while args.runs is None or runs < args.runs:
+        if runs:
+            _sleep_until(schedule.next_after(datetime.now(UTC)))
+        try:
+            _run_once(args, formats, bucket, window_at(datetime.now(UTC)), scheduled=True)
+        except Exception as exc:
+            log.error("report run failed (the next one still runs): %s: %s", type(exc).__name__, exc)
+        runs += 1
+    return 0
+
+
+def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timedelta | None, window: Window,
+              scheduled: bool) -> int:
+    generated = datetime.now(UTC)
+    con = connect(args.data)
+    try:
+        data = collect(con, window, bucket=bucket, context_tokens=args.context_tokens)
+    finally:
+        con.close()
+    if data.empty and not scheduled:
+        print(f"specmetrics report: no request outcomes from {window.describe()} in {args.data}: nothing to report",
+              file=sys.stderr)
+        return 1
+    written = write_report(data, args.out, formats, generated)
+    if data.empty:
+        log.warning("no request outcomes from %s; wrote an empty report", window.describe())
+    print(f"report for {window.describe()} ({data.request_steps:,} request-steps): "
+          + ", ".join(str(p) for p in written), flush=True)
+    return 0
+
+
+def _window_parser(since: str | None, until: str | None) -> Any:
+    """A function of the run time giving the window (relative bounds move with each run)."""
+    def bound(text: str | None, now: datetime) -> datetime | None:
+        if text is None:
+            return None
+        try:
+            return (now - parse_duration(text)).replace(tzinfo=None)
+        except ValueError:
+            pass
+        try:
+            t = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"not a time or a duration: {text!r} (e.g. 2026-12-01T00:00, 24h)") from None
+        return t.astimezone(UTC).replace(tzinfo=None) if t.tzinfo else t
+
+    def window_at(now: datetime) -> Window:
+        window = Window(bound(since, now), bound(until, now))
+        if window.since and window.until and window.since >= window.until:
+            raise ValueError(f"--since ({window.since}) must be before --until ({window.until})")
+        return window
+
+    return window_at
+
+
+def _sleep_until(when: datetime) -> None:
+    while (left := (when - datetime.now(UTC)).total_seconds()) > 0:
+        time.sleep(min(left, 60.0))

@@ -1,0 +1,90 @@
+"""docker-compose.yml without a Docker engine: the compose-spec schema, docker-compose's own
+validation, profiles, and every specmetrics command and healthcheck against the real CLI."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from specmetrics.cli import build_parser, main
+from tests.deploy.compose import (
+    COMPOSE_FILE,
+    ROOT,
+    all_services,
+    compose,
+    healthcheck_argv,
+    resolved_services,
+    specmetrics_argv,
+    venv_tool,
+)
+
+
+def test_the_compose_file_matches_the_compose_spec_schema() -> None:
+    result = subprocess.run([str(venv_tool("check-jsonschema")), "--builtin-schema", "vendor.compose-spec",
+                             str(COMPOSE_FILE)], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("profiles", [(), ("gpu",), ("cpu",), ("demo",), ("gpu", "cpu", "demo")])
+def test_docker_compose_accepts_the_file_with_each_profile(profiles: tuple[str, ...]) -> None:
+    compose("config", "-q", profiles=profiles)  # also catches a depends_on naming an undefined service
+
+
+def test_profiles_choose_what_produces_step_events() -> None:
+    base = {"kafka", "kafka-init", "ingest", "reports", "reports-web"}
+    assert set(resolved_services()) == base
+    assert set(resolved_services("gpu")) == base | {"vllm"}
+    assert set(resolved_services("cpu")) == base | {"vllm-cpu"}
+    assert set(resolved_services("demo")) == base | {"loadgen"}
+
+
+def test_the_gpu_service_reserves_a_gpu_and_both_vllm_services_send_to_the_stack_topic() -> None:
+    services = all_services()
+    devices = services["vllm"]["deploy"]["resources"]["reservations"]["devices"]
+    assert devices == [{"driver": "nvidia", "count": 1, "capabilities": ["gpu"]}]
+    assert "deploy" not in services["vllm-cpu"]
+    for name in ("vllm", "vllm-cpu"):
+        env = services[name]["environment"]
+        assert env["SPECMETRICS_SINK"] == "kafka://kafka:9092/specmetrics.steps"
+        assert env["SPECMETRICS_KAFKA_SPOOL_DIR"].startswith("/var/lib/specmetrics/")
+        assert services[name]["entrypoint"] == ["vllm", "serve"]
+        assert "--speculative-config" in services[name]["command"]
+
+
+def test_ingest_waits_for_a_healthy_broker_and_the_topics_and_keeps_its_data_on_a_named_volume() -> None:
+    services = all_services()
+    ingest = services["ingest"]
+    assert ingest["depends_on"] == {"kafka": {"condition": "service_healthy"},
+                                    "kafka-init": {"condition": "service_completed_successfully"}}
+    assert ingest["restart"] == "unless-stopped"
+    assert "data:/var/lib/specmetrics/data:rw" in ingest["volumes"]
+    assert "data:/var/lib/specmetrics/data:ro" in services["reports"]["volumes"]
+    assert "reports:/var/lib/specmetrics/reports:ro" in services["reports-web"]["volumes"]
+    assert "healthcheck" in services["kafka"]
+
+
+SPECMETRICS_COMMANDS = [(name, kind, argv) for name, service in all_services().items()
+                        for kind, argv in (("command", specmetrics_argv(service)),
+                                           ("healthcheck", healthcheck_argv(service)))
+                        if argv and argv[0] == "specmetrics"]
+
+
+def test_the_stack_runs_specmetrics_in_each_app_service() -> None:
+    commands = {(name, kind) for name, kind, _ in SPECMETRICS_COMMANDS}
+    assert {(s, "command") for s in ("kafka-init", "ingest", "reports", "reports-web", "loadgen")} <= commands
+    assert ("ingest", "healthcheck") in commands
+
+
+@pytest.mark.parametrize(("service", "kind", "argv"), SPECMETRICS_COMMANDS,
+                         ids=[f"{name}-{kind}" for name, kind, _ in SPECMETRICS_COMMANDS])
+def test_each_specmetrics_command_is_a_cli_subcommand_with_valid_options(
+        service: str, kind: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        args = build_parser().parse_args(argv[1:])
+    except SystemExit:
+        pytest.fail(f"{service} {kind}: {argv} does not parse: {capsys.readouterr().err}")
+    with pytest.raises(SystemExit) as exited:
+        main([args.command, "--help"])
+    assert exited.value.code == 0
+    assert f"usage: specmetrics {args.command}" in capsys.readouterr().out

@@ -1,0 +1,118 @@
+"""The demo profile's services as plain processes against the test broker, with the commands
+and environment parsed from docker-compose.yml: create-topics -> loadgen -> ingest (with its
+healthcheck) -> reports -> reports-web. Only the broker address and the mount paths change."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from kafka import KafkaAdminClient
+
+from emitter.loadgen import run_load
+from emitter.sinks import LocalLogSink
+from specmetrics.cli import build_parser, main
+from specmetrics.commands.loadgen import spec_from_args
+from tests.deploy.compose import HostProcess, healthcheck_argv, resolved_services
+from tests.kafka_broker import TansuBroker, free_port
+
+ROWS = 3_000
+
+
+def stored_rows(data: Path) -> int:
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in data.rglob("*.parquet"))
+
+
+def wait_for(condition: str, check: Callable[[], bool], proc: subprocess.Popen[str], timeout_s: float = 40) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return
+        assert proc.poll() is None, f"exited with {proc.returncode} before {condition}: {proc.communicate()}"
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {condition}")
+
+
+def stop(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    return proc.returncode, out, err
+
+
+def test_demo_profile_end_to_end(kafka_broker: TansuBroker, tmp_path: Path) -> None:
+    topic = f"demo-{uuid.uuid4().hex[:8]}"
+    passed_through = {k: v for k, v in os.environ.items() if k.startswith("SPECMETRICS_KAFKA_")}  # the test broker's
+    services = resolved_services("demo", env={
+        "STEPS_TOPIC": topic, "LOADGEN_ROWS": str(ROWS), "SPECMETRICS_INGEST_FLUSH_IDLE_S": "1", **passed_through})
+    assert "vllm" not in services and "vllm-cpu" not in services
+    stack = {name: HostProcess(services[name], kafka_broker.bootstrap, tmp_path)
+             for name in ("kafka-init", "loadgen", "ingest", "reports", "reports-web")}
+    assert stack["ingest"].env["SPECMETRICS_INGEST_FLUSH_IDLE_S"] == "1"  # .env values reach the container
+
+    init = stack["kafka-init"].run()
+    assert init.returncode == 0, init.stderr
+    admin = KafkaAdminClient(bootstrap_servers=[kafka_broker.bootstrap])
+    try:
+        assert {topic, f"{topic}.dead-letter"} <= set(admin.list_topics())
+    finally:
+        admin.close()
+
+    loadgen = stack["loadgen"].run()
+    assert loadgen.returncode == 0, loadgen.stderr
+    spec = spec_from_args(build_parser().parse_args(services["loadgen"]["command"][1:]))
+    with LocalLogSink(tmp_path / "reference-log") as sink:  # same spec, same seed: the same outcomes
+        expected = sum(t.rows for t in run_load(spec, sink).values())
+
+    data = stack["ingest"].mounts["/var/lib/specmetrics/data"]
+    ingest = stack["ingest"].start()
+    try:
+        wait_for(f"{expected} rows in {data}", lambda: stored_rows(data) >= expected, ingest)
+        health = stack["ingest"].run(healthcheck_argv(services["ingest"]))
+        assert health.returncode == 0 and health.stdout.startswith("healthy"), health.stdout + health.stderr
+    finally:
+        code, _, err = stop(ingest)
+    assert code == 0, err
+    assert stored_rows(data) == expected
+    assert main(["verify", "--data", str(data)]) == 0
+
+    reports = stack["reports"]
+    assert reports.mounts["/var/lib/specmetrics/data"] == data  # the same named volume
+    folder = reports.mounts["/var/lib/specmetrics/reports"]
+    report = reports.start()
+    try:
+        wait_for("latest.html", lambda: (folder / "latest.html").exists() and (folder / "latest.md").exists(), report)
+    finally:
+        stop(report)
+
+    web = stack["reports-web"]
+    assert web.mounts["/var/lib/specmetrics/reports"] == folder
+    port = free_port()
+    web.argv[web.argv.index("--port") + 1] = str(port)
+    web.argv[web.argv.index("--bind") + 1] = "127.0.0.1"  # 0.0.0.0 in the container
+    server = web.start()
+    try:
+        wait_for("the report server", lambda: _get(port, "/latest.html") is not None, server, timeout_s=20)
+        assert _get(port, "/latest.html") == (folder / "latest.html").read_bytes()
+    finally:
+        code, _, err = stop(server)
+    assert code == 0, err
+
+
+def _get(port: int, path: str) -> bytes | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+            body: bytes = response.read()
+            return body
+    except OSError:
+        return None

@@ -1,0 +1,29 @@
+"""A small timed tree for the report tests: two engines, drafts, skips, grammar and K = 0."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+T = datetime(2025, 1, 1, 10, 0)
+
+
+@pytest.fixture
+def report_tree(tmp_path: Path, outcomes: Any) -> Path:
+    o = outcomes
+    b: dict[str, Any] = {"engine_instance": "b", "dp_rank": 1}
+    rows = [
+        o.drafted(3, 3, event_time=T.replace(minute=0), batch_max_seq_len=100),
+        o.drafted(3, 1, event_time=T.replace(minute=1), batch_max_seq_len=300),
+        o.skipped(3, event_time=T.replace(minute=2), batch_max_seq_len=700),
+        o.skipped(3, event_time=T.replace(minute=2, second=30), batch_max_seq_len=900),
+        o.grammar_async(0, 3, 0, event_time=T.replace(minute=3), batch_max_seq_len=120),
+        o.k_zero("no_proposal", event_time=T.replace(minute=3), **b),
+        o.k_zero("no_proposal", event_time=T.replace(minute=4), **b),
+        o.k_zero("length_trim", event_time=T.replace(minute=4), **b),
+        o.drafted(2, 2, event_time=T.replace(minute=5), **b),
+    ]
+    return Path(outcomes.write_tree(tmp_path / "data", rows))

@@ -1,0 +1,87 @@
+"""``specmetrics report``: files, latest.*, windows, the empty window, schedules that survive a
+failed run."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import pytest
+
+from specmetrics.cli import main
+from specmetrics.commands import report as report_command
+from tests.queries.report.conftest import T
+
+
+def test_one_report_in_both_formats(report_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "reports"
+    assert main(["report", "--data", str(report_tree), "--out", str(out)]) == 0
+    assert "(9 request-steps)" in capsys.readouterr().out
+    names = sorted(p.name for p in out.iterdir())
+    stems = {re.sub(r"^(report-\d{8}T\d{6}Z).*", r"\1", n) for n in names if n.startswith("report-")}
+    assert len(stems) == 1
+    [stem] = stems
+    assert names == sorted(["latest.html", "latest.md", f"{stem}.html", f"{stem}.md", *(
+        f"{stem}-{chart}.svg" for chart in ("timeline", "positions", "context", "k_zero"))])
+    assert (out / "latest.html").read_text() == (out / f"{stem}.html").read_text()
+    md = (out / "latest.md").read_text()
+    assert "| Acceptance rate | 75.00% | 42.86% |" in md
+    assert f"![timeline]({stem}-timeline.svg)" in md
+    assert "vLLM counted 3 request-steps without real drafts" in md
+
+
+def test_window_and_format_options(report_tree: Path, tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    assert main(["report", "--data", str(report_tree), "--out", str(out), "--format", "html",
+                 "--since", T.replace(minute=2).isoformat(), "--until", "2025-01-01T10:04:00+00:00"]) == 0
+    assert sorted(p.suffix for p in out.iterdir()) == [".html", ".html"]
+    page = (out / "latest.html").read_text()
+    assert "4 request-steps" in page
+    assert "No drafts were made in this window" in page
+
+
+def test_an_empty_window_is_a_clear_message(report_tree: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "reports"
+    assert main(["report", "--data", str(report_tree), "--out", str(out), "--since", "2030-01-01"]) == 1
+    assert "no request outcomes from 2030-01-01 00:00:00 UTC" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--since", "yesterday"], "not a time or a duration: 'yesterday'"),
+    (["--since", "2025-01-02", "--until", "2025-01-01"], "must be before --until"),
+    (["--format", "pdf"], "unknown report format"),
+    (["--every", "5 minutes"], "not a cron expression"),
+    (["--bucket", "0m"], "not a duration"),
+])
+def test_bad_options_are_clear_errors(report_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      args: list[str], message: str) -> None:
+    assert main(["report", "--data", str(report_tree), "--out", str(tmp_path / "r"), *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_scheduled_runs_write_timestamped_reports_and_an_empty_window_too(
+        report_tree: Path, tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    assert main(["report", "--data", str(report_tree), "--out", str(out), "--format", "html",
+                 "--every", "1s", "--runs", "2"]) == 0
+    assert len(list(out.glob("report-*.html"))) == 2
+    empty = tmp_path / "empty"
+    assert main(["report", "--data", str(report_tree), "--out", str(empty), "--format", "md", "--since", "2030-01-01",
+                 "--every", "1s", "--runs", "1"]) == 0
+    assert "No request outcomes in this window" in (empty / "latest.md").read_text()
+
+
+def test_a_failed_scheduled_run_is_logged_and_the_next_one_runs(
+        tmp_path: Path, report_tree: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "later"  # missing at the first run, there at the second
+    out = tmp_path / "reports"
+    # the wait before the second run: the data directory appears meanwhile
+    monkeypatch.setattr(report_command, "_sleep_until", lambda when: report_tree.rename(data))
+    with caplog.at_level(logging.ERROR, "specmetrics.report"):
+        assert main(["report", "--data", str(data), "--out", str(out), "--format", "html",
+                     "--every", "1h", "--runs", "2"]) == 0
+    assert caplog.text.count("report run failed (the next one still runs): FileNotFoundError") == 1
+    assert len(list(out.glob("report-*.html"))) == 1

@@ -1,0 +1,80 @@
+"""The report's numbers, by hand, on a small tree; windows and the automatic bucket width."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from queries import connect
+from queries.report import Window, collect
+from queries.report.data import MAX_BUCKETS, _pick_bucket
+from tests.queries.report.conftest import T
+
+
+def test_headline_pools_all_groups(report_tree: Path) -> None:
+    con = connect(report_tree)
+    try:
+        data = collect(con, Window(None, None))
+    finally:
+        con.close()
+    # corrected drafts: (3,3), (3,1), (2,2); vLLM adds 2 skipped and 1 all-invalid
+    assert data.headline == {
+        "num_drafts": 3, "vllm_num_drafts": 6, "num_draft_tokens": 8, "vllm_num_draft_tokens": 14,
+        "num_accepted_tokens": 6, "vllm_num_accepted_tokens": 6,
+        "acceptance_rate": pytest.approx(6 / 8), "vllm_acceptance_rate": pytest.approx(6 / 14),
+        "mean_acceptance_length": pytest.approx(3.0), "vllm_mean_acceptance_length": pytest.approx(2.0),
+    }
+    assert data.request_steps == 9
+    assert (data.first_event, data.last_event) == (T, T.replace(minute=5))
+    assert [(r["kind"], r["request_steps"]) for r in data.shares] == [
+        ("drafted", 3), ("grammar_invalid", 1), ("k_zero", 3), ("skipped_for_length", 2)]
+    assert data.bucket == timedelta(minutes=1)
+    # minute 3: the all-invalid draft counts as a vLLM draft, but with no draft token
+    assert [(r["bucket_start"].minute, r["acceptance_rate"], r["vllm_acceptance_rate"]) for r in data.timeline] == [
+        (0, 1.0, 1.0), (1, pytest.approx(1 / 3), pytest.approx(1 / 3)), (2, None, 0.0), (3, None, None),
+        (4, None, None), (5, 1.0, 1.0)]
+    # position 0: the 3 drafts all accept >= 1 (vLLM: 3 of 6); position 2: only (3,3) accepts, and only the two
+    # drafts of 3 tokens reach it
+    assert [(r["position"], r["rate_over_drafts"], r["rate_conditional"], r["vllm_rate"]) for r in data.positions] == [
+        (0, 1.0, 1.0, 0.5), (1, pytest.approx(2 / 3), pytest.approx(2 / 3), pytest.approx(2 / 6)),
+        (2, pytest.approx(1 / 3), pytest.approx(1 / 2), pytest.approx(1 / 6))]
+    assert [(r["context_start"], r["request_steps"], r["skip_share"]) for r in data.context] == [
+        (0, 6, 0.0), (256, 1, 0.0), (512, 1, 1.0), (768, 1, 1.0)]
+    assert [(r["k_zero_reason"], r["request_steps"]) for r in data.k_zero] == [("no_proposal", 2), ("length_trim", 1)]
+    assert [(g["engine_id"], g["extra_vllm_drafts"]) for g in data.groups] == [("a/dp0", 3), ("b/dp1", 0)]
+
+
+def test_window_bounds_are_applied(report_tree: Path) -> None:
+    con = connect(report_tree)
+    try:
+        data = collect(con, Window(T.replace(minute=2), T.replace(minute=4)))
+        empty = collect(con, Window(datetime(2030, 1, 1), None))
+    finally:
+        con.close()
+    assert data.request_steps == 4  # two skips, the all-invalid draft, one K = 0
+    assert (data.headline["num_drafts"], data.headline["vllm_num_drafts"]) == (0, 3)
+    assert data.headline["acceptance_rate"] is None
+    assert empty.empty and empty.timeline == [] and empty.headline["num_drafts"] == 0
+
+
+@pytest.mark.parametrize(("span", "width"), [
+    (timedelta(minutes=30), timedelta(minutes=1)),
+    (timedelta(hours=3), timedelta(minutes=5)),
+    (timedelta(days=2), timedelta(hours=1)),
+    (timedelta(days=400), timedelta(days=7)),
+])
+def test_bucket_width_keeps_the_timeline_short(span: timedelta, width: timedelta) -> None:
+    assert _pick_bucket(T, T + span) == width
+    assert span / width < MAX_BUCKETS or width == timedelta(days=7)
+
+
+def test_bucket_can_be_given(report_tree: Path) -> None:
+    con = connect(report_tree)
+    try:
+        data: Any = collect(con, Window(None, None), bucket=timedelta(hours=1))
+    finally:
+        con.close()
+    assert [(r["bucket_start"], r["request_steps"]) for r in data.timeline] == [(T, 9)]

@@ -1,0 +1,73 @@
+"""The report computes its numbers from one rollup; on any valid set of outcomes they equal the
+views' numbers, pooled."""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from queries import connect, run_query
+from queries.report import Window, collect
+from tests.queries.test_queries_properties import outcome
+
+
+def pooled(con: Any, sql: str) -> list[dict[str, Any]]:
+    return list(run_query(con, sql).to_pylist())
+
+
+def approx(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: pytest.approx(v) if isinstance(v, float) else v for k, v in row.items()} for row in rows]
+
+
+def check(con: Any) -> None:
+    data = collect(con, Window(None, None), bucket=timedelta(hours=1), context_tokens=512)
+    [headline] = pooled(con, """
+        SELECT sum(num_drafts) AS num_drafts, sum(vllm_num_drafts) AS vllm_num_drafts,
+               sum(num_draft_tokens) AS num_draft_tokens, sum(vllm_num_draft_tokens) AS vllm_num_draft_tokens,
+               sum(num_accepted_tokens) AS num_accepted_tokens,
+               sum(vllm_num_accepted_tokens) AS vllm_num_accepted_tokens
+        FROM acceptance_diff""")
+    assert {k: data.headline[k] for k in headline} == headline
+    view_groups = pooled(con, "FROM acceptance_diff ORDER BY engine_id, model, method, num_spec_tokens")
+    assert [{k: g[k] for k in view_groups[0]} for g in data.groups] == approx(view_groups)
+    assert [(r["bucket_start"], r["request_steps"], r["acceptance_rate"], r["vllm_acceptance_rate"])
+            for r in data.timeline] == [tuple(r.values()) for r in approx(pooled(con, """
+        SELECT bucket_start, sum(request_steps) AS n, sum(num_accepted_tokens) / nullif(sum(num_draft_tokens), 0) AS a,
+               sum(vllm_num_accepted_tokens) / nullif(sum(vllm_num_draft_tokens), 0) AS v
+        FROM acceptance_timeline(bucket := INTERVAL 1 HOUR) GROUP BY ALL ORDER BY ALL"""))]
+    assert [tuple(r.values()) for r in data.positions] == [tuple(r.values()) for r in approx(pooled(con, """
+        SELECT c.position, sum(c.num_accepted) / nullif(sum(c.num_drafts), 0),
+               sum(c.num_accepted) / nullif(sum(c.num_reached), 0),
+               sum(v.num_accepted_tokens_per_pos) / nullif(sum(v.num_drafts), 0)
+        FROM acceptance_per_position c JOIN acceptance_vllm_per_position v
+            USING (engine_id, model, method, num_spec_tokens, position)
+        GROUP BY c.position ORDER BY c.position"""))]
+    assert [tuple(r.values()) for r in data.context] == [tuple(r.values()) for r in approx(pooled(con, """
+        SELECT context_start, context_end, sum(request_steps), sum(skipped) / sum(request_steps),
+               sum(num_accepted_tokens) / nullif(sum(num_draft_tokens), 0),
+               sum(vllm_num_accepted_tokens) / nullif(sum(vllm_num_draft_tokens), 0)
+        FROM skips_by_context_between(NULL, NULL, bucket_tokens := 512)
+        GROUP BY ALL ORDER BY context_start NULLS LAST"""))]
+    assert {r["k_zero_reason"]: r["request_steps"] for r in data.k_zero} == {
+        r["k_zero_reason"]: r["n"] for r in pooled(con, "SELECT k_zero_reason, sum(request_steps) AS n "
+                                                         "FROM k_zero_reasons GROUP BY ALL")}
+    assert {r["kind"]: r["request_steps"] for r in data.shares} == {
+        r["kind"]: r["n"] for r in pooled(con, "SELECT kind, sum(request_steps) AS n FROM outcome_shares GROUP BY ALL")}
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(outcome(), min_size=1, max_size=40))
+def test_report_numbers_equal_the_views(outcomes: Any, drawn: list[dict[str, Any]]) -> None:
+    rows = [outcomes.row(**d) for d in drawn]
+    with tempfile.TemporaryDirectory() as tmp:
+        con = connect(outcomes.write_tree(Path(tmp) / "data", rows))
+        try:
+            check(con)
+        finally:
+            con.close()

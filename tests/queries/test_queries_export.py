@@ -1,0 +1,65 @@
+"""``db export``: a DuckDB file any DuckDB client opens, with the same views as ``connect``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from queries import run_query
+from specmetrics.cli import main
+
+#: Run in a plain Python with only duckdb: no specmetrics code is involved in reading the file.
+CLIENT = """
+import duckdb, json, sys
+con = duckdb.connect(sys.argv[1], read_only=True)
+print(json.dumps({
+    "acceptance": con.sql("SELECT engine_id, num_drafts, num_accepted_tokens FROM acceptance").fetchall(),
+    "window": con.sql("SELECT sum(num_drafts) FROM acceptance_vllm_between(?, ?)",
+                      params=["2025-01-01 10:00:00", "2025-01-01 11:00:00"]).fetchall(),
+    "timeline": con.sql("SELECT count(*) FROM acceptance_timeline(bucket := INTERVAL 1 HOUR)").fetchall(),
+}))
+"""
+
+
+def client(db: Path) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-I", "-c", CLIENT, str(db)], capture_output=True, text=True, check=True)
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def test_exported_file_has_the_views_over_the_tree(tmp_path: Path, connect_rows: Any, outcomes: Any,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    con = connect_rows([outcomes.drafted(3, 2), outcomes.skipped(3), outcomes.k_zero("no_proposal")])
+    data, db = tmp_path / "data", tmp_path / "specmetrics.duckdb"
+    assert main(["db", "export", str(db), "--data", str(data)]) == 0
+    assert "open it read-only" in capsys.readouterr().out
+    seen = client(db)
+    expected = run_query(con, "SELECT engine_id, num_drafts, num_accepted_tokens FROM acceptance").to_pylist()
+    assert seen["acceptance"] == [list(r.values()) for r in expected] == [["a/dp0", 1, 2]]
+    assert seen["window"] == [[2]]  # the draft and the placeholder draft, as vLLM counts
+    assert seen["timeline"] == [[1]]
+    # files the ingester adds later are seen
+    more = outcomes.write_tree(tmp_path / "more", [outcomes.drafted(3, 3)])
+    src = next(more.glob("dt=*/hour=*/*.parquet"))
+    src.rename(data / src.parent.relative_to(more) / "later.parquet")
+    assert client(db)["acceptance"] == [["a/dp0", 2, 5]]
+
+
+def test_export_refuses_to_overwrite_and_to_export_nothing(tmp_path: Path, connect_rows: Any, outcomes: Any,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    connect_rows([outcomes.drafted(3, 2)])
+    db = tmp_path / "x.duckdb"
+    db.write_text("precious")
+    assert main(["db", "export", str(db), "--data", str(tmp_path / "data")]) == 2
+    assert "exists: pass --force" in capsys.readouterr().err
+    assert db.read_text() == "precious"
+    assert main(["db", "export", str(db), "--data", str(tmp_path / "data"), "--force"]) == 0
+    (tmp_path / "empty").mkdir()
+    assert main(["db", "export", str(tmp_path / "y.duckdb"), "--data", str(tmp_path / "empty")]) == 2
+    assert "no Parquet files under" in capsys.readouterr().err
+    assert not (tmp_path / "y.duckdb").exists()
