@@ -1,7 +1,9 @@
 """Synthetic request-outcome rows for the report benchmark: a hive tree of zstd Parquet files in
-the stored schema (schemas.arrow.OUTCOME_SCHEMA), one file per hour, with a realistic mix:
-4 engines (K = 3 and 5), ~80 % drafted, skips when the batch's context passes the drafter's
-limit, grammar-invalid and K = 0 request-steps. Deterministic for a seed; cached by row count."""
+the stored schema (schemas.arrow.OUTCOME_SCHEMA), one file per hour, laid out as the ingester
+writes them (steps of 64 requests sharing the step's envelope) with a realistic mix: 4 engines
+(K = 3 and 5) interleaved step by step, ~80 % drafted, whole steps skipped when the batch's
+context passes the drafter's limit, grammar-invalid and K = 0 request-steps. Deterministic for
+a seed; cached by row count and layout version."""
 
 from __future__ import annotations
 
@@ -22,11 +24,12 @@ MODELS = ("llama-8b", "qwen-7b")
 KINDS = ("drafted", "skipped_for_length", "grammar_invalid", "k_zero")
 REASONS = ("no_proposal", "length_trim", "grammar_truncated", "schedule")
 DRAFTER_MAX_LEN = 3800
+BATCH = 64
 
 
 def build_tree(root: Path, rows: int, files: int = 10, seed: int = 0) -> Path:
     """``root`` with ``rows`` rows in ``files`` hourly files; reused if already complete."""
-    done = root / f".complete-{rows}-{files}-{seed}"
+    done = root / f".complete-{rows}-{files}-{seed}-steps{BATCH}"
     if done.exists():
         return root
     settings = IngestSettings()
@@ -46,9 +49,14 @@ def _dictionary(codes: np.ndarray, values: tuple[str, ...]) -> pa.DictionaryArra
 
 
 def _rows(n: int, hour: int, rng: np.random.Generator) -> pa.Table:
-    engine = rng.integers(0, len(ENGINES), n)
+    """Rows as the ingester stores them: steps of BATCH requests, one engine per step, the step's
+    envelope (engine, time, context, K) shared by its rows; skipping for length is batch-wide."""
+    steps = n // BATCH
+    step_engine = rng.integers(0, len(ENGINES), steps)
+    step_context = rng.integers(32, 4096, steps).astype(np.int32)
+    engine = np.repeat(step_engine, BATCH)
     k = np.where(engine % 2 == 0, 3, 5).astype(np.int16)
-    context = rng.integers(32, 4096, n).astype(np.int32)
+    context = np.repeat(step_context, BATCH)
     draw = rng.random(n)
     kind = np.select([context > DRAFTER_MAX_LEN, draw < 0.03, draw < 0.11], [1, 2, 3], 0)
     accepted_draw = np.minimum(rng.geometric(0.35, n) - 1, k).astype(np.int16)
@@ -56,8 +64,8 @@ def _rows(n: int, hour: int, rng: np.random.Generator) -> pa.Table:
     k_sched = np.where(kind == 3, 0, k).astype(np.int16)
     k_valid = (k_sched - invalid).astype(np.int16)
     accepted = np.where(kind == 0, accepted_draw, np.where(kind == 2, np.minimum(accepted_draw, k_valid), 0))
-    step = np.arange(n) // 64
-    micros = hour * 3_600_000_000 + np.arange(n, dtype=np.int64) * (3_600_000_000 // n)
+    step = np.arange(n) // BATCH
+    micros = hour * 3_600_000_000 + step.astype(np.int64) * (3_600_000_000 // steps)
     event_time = pa.array(np.datetime64(START, "us") + micros.astype("timedelta64[us]"), pa.timestamp("us"))
     ids = pc.cast(pa.array(step, pa.int64()), pa.string())
     columns = {
@@ -76,7 +84,8 @@ def _rows(n: int, hour: int, rng: np.random.Generator) -> pa.Table:
         "batch_max_seq_len": pa.array(context),
         "log_partition": pa.array(engine.astype(np.int32)),
         "log_offset": pa.array(step.astype(np.int64)),
-        "request_id": pc.binary_join_element_wise(f"r{hour}-", pc.cast(pa.array(np.arange(n) // 50), pa.string()), ""),
+        "request_id": pc.binary_join_element_wise(
+            f"r{hour}-", pc.cast(pa.array((np.arange(n) % BATCH) + step // 50 * BATCH), pa.string()), ""),
         "kind": _dictionary(kind, KINDS),
         "k_zero_reason": pa.DictionaryArray.from_arrays(
             pa.array(rng.integers(0, len(REASONS), n).astype(np.int32), mask=kind != 3), pa.array(REASONS)),

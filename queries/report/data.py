@@ -44,7 +44,7 @@ WITH totals AS (
         CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_accepted_tokens,
         CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_vllm_draft), 0) AS BIGINT)
             AS vllm_num_accepted_tokens
-    FROM {table} WHERE grain = 'shape'
+    FROM {table}
 )
 SELECT *,
        num_accepted_tokens / nullif(num_draft_tokens, 0) AS acceptance_rate,
@@ -56,7 +56,7 @@ FROM totals
 _SHARES = """
 SELECT kind, CAST(sum(request_steps) AS BIGINT) AS request_steps,
        sum(request_steps) / sum(sum(request_steps)) OVER () AS share
-FROM {table} WHERE grain = 'shape'
+FROM {table}
 GROUP BY kind ORDER BY kind
 """
 _TIMELINE = """
@@ -65,7 +65,7 @@ SELECT bucket_start, CAST(sum(request_steps) AS BIGINT) AS request_steps,
            / nullif(sum(request_steps * k_valid) FILTER (WHERE is_draft), 0) AS acceptance_rate,
        sum(request_steps * accepted) FILTER (WHERE is_vllm_draft)
            / nullif(sum(request_steps * k_valid) FILTER (WHERE is_vllm_draft), 0) AS vllm_acceptance_rate
-FROM {table} WHERE grain = 'time'
+FROM {table}
 GROUP BY bucket_start ORDER BY bucket_start
 """
 _POSITIONS = """
@@ -78,7 +78,6 @@ SELECT
     coalesce(sum(request_steps) FILTER (WHERE is_vllm_draft AND accepted > p.position), 0)
         / nullif(sum(request_steps) FILTER (WHERE is_vllm_draft), 0) AS vllm_rate
 FROM {table} AS r, range(r.num_spec_tokens) AS p(position)
-WHERE grain = 'shape'
 GROUP BY p.position ORDER BY p.position
 """
 _CONTEXT = """
@@ -88,13 +87,13 @@ SELECT context_start, context_end, CAST(sum(request_steps) AS BIGINT) AS request
            / nullif(sum(request_steps * k_valid) FILTER (WHERE is_draft), 0) AS acceptance_rate,
        sum(request_steps * accepted) FILTER (WHERE is_vllm_draft)
            / nullif(sum(request_steps * k_valid) FILTER (WHERE is_vllm_draft), 0) AS vllm_acceptance_rate
-FROM {table} WHERE grain = 'context'
+FROM {table}
 GROUP BY context_start, context_end ORDER BY context_start NULLS LAST
 """
 _K_ZERO = """
 SELECT k_zero_reason, CAST(sum(request_steps) AS BIGINT) AS request_steps,
        sum(request_steps) / sum(sum(request_steps)) OVER () AS share_of_k_zero
-FROM {table} WHERE grain = 'shape' AND kind = 'k_zero'
+FROM {table} WHERE kind = 'k_zero'
 GROUP BY k_zero_reason ORDER BY request_steps DESC, k_zero_reason
 """
 _GROUPS = """
@@ -108,7 +107,7 @@ WITH totals AS (
         CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_accepted_tokens,
         CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_vllm_draft), 0) AS BIGINT)
             AS vllm_num_accepted_tokens
-    FROM {table} WHERE grain = 'shape'
+    FROM {table}
     GROUP BY engine_id, model, method, num_spec_tokens
 )
 SELECT *, vllm_num_drafts - num_drafts AS extra_vllm_drafts,
