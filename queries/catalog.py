@@ -59,8 +59,10 @@ PARQUET_GLOB = "dt=*/hour=*/*.parquet"
 #: Hive partition columns and their types in the source view (DuckDB's own guess depends on the
 #: values: ``hour=07`` stays text, ``hour=10`` becomes BIGINT).
 PARTITION_COLUMNS: tuple[tuple[str, str], ...] = (("dt", "DATE"), ("hour", "INTEGER"))
-_GLOB_CHARS = frozenset("*?[]{}")
+GLOB_CHARS = frozenset("*?[]{}")
 _DEFINITION = re.compile(r"CREATE OR REPLACE (?:VIEW|MACRO) (\w+)")
+#: Comments and string literals: a name in them is no dependency.
+_CODE_ONLY = re.compile(r"--[^\n]*|'(?:[^']|'')*'")
 
 Params = Sequence[object] | Mapping[str, object]
 
@@ -85,6 +87,7 @@ def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
         has_files = _create_source(con, root)
         for statement in view_statements(con):
             con.execute(statement)
+        con.execute("SET TimeZone = 'UTC'")  # event times are UTC; so are naive window bounds
         if has_files:
             con.execute("SET allowed_directories = ?", [[str(root)]])
         con.execute("SET enable_external_access = false")
@@ -151,10 +154,11 @@ def sql_files() -> list[str]:
 def _dependency_order(texts: dict[str, str]) -> list[str]:
     """File names (without ``.sql``) so that each comes after the files defining the views and
     macros it mentions; alphabetical otherwise."""
-    defines = {file: set(_DEFINITION.findall(body)) for file, body in texts.items()}
+    code = {file: _CODE_ONLY.sub(" ", body) for file, body in texts.items()}
+    defines = {file: set(_DEFINITION.findall(body)) for file, body in code.items()}
     needs = {file: {other for other, names in defines.items()
                     if other != file and any(re.search(rf"\b{name}\b", body) for name in names)}
-             for file, body in texts.items()}
+             for file, body in code.items()}
     done: list[str] = []
     while len(done) < len(texts):
         ready = sorted(view for view in texts if view not in done and needs[view] <= set(done))
@@ -182,7 +186,7 @@ def _create_source(con: duckdb.DuckDBPyConnection, root: Path) -> bool:
         return False
     # The path travels as a value, never pasted into SQL; a path that DuckDB would read as a glob
     # pattern itself is passed as the file list of now (later files are then not seen).
-    source = files if _GLOB_CHARS & set(str(root)) else str(root / PARQUET_GLOB)
+    source = files if GLOB_CHARS & set(str(root)) else str(root / PARQUET_GLOB)
     relation = con.read_parquet(source, hive_partitioning=True, union_by_name=True)
     relation.project(f"* REPLACE ({partition_casts()})").create_view(SOURCE_VIEW)
     comment_source(con)

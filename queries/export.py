@@ -4,7 +4,8 @@ the DuckDB CLI, notebooks and BI tools.
 The file holds no data, only the view and macro definitions; the source view reads the tree by
 its absolute path each time, so files the ingester adds later are seen. Open it read-only
 (``duckdb -readonly FILE``, ``duckdb.connect(FILE, read_only=True)``). Moving the tree means
-exporting again.
+exporting again. Event times are UTC; window bounds with an offset are converted in the
+session's time zone, so ``SET TimeZone = 'UTC'`` first (``connect()`` does).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 
-from queries.catalog import PARQUET_GLOB, SOURCE_VIEW, comment_source, partition_casts, view_statements
+from queries.catalog import GLOB_CHARS, PARQUET_GLOB, SOURCE_VIEW, comment_source, partition_casts, view_statements
 
 
 def export_database(data_dir: Path, target: Path, *, force: bool = False) -> Path:
@@ -28,6 +29,9 @@ def export_database(data_dir: Path, target: Path, *, force: bool = False) -> Pat
                                 f"(DuckDB checks a view's files when the view is created)")
     if target.exists() and not force:
         raise FileExistsError(f"{str(target)!r} exists: pass --force to replace it")
+    if GLOB_CHARS & set(str(root)):
+        raise ValueError(f"the data directory's path {str(root)!r} holds glob characters, which DuckDB would "
+                         "read as a pattern: move or link it to a plain path")
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.unlink(missing_ok=True)
     con = duckdb.connect(str(tmp))
@@ -40,8 +44,11 @@ def export_database(data_dir: Path, target: Path, *, force: bool = False) -> Pat
         for statement in view_statements(con):
             con.execute(statement)
         con.execute("CHECKPOINT")
-    finally:
+    except BaseException:
         con.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    con.close()
     os.replace(tmp, target)
     return target
 

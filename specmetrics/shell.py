@@ -59,8 +59,11 @@ class SqlShell:
             return False
         if name == ".views":
             print(text_table(["name", "meaning"], [[n, c or ""] for n, c in describe_views(self.con)]))
-        elif name == ".format" and arg.strip() in FORMATS:
-            self.fmt = arg.strip()
+        elif name == ".format":
+            if arg.strip() in FORMATS:
+                self.fmt = arg.strip()
+            else:
+                print(f"unknown format {arg.strip()!r}: choose from {', '.join(FORMATS)}", file=sys.stderr)
         elif name == ".help":
             print(HELP)
         else:
@@ -72,6 +75,9 @@ class SqlShell:
             print(render(run_query(self.con, sql.strip().rstrip(";")), self.fmt))
         except (QueryRejected, duckdb.Error) as exc:
             print(f"error: {exc}", file=sys.stderr)
+        except KeyboardInterrupt:  # Ctrl-C stops the query, not the session
+            self.con.interrupt()
+            print("interrupted", file=sys.stderr)
 
 
 def with_history(path: Path) -> Callable[[], None]:

@@ -28,31 +28,31 @@ BUCKETS: tuple[timedelta, ...] = (
 MAX_BUCKETS = 120
 
 _SPAN = """
-SELECT min(event_time) AS first, max(event_time) AS last, CAST(count(*) AS BIGINT) AS request_steps
+SELECT min(event_time) AS first, max(event_time) AS last
 FROM request_steps_between($t0, $t1)
 """
 #: The one scan of a report: report_rollup's rows, kept for the queries below.
-_ROLLUP = "CREATE TEMP TABLE {table} AS FROM report_rollup($t0, $t1, $bucket, $context_tokens)"
-_DEFINITIONS = "FROM (VALUES ('', true), ('vllm_', false)) AS d(prefix, corrected)"
-_HEADLINE = """
-WITH totals AS (
-    SELECT
+_ROLLUP = ("CREATE TEMP TABLE {table} AS "
+           "FROM report_rollup(t0 := $t0, t1 := $t1, bucket := $bucket, context_tokens := $context_tokens)")
+#: Corrected and vLLM-compatible counts over rollup rows (the definitions of acceptance_diff).
+_COUNTS = """
         CAST(coalesce(sum(request_steps) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_drafts,
         CAST(coalesce(sum(request_steps) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_drafts,
         CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_draft_tokens,
         CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_draft_tokens,
         CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_accepted_tokens,
         CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_vllm_draft), 0) AS BIGINT)
-            AS vllm_num_accepted_tokens
-    FROM {table}
-)
-SELECT *,
+            AS vllm_num_accepted_tokens"""
+_RATES = """
        num_accepted_tokens / nullif(num_draft_tokens, 0) AS acceptance_rate,
        vllm_num_accepted_tokens / nullif(vllm_num_draft_tokens, 0) AS vllm_acceptance_rate,
        1 + num_accepted_tokens / nullif(num_drafts, 0) AS mean_acceptance_length,
-       1 + vllm_num_accepted_tokens / nullif(vllm_num_drafts, 0) AS vllm_mean_acceptance_length
-FROM totals
+       1 + vllm_num_accepted_tokens / nullif(vllm_num_drafts, 0) AS vllm_mean_acceptance_length"""
+_HEADLINE = f"""
+WITH totals AS (SELECT {_COUNTS} FROM {{table}})
+SELECT *, {_RATES} FROM totals
 """
+_REQUEST_STEPS = "SELECT CAST(sum(request_steps) AS BIGINT) AS n FROM {table}"
 _SHARES = """
 SELECT kind, CAST(sum(request_steps) AS BIGINT) AS request_steps,
        sum(request_steps) / sum(sum(request_steps)) OVER () AS share
@@ -96,27 +96,15 @@ SELECT k_zero_reason, CAST(sum(request_steps) AS BIGINT) AS request_steps,
 FROM {table} WHERE kind = 'k_zero'
 GROUP BY k_zero_reason ORDER BY request_steps DESC, k_zero_reason
 """
-_GROUPS = """
+_GROUPS = f"""
 WITH totals AS (
-    SELECT
-        engine_id, model, method, num_spec_tokens,
-        CAST(coalesce(sum(request_steps) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_drafts,
-        CAST(coalesce(sum(request_steps) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_drafts,
-        CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_draft_tokens,
-        CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_draft_tokens,
-        CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_accepted_tokens,
-        CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_vllm_draft), 0) AS BIGINT)
-            AS vllm_num_accepted_tokens
-    FROM {table}
+    SELECT engine_id, model, method, num_spec_tokens, {_COUNTS}
+    FROM {{table}}
     GROUP BY engine_id, model, method, num_spec_tokens
 )
-SELECT *, vllm_num_drafts - num_drafts AS extra_vllm_drafts,
-       num_accepted_tokens / nullif(num_draft_tokens, 0) AS acceptance_rate,
-       vllm_num_accepted_tokens / nullif(vllm_num_draft_tokens, 0) AS vllm_acceptance_rate,
+SELECT *, vllm_num_drafts - num_drafts AS extra_vllm_drafts, {_RATES},
        num_accepted_tokens / nullif(num_draft_tokens, 0)
            - vllm_num_accepted_tokens / nullif(vllm_num_draft_tokens, 0) AS acceptance_rate_diff,
-       1 + num_accepted_tokens / nullif(num_drafts, 0) AS mean_acceptance_length,
-       1 + vllm_num_accepted_tokens / nullif(vllm_num_drafts, 0) AS vllm_mean_acceptance_length,
        num_accepted_tokens / nullif(num_drafts, 0)
            - vllm_num_accepted_tokens / nullif(vllm_num_drafts, 0) AS mean_acceptance_length_diff
 FROM totals
@@ -176,7 +164,7 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
 
         return ReportData(
             window=window,
-            request_steps=int(first_last["request_steps"]),
+            request_steps=int(rows(_REQUEST_STEPS)[0]["n"] or 0),
             first_event=first_last["first"],
             last_event=first_last["last"],
             headline=rows(_HEADLINE)[0],

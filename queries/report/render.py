@@ -55,11 +55,12 @@ def charts(data: ReportData) -> list[Chart]:
     if data.empty:
         return []
     out = []
-    times = [_time_label(r["bucket_start"], data) for r in data.timeline]
+    timeline = _every_bucket(data)
+    times = [_time_label(start, data) for start in timeline]
     out.append(Chart("timeline", line_chart(
         "timeline", f"Acceptance rate over time ({_duration(data)} buckets)", times,
-        [Series("corrected", [r["acceptance_rate"] for r in data.timeline]),
-         Series("vLLM-reported", [r["vllm_acceptance_rate"] for r in data.timeline])])))
+        [Series("corrected", [r["acceptance_rate"] if r else None for r in timeline.values()]),
+         Series("vLLM-reported", [r["vllm_acceptance_rate"] if r else None for r in timeline.values()])])))
     positions = [f"position {r['position']}" for r in data.positions]
     out.append(Chart("positions", line_chart(
         "positions", "Acceptance by draft position", positions,
@@ -172,14 +173,37 @@ def _stamp(t: datetime | None) -> str:
     return "–" if t is None else t.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+MAX_CHART_BUCKETS = 2000
+
+
+def _every_bucket(data: ReportData) -> dict[datetime, Row | None]:
+    """The timeline's buckets from first to last, None where no request-step fell, so the lines
+    break over an outage instead of joining across it (unless that would be too many points)."""
+    rows: dict[datetime, Row | None] = {r["bucket_start"]: r for r in data.timeline}
+    if not rows:
+        return rows
+    first, last = min(rows), max(rows)
+    if (last - first) / data.bucket > MAX_CHART_BUCKETS:
+        return rows
+    every: dict[datetime, Row | None] = {}
+    start = first
+    while start <= last:
+        every[start] = rows.get(start)
+        start += data.bucket
+    return every
+
+
 def _duration(data: ReportData) -> str:
-    minutes = int(data.bucket.total_seconds() // 60)
-    if minutes % 1440 == 0:
-        return f"{minutes // 1440} day"
-    return f"{minutes // 60} h" if minutes % 60 == 0 else f"{minutes} min"
+    seconds = int(data.bucket.total_seconds())
+    for unit, name in ((86400, "day"), (3600, "h"), (60, "min")):
+        if seconds % unit == 0:
+            return f"{seconds // unit} {name}"
+    return f"{seconds} s"
 
 
 def _time_label(t: datetime, data: ReportData) -> str:
+    if data.bucket.total_seconds() < 60:
+        return t.strftime("%H:%M:%S")
     return t.strftime("%m-%d %H:%M") if data.bucket.total_seconds() < 86400 else t.strftime("%Y-%m-%d")
 
 

@@ -56,7 +56,7 @@ class Cron(Schedule):
         if len(parts) != 5:
             raise ValueError(f"not a cron expression: {text!r} (expected 5 fields: minute hour day month weekday)")
         fields = tuple(_cron_field(part, *spec) for part, spec in zip(parts, _CRON_FIELDS, strict=True))
-        return cls(fields, parts[2] == "*", parts[4] == "*")
+        return cls(fields, parts[2].startswith("*"), parts[4].startswith("*"))
 
     def next_after(self, now: datetime) -> datetime:
         t = now.astimezone(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1)
@@ -100,12 +100,8 @@ def _cron_field(text: str, name: str, low: int, high: int) -> frozenset[int]:
                     end = high
         except ValueError:
             raise ValueError(f"cron {name} field {text!r}: not a number, range, list or step") from None
-        if name == "day of week" and end == 7:
-            values.add(0)  # 7 is Sunday too
-            end = 6
-            if start == 7:
-                continue
-        if not (low <= start <= end <= high) or step < 1:
+        top = 7 if name == "day of week" else high  # 7 is Sunday too
+        if not (low <= start <= end <= top) or step < 1:
             raise ValueError(f"cron {name} field {text!r}: values must lie in {low}-{high}")
-        values.update(range(start, end + 1, step))
+        values.update(v % 7 if name == "day of week" else v for v in range(start, end + 1, step))
     return frozenset(values)

@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.every:
         return _run_once(args, formats, bucket, window_at(datetime.now(UTC)), scheduled=False)
     schedule = parse_schedule(args.every)
+    schedule.next_after(datetime.now(UTC))  # a cron expression that never matches fails now
     runs = 0
     while args.runs is None or runs < args.runs:
         if runs:

@@ -4,9 +4,11 @@ validation, profiles, and every specmetrics command and healthcheck against the 
 from __future__ import annotations
 
 import subprocess
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from queries.report import parse_duration, parse_formats, parse_schedule
 from specmetrics.cli import build_parser, main
 from tests.deploy.compose import (
     COMPOSE_FILE,
@@ -88,3 +90,7 @@ def test_each_specmetrics_command_is_a_cli_subcommand_with_valid_options(
         main([args.command, "--help"])
     assert exited.value.code == 0
     assert f"usage: specmetrics {args.command}" in capsys.readouterr().out
+    if args.command == "report":  # values argparse takes as text: checked as the command checks them
+        parse_schedule(args.every).next_after(datetime.now(UTC))
+        parse_formats(args.format)
+        assert parse_duration(args.since) > timedelta(0)

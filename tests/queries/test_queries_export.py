@@ -50,6 +50,17 @@ def test_exported_file_has_the_views_over_the_tree(tmp_path: Path, connect_rows:
     assert client(db)["acceptance"] == [["a/dp0", 2, 5]]
 
 
+def test_a_path_with_a_quote_is_exported_and_one_with_glob_characters_refused(
+        tmp_path: Path, outcomes: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    quoted = outcomes.write_tree(tmp_path / "it's data", [outcomes.drafted(3, 2)])
+    assert main(["db", "export", str(tmp_path / "q.duckdb"), "--data", str(quoted)]) == 0
+    assert client(tmp_path / "q.duckdb")["acceptance"] == [["a/dp0", 1, 2]]
+    globbed = outcomes.write_tree(tmp_path / "data[1]", [outcomes.drafted(3, 2)])
+    assert main(["db", "export", str(tmp_path / "g.duckdb"), "--data", str(globbed)]) == 2
+    assert "glob characters" in capsys.readouterr().err
+    assert not (tmp_path / "g.duckdb").exists()
+
+
 def test_export_refuses_to_overwrite_and_to_export_nothing(tmp_path: Path, connect_rows: Any, outcomes: Any,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     connect_rows([outcomes.drafted(3, 2)])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import duckdb
@@ -81,6 +81,13 @@ def test_between_macros_keep_t0_and_drop_t1(con: Any) -> None:
     for view in ("acceptance_diff", "acceptance_per_request", "skips_by_context", "k_zero_reasons", "grammar_invalid",
                  "outcome_shares", "acceptance_per_position", "acceptance_vllm_per_position"):
         assert query(con, f"FROM {view}_between(NULL, NULL) ORDER BY ALL") == query(con, f"FROM {view} ORDER BY ALL")
+
+
+def test_bounds_with_an_offset_are_converted_to_utc(con: Any) -> None:
+    naive = query(con, "SELECT count(*) AS n FROM request_steps_between(?, ?)", ["2025-01-01 10:01:05", None])
+    assert naive == [{"n": 6}]
+    for bound in ("2025-01-01T12:01:05+02:00", datetime(2025, 1, 1, 5, 1, 5, tzinfo=timezone(timedelta(hours=-5)))):
+        assert query(con, "SELECT count(*) AS n FROM request_steps_between(?, NULL)", [bound]) == naive, bound
 
 
 def test_acceptance_per_request_next_to_pooled(con: Any) -> None:

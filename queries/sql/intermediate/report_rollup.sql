@@ -37,8 +37,8 @@ WITH rolled AS (
 SELECT
     engine_id, model, method, num_spec_tokens,
     make_timestamp(bucket_index * epoch_us(CAST(bucket AS INTERVAL))) AS bucket_start,
-    CAST(context_index * context_tokens AS INTEGER) AS context_start,
-    CAST((context_index + 1) * context_tokens AS INTEGER) AS context_end,
+    CAST(context_index * CAST(context_tokens AS INTEGER) AS INTEGER) AS context_start,
+    CAST((context_index + 1) * CAST(context_tokens AS INTEGER) AS INTEGER) AS context_end,
     kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted,
     -- request_steps' is_draft and is_vllm_draft, computed on the rolled-up rows (cheaper than
     -- grouping by them); the tests check the report's numbers equal the views'

@@ -19,7 +19,7 @@
 CREATE OR REPLACE MACRO acceptance_timeline(bucket := INTERVAL 1 MINUTE, t0 := NULL, t1 := NULL) AS TABLE
 WITH width AS (
     SELECT CASE WHEN epoch_us(CAST(bucket AS INTERVAL)) > 0 THEN epoch_us(CAST(bucket AS INTERVAL))
-                ELSE error('acceptance_timeline: bucket must be a positive interval, got ' || CAST(bucket AS VARCHAR))
+                ELSE error('acceptance_timeline: bucket must be a positive interval')
            END AS us
 ),
 totals AS (

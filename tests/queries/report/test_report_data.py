@@ -78,3 +78,19 @@ def test_bucket_can_be_given(report_tree: Path) -> None:
     finally:
         con.close()
     assert [(r["bucket_start"], r["request_steps"]) for r in data.timeline] == [(T, 9)]
+
+
+def test_the_timeline_chart_breaks_over_an_outage(tmp_path: Path, outcomes: Any) -> None:
+    from queries.report.render import charts
+
+    minutes = (0, 1, 5, 6)  # nothing in minutes 2-4
+    root = outcomes.write_tree(tmp_path / "gap", [outcomes.drafted(3, 1, event_time=T.replace(minute=m))
+                                                  for m in minutes])
+    con = connect(root)
+    try:
+        data = collect(con, Window(None, None))
+    finally:
+        con.close()
+    [timeline] = [c.svg for c in charts(data) if c.name == "timeline"]
+    assert timeline.count('<polyline data-series="corrected"') == 2  # 0-1 and 5-6, not one line across the gap
+    assert timeline.count('<circle') == 2 * len(minutes)

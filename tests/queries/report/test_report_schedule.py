@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from queries.report import parse_duration, parse_schedule
+from queries.report.schedule import Cron
 
 NOW = datetime(2026, 12, 3, 8, 7, 30, tzinfo=UTC)  # a Thursday
 
@@ -24,6 +25,9 @@ NOW = datetime(2026, 12, 3, 8, 7, 30, tzinfo=UTC)  # a Thursday
     ("0 0 1 1-3 *", datetime(2027, 1, 1, tzinfo=UTC)),
     ("5,10 8 * * *", datetime(2026, 12, 3, 8, 10, tzinfo=UTC)),
     ("0 0 13 * 5", datetime(2026, 12, 4, tzinfo=UTC)),  # day 13 OR a Friday, as in cron
+    ("0 0 */2 * 1", datetime(2026, 12, 7, tzinfo=UTC)),  # an odd day AND a Monday: '*/2' is a '*' field
+    ("5/10 * * * *", datetime(2026, 12, 3, 8, 15, tzinfo=UTC)),
+    ("10-30/5 * * * *", datetime(2026, 12, 3, 8, 10, tzinfo=UTC)),
 ])
 def test_next_run(every: str, expected: datetime) -> None:
     assert parse_schedule(every).next_after(NOW) == expected
@@ -43,6 +47,11 @@ def test_a_run_time_is_never_repeated() -> None:
 def test_bad_schedules_are_clear_errors(every: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_schedule(every).next_after(NOW)
+
+
+def test_sunday_is_0_and_7_in_ranges_with_steps() -> None:
+    assert Cron.parse("0 0 * * 2-7/2").fields[4] == {2, 4, 6}
+    assert Cron.parse("0 0 * * 5-7").fields[4] == {5, 6, 0}
 
 
 def test_durations() -> None:
