@@ -4,6 +4,7 @@ atomically so a reader (the compose file server, a browser) never sees half a fi
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -12,6 +13,7 @@ from queries.report.data import ReportData
 from queries.report.render import charts, html, markdown
 
 FORMATS: tuple[str, ...] = ("md", "html")
+_STAMP = re.compile(r"^report-(\d{8}T\d{6}Z)[.-]")
 
 
 def parse_formats(text: str) -> tuple[str, ...]:
@@ -40,6 +42,18 @@ def write_report(data: ReportData, out: Path, formats: Sequence[str], generated:
     for path in written:
         _write(out / f"latest{path.suffix}", path.read_text(encoding="utf-8"))
     return written
+
+
+def prune_reports(out: Path, keep: int) -> list[Path]:
+    """Delete the files of all but the newest ``keep`` reports (``report-<UTC time>*``: the
+    reports and their charts; ``latest.*`` stay); returns what was deleted."""
+    stamps = sorted({m.group(1) for p in out.glob("report-*") if (m := _STAMP.match(p.name))}, reverse=True)
+    removed = []
+    for stamp in stamps[keep:]:
+        for path in out.glob(f"report-{stamp}*"):
+            path.unlink()
+            removed.append(path)
+    return removed
 
 
 def _write(path: Path, text: str) -> Path:

@@ -12,6 +12,7 @@ from typing import Any
 
 from queries import connect
 from queries.report import Window, collect, parse_duration, parse_formats, parse_schedule, write_report
+from queries.report.writer import prune_reports
 
 log = logging.getLogger("specmetrics.report")
 
@@ -35,6 +36,8 @@ def add_parser(subparsers: Any) -> None:
                         help="Run now, then on a schedule: an interval (1h, 15m) or a cron expression in quotes "
                              "('0 * * * *', UTC). A failed run is logged and the next one still runs.")
     parser.add_argument("--runs", type=int, default=None, help="With --every: stop after this many runs.")
+    parser.add_argument("--keep", type=int, default=None,
+                        help="Keep only the newest N timestamped reports in --out (latest.* stay); default: all.")
     parser.set_defaults(run=run)
 
 
@@ -43,18 +46,21 @@ def run(args: argparse.Namespace) -> int:
     bucket = parse_duration(args.bucket) if args.bucket else None
     if args.context_tokens < 1:
         raise ValueError("--context-tokens must be at least 1")
+    if args.keep is not None and args.keep < 1:
+        raise ValueError("--keep must be at least 1")
     window_at = _window_parser(args.since, args.until)
     window_at(datetime.now(UTC))  # bad --since/--until fail now, not at the first scheduled run
     if not args.every:
         return _run_once(args, formats, bucket, window_at(datetime.now(UTC)), scheduled=False)
     schedule = parse_schedule(args.every)
     schedule.next_after(datetime.now(UTC))  # a cron expression that never matches fails now
-    runs = 0
+    runs, when = 0, datetime.now(UTC)
     while args.runs is None or runs < args.runs:
         if runs:
-            _sleep_until(schedule.next_after(datetime.now(UTC)))
-        try:
-            _run_once(args, formats, bucket, window_at(datetime.now(UTC)), scheduled=True)
+            when = schedule.next_after(datetime.now(UTC))
+            _sleep_until(when)
+        try:  # relative windows end at the scheduled time, so consecutive reports neither overlap nor miss
+            _run_once(args, formats, bucket, window_at(when), scheduled=True)
         except Exception as exc:
             log.error("report run failed (the next one still runs): %s: %s", type(exc).__name__, exc)
         runs += 1
@@ -74,6 +80,9 @@ def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timede
               file=sys.stderr)
         return 1
     written = write_report(data, args.out, formats, generated)
+    if args.keep is not None:
+        for path in prune_reports(args.out, args.keep):
+            log.info("removed old report file %s", path)
     if data.empty:
         log.warning("no request outcomes from %s; wrote an empty report", window.describe())
     print(f"report for {window.describe()} ({data.request_steps:,} request-steps): "

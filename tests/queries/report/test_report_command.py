@@ -86,3 +86,27 @@ def test_a_failed_scheduled_run_is_logged_and_the_next_one_runs(
                      "--every", "1h", "--runs", "2"]) == 0
     assert caplog.text.count("report run failed (the next one still runs): FileNotFoundError") == 1
     assert len(list(out.glob("report-*.html"))) == 1
+
+
+def test_keep_prunes_the_oldest_reports_and_their_charts(report_tree: Path, tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    out.mkdir()
+    for stamp in ("20250101T000000Z", "20250102T000000Z"):  # two older reports, one with a chart
+        (out / f"report-{stamp}.html").write_text("old")
+    (out / "report-20250101T000000Z-timeline.svg").write_text("old")
+    (out / "notes.txt").write_text("not a report")
+    assert main(["report", "--data", str(report_tree), "--out", str(out), "--keep", "2"]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert "report-20250101T000000Z.html" not in names and "report-20250101T000000Z-timeline.svg" not in names
+    assert "report-20250102T000000Z.html" in names and "notes.txt" in names and "latest.html" in names
+    assert len({n[:23] for n in names if n.startswith("report-")}) == 2
+
+
+def test_scheduled_windows_end_at_the_scheduled_time(report_tree: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "reports"
+    monkeypatch.setattr(report_command, "_sleep_until", lambda when: None)
+    assert main(["report", "--data", str(report_tree), "--out", str(out), "--format", "md", "--since", "1h",
+                 "--every", "1h", "--runs", "2"]) == 0
+    # the second run's window is the hour before the next full hour, whenever the process woke up
+    assert re.search(r"Window: \d{4}-\d\d-\d\d \d\d:00:00 UTC to the last event", (out / "latest.md").read_text())
