@@ -142,7 +142,8 @@ def html(data: ReportData, generated: datetime) -> str:
 
 _STYLE = (
     "body{font-family:sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}"
-    "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}"
+    "table{border-collapse:collapse;margin:.5em 0;display:block;overflow-x:auto;font-size:.9em}"
+    "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}"
     "td:first-child,th:first-child{text-align:left}figure{margin:1em 0}.empty{background:#fff3cd;padding:1em}"
 )
 
