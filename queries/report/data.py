@@ -43,30 +43,29 @@ _COUNTS = """
         CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_accepted_tokens,
         CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_vllm_draft), 0) AS BIGINT)
             AS vllm_num_accepted_tokens"""
-_RATES = """
+_TOKEN_RATES = """
        num_accepted_tokens / nullif(num_draft_tokens, 0) AS acceptance_rate,
-       vllm_num_accepted_tokens / nullif(vllm_num_draft_tokens, 0) AS vllm_acceptance_rate,
+       vllm_num_accepted_tokens / nullif(vllm_num_draft_tokens, 0) AS vllm_acceptance_rate"""
+_RATES = _TOKEN_RATES + """,
        1 + num_accepted_tokens / nullif(num_drafts, 0) AS mean_acceptance_length,
        1 + vllm_num_accepted_tokens / nullif(vllm_num_drafts, 0) AS vllm_mean_acceptance_length"""
 _HEADLINE = f"""
 WITH totals AS (SELECT {_COUNTS} FROM {{table}})
 SELECT *, {_RATES} FROM totals
 """
-_REQUEST_STEPS = "SELECT CAST(sum(request_steps) AS BIGINT) AS n FROM {table}"
 _SHARES = """
 SELECT kind, CAST(sum(request_steps) AS BIGINT) AS request_steps,
        sum(request_steps) / sum(sum(request_steps)) OVER () AS share
 FROM {table}
 GROUP BY kind ORDER BY kind
 """
-_TIMELINE = """
-SELECT bucket_start, CAST(sum(request_steps) AS BIGINT) AS request_steps,
-       sum(request_steps * accepted) FILTER (WHERE is_draft)
-           / nullif(sum(request_steps * k_valid) FILTER (WHERE is_draft), 0) AS acceptance_rate,
-       sum(request_steps * accepted) FILTER (WHERE is_vllm_draft)
-           / nullif(sum(request_steps * k_valid) FILTER (WHERE is_vllm_draft), 0) AS vllm_acceptance_rate
-FROM {table}
-GROUP BY bucket_start ORDER BY bucket_start
+_TIMELINE = f"""
+WITH totals AS (
+    SELECT bucket_start, CAST(sum(request_steps) AS BIGINT) AS request_steps, {_COUNTS}
+    FROM {{table}} GROUP BY bucket_start
+)
+SELECT bucket_start, request_steps, {_TOKEN_RATES}
+FROM totals ORDER BY bucket_start
 """
 _POSITIONS = """
 SELECT
@@ -80,15 +79,14 @@ SELECT
 FROM {table} AS r, range(r.num_spec_tokens) AS p(position)
 GROUP BY p.position ORDER BY p.position
 """
-_CONTEXT = """
-SELECT context_start, context_end, CAST(sum(request_steps) AS BIGINT) AS request_steps,
-       coalesce(sum(request_steps) FILTER (WHERE kind = 'skipped_for_length'), 0) / sum(request_steps) AS skip_share,
-       sum(request_steps * accepted) FILTER (WHERE is_draft)
-           / nullif(sum(request_steps * k_valid) FILTER (WHERE is_draft), 0) AS acceptance_rate,
-       sum(request_steps * accepted) FILTER (WHERE is_vllm_draft)
-           / nullif(sum(request_steps * k_valid) FILTER (WHERE is_vllm_draft), 0) AS vllm_acceptance_rate
-FROM {table}
-GROUP BY context_start, context_end ORDER BY context_start NULLS LAST
+_CONTEXT = f"""
+WITH totals AS (
+    SELECT context_start, context_end, CAST(sum(request_steps) AS BIGINT) AS request_steps,
+           coalesce(sum(request_steps) FILTER (WHERE kind = 'skipped_for_length'), 0) AS skipped, {_COUNTS}
+    FROM {{table}} GROUP BY context_start, context_end
+)
+SELECT context_start, context_end, request_steps, skipped / request_steps AS skip_share, {_TOKEN_RATES}
+FROM totals ORDER BY context_start NULLS LAST
 """
 _K_ZERO = """
 SELECT k_zero_reason, CAST(sum(request_steps) AS BIGINT) AS request_steps,
@@ -162,13 +160,14 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
         def rows(sql: str) -> list[Row]:
             return list(run_query(con, sql.format(table=table)).to_pylist())
 
+        shares = rows(_SHARES)
         return ReportData(
             window=window,
-            request_steps=int(rows(_REQUEST_STEPS)[0]["n"] or 0),
+            request_steps=sum(r["request_steps"] for r in shares),
             first_event=first_last["first"],
             last_event=first_last["last"],
             headline=rows(_HEADLINE)[0],
-            shares=rows(_SHARES),
+            shares=shares,
             bucket=chosen,
             timeline=rows(_TIMELINE),
             positions=rows(_POSITIONS),

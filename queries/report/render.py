@@ -95,16 +95,17 @@ def markdown(data: ReportData, generated: datetime, chart_files: dict[str, str])
     lines += ["", "## What happened to speculation", ""]
     lines += _md_table(["outcome", "request-steps", "share"],
                        [[r["kind"], fmt("count", r["request_steps"]), fmt("pct", r["share"])] for r in data.shares])
-    for chart in charts(data):
-        lines += ["", f"![{chart.name}]({chart_files[chart.name]})"]
+    for name, file in chart_files.items():
+        lines += ["", f"![{name}]({file})"]
     lines += ["", "## Per engine and model", ""]
     lines += _md_table([label for _, label, _ in GROUP_COLUMNS],
                        [[fmt(kind, row[key]) for key, _, kind in GROUP_COLUMNS] for row in data.groups])
     return "\n".join([*lines, ""])
 
 
-def html(data: ReportData, generated: datetime) -> str:
-    """The report as one HTML page with its charts inline: no script, no network, no server."""
+def html(data: ReportData, generated: datetime, drawn: Sequence[Chart]) -> str:
+    """The report as one HTML page with ``drawn`` (its :func:`charts`) inline: no script, no
+    network, no server."""
     body = ["<h1>Speculative decoding report</h1>",
             f'<p class="window">Window: {escape(data.window.describe())}. Generated {escape(_stamp(generated))}.</p>']
     if data.empty:
@@ -126,7 +127,7 @@ def html(data: ReportData, generated: datetime) -> str:
                          (fmt("pct", r["share"]), r["share"])]) for r in data.shares]))
         body.append("</section>")
         body.append('<section id="charts"><h2>Charts</h2>')
-        body += [f'<figure id="chart-{chart.name}">{chart.svg}</figure>' for chart in charts(data)]
+        body += [f'<figure id="chart-{chart.name}">{chart.svg}</figure>' for chart in drawn]
         body.append("</section>")
         body.append('<section id="groups"><h2>Per engine and model</h2>')
         body.append(_html_table("groups-table", [label for _, label, _ in GROUP_COLUMNS], [

@@ -3,12 +3,12 @@ atomically so a reader (the compose file server, a browser) never sees half a fi
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from ingest.durable import write_atomically
 from queries.report.data import ReportData
 from queries.report.render import charts, html, markdown
 
@@ -30,17 +30,20 @@ def write_report(data: ReportData, out: Path, formats: Sequence[str], generated:
     ``out``, then point ``latest.<format>`` at the new content; returns the report files."""
     out.mkdir(parents=True, exist_ok=True)
     stem = f"report-{generated:%Y%m%dT%H%M%SZ}"
-    written = []
+    drawn = charts(data)
+    pages: dict[str, str] = {}
     if "html" in formats:
-        written.append(_write(out / f"{stem}.html", html(data, generated)))
+        pages["html"] = html(data, generated, drawn)
     if "md" in formats:
-        chart_files = {}
-        for chart in charts(data):
-            chart_files[chart.name] = f"{stem}-{chart.name}.svg"
-            _write(out / chart_files[chart.name], chart.svg)
-        written.append(_write(out / f"{stem}.md", markdown(data, generated, chart_files)))
-    for path in written:
-        _write(out / f"latest{path.suffix}", path.read_text(encoding="utf-8"))
+        chart_files = {chart.name: f"{stem}-{chart.name}.svg" for chart in drawn}
+        for chart in drawn:
+            write_atomically(out / chart_files[chart.name], chart.svg.encode())
+        pages["md"] = markdown(data, generated, chart_files)
+    written = []
+    for suffix, page in pages.items():
+        written.append(out / f"{stem}.{suffix}")
+        write_atomically(written[-1], page.encode())
+        write_atomically(out / f"latest.{suffix}", page.encode())
     return written
 
 
@@ -54,13 +57,3 @@ def prune_reports(out: Path, keep: int) -> list[Path]:
             path.unlink()
             removed.append(path)
     return removed
-
-
-def _write(path: Path, text: str) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    return path

@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -49,9 +50,9 @@ def run(args: argparse.Namespace) -> int:
     if args.keep is not None and args.keep < 1:
         raise ValueError("--keep must be at least 1")
     window_at = _window_parser(args.since, args.until)
-    window_at(datetime.now(UTC))  # bad --since/--until fail now, not at the first scheduled run
+    window = window_at(datetime.now(UTC))  # bad --since/--until fail now, not at the first scheduled run
     if not args.every:
-        return _run_once(args, formats, bucket, window_at(datetime.now(UTC)), scheduled=False)
+        return _run_once(args, formats, bucket, window, scheduled=False)
     schedule = parse_schedule(args.every)
     schedule.next_after(datetime.now(UTC))  # a cron expression that never matches fails now
     runs, when = 0, datetime.now(UTC)
@@ -90,7 +91,7 @@ def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timede
     return 0
 
 
-def _window_parser(since: str | None, until: str | None) -> Any:
+def _window_parser(since: str | None, until: str | None) -> Callable[[datetime], Window]:
     """A function of the run time giving the window (relative bounds move with each run)."""
     def bound(text: str | None, now: datetime) -> datetime | None:
         if text is None:
