@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from emitter.loadgen import LoadSpec, run_load
 from emitter.sinks import LocalLogSink
 from ingest import Ingester, IngestSettings
+from ingest.layout import DATA_GLOB
 from ingest.output import STATE_DIR
 from ingest.sources import LocalLogSource
 
@@ -59,7 +60,7 @@ def main() -> None:
         for _ in range(args.rounds):
             seconds, rows = ingest_seconds(root / "log", root / "out", settings)
             ingest_times.append(seconds)
-            files = sorted((root / "out").rglob("*.parquet"))
+            files = sorted((root / "out").glob(DATA_GLOB))
             table = pa.concat_tables(pq.read_table(f) for f in files)
             write_times.append(plain_write_seconds(table, root / "plain.parquet", settings))
             del table

@@ -31,6 +31,7 @@ from emitter.loadgen import LoadSpec, run_load
 from emitter.log import LocalLogReader
 from emitter.sinks import open_sink
 from ingest import Ingester, IngestSettings, IngestStats
+from ingest.layout import DATA_GLOB
 from ingest.output import STATE_DIR
 from ingest.sources.kafka import KafkaSource
 from schemas.wire import step_event_from_wire
@@ -118,7 +119,7 @@ def main() -> None:
             seconds, stats = kafka_ingest(url, root / "out", f"bench-{round_}", settings)
             rows = stats.rows
             ingest_times.append(seconds)
-            files = sorted((root / "out").rglob("*.parquet"))
+            files = sorted((root / "out").glob(DATA_GLOB))
             table = pa.concat_tables(pq.read_table(f) for f in files)
             start = time.perf_counter()
             pq.write_table(table, root / "plain.parquet", compression=settings.compression,

@@ -3,6 +3,7 @@
 ::
 
     DATADIR/dt=YYYY-MM-DD/hour=HH/<source>-<partition>-<first offset>-<last offset>.parquet
+    DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/<the same name>.parquet   (see ingest.rollup)
     DATADIR/_dead_letter/<source>-<partition>-<first offset>-<last offset>.jsonl
     DATADIR/_state/<source>.offsets.json     (local log sources)
 
@@ -28,6 +29,7 @@ import pyarrow.parquet as pq
 
 from ingest.batch import DeadLetter
 from ingest.durable import write_atomically, write_durably
+from ingest.rollup import RollupWriter, rollup_path
 
 logger = logging.getLogger(__name__)
 
@@ -65,9 +67,11 @@ class FileName:
 
 
 def write_partitioned(
-    out: Path, name: FileName, table: pa.Table, event_time_us: np.ndarray, options: ParquetOptions
+    out: Path, name: FileName, table: pa.Table, event_time_us: np.ndarray, options: ParquetOptions,
+    rollups: RollupWriter,
 ) -> list[Path]:
-    """Write ``table`` split by event-time hour, one durable file per hour."""
+    """Write ``table`` split by event-time hour, one durable file per hour, each followed by its
+    rollup."""
     hours = event_time_us // _HOUR_US
     paths = []
     for hour in np.unique(hours):
@@ -75,6 +79,7 @@ def write_partitioned(
         when = datetime.fromtimestamp(int(hour) * 3600, UTC)
         path = out / f"dt={when:%Y-%m-%d}" / f"hour={when:%H}" / name.render("parquet")
         write_durably(path, partial(_write_parquet, part, options))
+        rollups.write(rollup_path(out, path), part, options.compression)
         paths.append(path)
     return paths
 
@@ -99,8 +104,9 @@ def write_dead_letters(out: Path, name: FileName, letters: list[DeadLetter]) -> 
 
 
 def remove_uncommitted(out: Path, source: str, committed: dict[int, int]) -> list[Path]:
-    """Delete files of ``source`` that start at or after the committed offset of their
-    partition (a flush that crashed before its commit), and stray temp files. Only the
+    """Delete files of ``source`` (data, rollups, dead letters) that start at or after the
+    committed offset of their partition (a flush that crashed before its commit), and stray
+    temp files. Only the
     partitions in ``committed`` are touched: other readers of the same tree own the rest."""
     removed: list[Path] = []
     if not out.exists():

@@ -4,7 +4,8 @@ File names say which offsets a flush covered (Parquet for the valid records, ``_
 JSON lines for the rejected ones), so per source and partition the covered ranges must
 follow each other with no gap and no overlap. Event ids must appear at one (source,
 partition, offset) only: a second copy means the same step was produced twice (at-least-once
-delivery upstream) or ingested twice.
+delivery upstream) or ingested twice. Every data file must have its rollup, equal to the rollup
+recomputed from the file's rows (ingest.rollup).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from pathlib import Path
 
 import duckdb
 
+from ingest.layout import DATA_GLOB
 from ingest.output import DEAD_LETTER_DIR, FileName
+from ingest.rollup import RollupCheck, check_rollups
 
 
 @dataclass
@@ -34,21 +37,23 @@ class VerifyReport:
     partitions: list[PartitionCoverage]
     duplicate_events: int  # event ids stored at more than one position
     duplicate_examples: list[tuple[str, int]]  # (event id, copies)
+    rollups: RollupCheck
 
     @property
     def clean(self) -> bool:
-        return not self.duplicate_events and not any(p.gaps or p.overlaps for p in self.partitions)
+        return not self.duplicate_events and not any(p.gaps or p.overlaps for p in self.partitions) \
+            and self.rollups.clean
 
 
 def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
     if not data.is_dir():
         raise FileNotFoundError(f"{data} is not a directory")
-    return VerifyReport(_coverage(data), *_duplicate_events(data, examples))
+    return VerifyReport(_coverage(data), *_duplicate_events(data, examples), check_rollups(data))
 
 
 def _coverage(data: Path) -> list[PartitionCoverage]:
     ranges: dict[tuple[str, int], set[tuple[int, int]]] = defaultdict(set)
-    files = [*data.glob("dt=*/hour=*/*.parquet"), *(data / DEAD_LETTER_DIR).glob("*.jsonl")]
+    files = [*data.glob(DATA_GLOB), *(data / DEAD_LETTER_DIR).glob("*.jsonl")]
     for path in files:
         name = FileName.parse(path.name)
         if name is not None:
@@ -69,7 +74,7 @@ def _coverage(data: Path) -> list[PartitionCoverage]:
 
 
 def _duplicate_events(data: Path, examples: int) -> tuple[int, list[tuple[str, int]]]:
-    if not any(data.glob("dt=*/hour=*/*.parquet")):
+    if not any(data.glob(DATA_GLOB)):
         return 0, []
     con = duckdb.connect()
     try:
@@ -84,7 +89,7 @@ def _duplicate_events(data: Path, examples: int) -> tuple[int, list[tuple[str, i
             )
             SELECT event_id, copies, count(*) OVER () AS total FROM copies ORDER BY copies DESC, event_id LIMIT ?
             """,
-            [str(data / "dt=*" / "hour=*" / "*.parquet"), examples],
+            [str(data / DATA_GLOB), examples],
         ).fetchall()
     finally:
         con.close()

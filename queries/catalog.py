@@ -4,6 +4,8 @@ top of it, and a read-only way to query them.
 ::
 
     raw_request_outcomes            source: DATADIR/dt=YYYY-MM-DD/hour=HH/*.parquet (or an empty view)
+    raw_rollups                     source: DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/*.parquet, the
+                                    per-file rollups of ingest.rollup (or an empty view)
     sql/staging/*.sql               request_steps
     sql/intermediate/*.sql          outcome_histogram, acceptance_by_definition, position_counts,
                                     request_acceptance
@@ -31,10 +33,13 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from ingest.layout import DATA_GLOB, ROLLUP_DIR
+from ingest.rollup import ROLLUP_SELECT
 from queries.guard import check_read_only
 from schemas.arrow import OUTCOME_SCHEMA
 
 SOURCE_VIEW = "raw_request_outcomes"
+ROLLUP_SOURCE_VIEW = "raw_rollups"
 PUBLIC_VIEWS: tuple[str, ...] = (
     "request_steps",
     "acceptance",
@@ -55,7 +60,8 @@ PUBLIC_MACROS: tuple[str, ...] = (
     "acceptance_timeline",
 )
 LAYERS: tuple[str, ...] = ("staging", "intermediate", "metrics")
-PARQUET_GLOB = "dt=*/hour=*/*.parquet"
+PARQUET_GLOB = DATA_GLOB
+ROLLUP_GLOB = f"{ROLLUP_DIR}/{PARQUET_GLOB}"
 #: Hive partition columns and their types in the source view (DuckDB's own guess depends on the
 #: values: ``hour=07`` stays text, ``hour=10`` becomes BIGINT).
 PARTITION_COLUMNS: tuple[tuple[str, str], ...] = (("dt", "DATE"), ("hour", "INTEGER"))
@@ -85,6 +91,7 @@ def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:", config={"python_enable_replacements": False})
     try:
         has_files = _create_source(con, root)
+        _create_rollup_source(con, root)
         for statement in view_statements(con):
             con.execute(statement)
         con.execute("SET TimeZone = 'UTC'")  # event times are UTC; so are naive window bounds
@@ -191,6 +198,33 @@ def _create_source(con: duckdb.DuckDBPyConnection, root: Path) -> bool:
     relation.project(f"* REPLACE ({partition_casts()})").create_view(SOURCE_VIEW)
     comment_source(con)
     return True
+
+
+def _create_rollup_source(con: duckdb.DuckDBPyConnection, root: Path) -> None:
+    """Create :data:`ROLLUP_SOURCE_VIEW` (after :data:`SOURCE_VIEW`)."""
+    files = sorted(str(path) for path in root.glob(ROLLUP_GLOB) if path.is_file())
+    if not files:
+        create_empty_rollup_source(con)
+        return
+    source = files if GLOB_CHARS & set(str(root)) else str(root / ROLLUP_GLOB)
+    relation = con.read_parquet(source, hive_partitioning=True, union_by_name=True)
+    relation.project(f"* REPLACE ({partition_casts()})").create_view(ROLLUP_SOURCE_VIEW)
+    comment_rollup_source(con)
+
+
+def create_empty_rollup_source(con: duckdb.DuckDBPyConnection) -> None:
+    """An empty :data:`ROLLUP_SOURCE_VIEW`: the rollup of no rows, typed as a real one."""
+    con.execute(f"CREATE VIEW {ROLLUP_SOURCE_VIEW} AS {ROLLUP_SELECT}, dt, hour FROM {SOURCE_VIEW} WHERE false "
+                "GROUP BY ALL")
+    comment_rollup_source(con)
+
+
+def comment_rollup_source(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        f"COMMENT ON VIEW {ROLLUP_SOURCE_VIEW} IS 'Source: the rollups _rollup/dt=YYYY-MM-DD/hour=HH/*.parquet, one "
+        "per data file: request-steps per group, minute, 256-token context bucket and outcome shape (ingest.rollup); "
+        "specmetrics verify checks them equal to the raw rows.'"
+    )
 
 
 def partition_casts() -> str:

@@ -15,7 +15,18 @@ from pathlib import Path
 
 import duckdb
 
-from queries.catalog import GLOB_CHARS, PARQUET_GLOB, SOURCE_VIEW, comment_source, partition_casts, view_statements
+from queries.catalog import (
+    GLOB_CHARS,
+    PARQUET_GLOB,
+    ROLLUP_GLOB,
+    ROLLUP_SOURCE_VIEW,
+    SOURCE_VIEW,
+    comment_rollup_source,
+    comment_source,
+    create_empty_rollup_source,
+    partition_casts,
+    view_statements,
+)
 
 
 def export_database(data_dir: Path, target: Path, *, force: bool = False) -> Path:
@@ -41,6 +52,12 @@ def export_database(data_dir: Path, target: Path, *, force: bool = False) -> Pat
         con.execute(f"CREATE VIEW {SOURCE_VIEW} AS SELECT * REPLACE ({partition_casts()}) "
                     f"FROM read_parquet({glob}, hive_partitioning = true, union_by_name = true)")
         comment_source(con)
+        if any(root.glob(ROLLUP_GLOB)):
+            con.execute(f"CREATE VIEW {ROLLUP_SOURCE_VIEW} AS SELECT * REPLACE ({partition_casts()}) "
+                        f"FROM read_parquet({_literal(str(root / ROLLUP_GLOB))}, hive_partitioning = true)")
+            comment_rollup_source(con)
+        else:
+            create_empty_rollup_source(con)
         for statement in view_statements(con):
             con.execute(statement)
         con.execute("CHECKPOINT")

@@ -9,9 +9,22 @@ from collections.abc import Sequence
 
 import duckdb
 
-from specmetrics.commands import create_topics, db, demo, health, ingest, loadgen, report, schema, serve, sql, verify
+from specmetrics.commands import (
+    create_topics,
+    db,
+    demo,
+    health,
+    ingest,
+    loadgen,
+    report,
+    rollup,
+    schema,
+    serve,
+    sql,
+    verify,
+)
 
-COMMANDS = (demo, ingest, verify, sql, db, report, loadgen, schema, create_topics, health, serve)
+COMMANDS = (demo, ingest, verify, rollup, sql, db, report, loadgen, schema, create_topics, health, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

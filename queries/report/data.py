@@ -1,7 +1,9 @@
 """The numbers of a report for one time window, from one scan of the Parquet tree.
 
 ``report_rollup`` (queries/sql/intermediate) counts request-steps per group and outcome shape,
-per time bucket and per context bucket in one pass; the report keeps its rows in a temporary
+per time bucket and per context bucket in one pass; ``report_rollup_stored`` gives the same rows
+from the rollups the ingester stores next to the data (ingest/rollup.py), which the report uses
+when they cover the window and the widths allow it. The report keeps its rows in a temporary
 table and computes every number from them with the metric definitions of the views (DESIGN.md
 section 4), pooled the way vLLM pools: sums of counts first, ratios last. The window and widths
 are bound as parameters, never pasted into the SQL. Tests check the numbers equal the views'.
@@ -16,6 +18,7 @@ from typing import Any
 
 import duckdb
 
+from ingest.rollup import ROLLUP_CONTEXT_TOKENS
 from queries.catalog import run_query
 
 Row = dict[str, Any]
@@ -31,9 +34,13 @@ _SPAN = """
 SELECT min(event_time) AS first, max(event_time) AS last
 FROM request_steps_between($t0, $t1)
 """
-#: The one scan of a report: report_rollup's rows, kept for the queries below.
+_STORED_SPAN = """
+SELECT min(first_event) AS first, max(last_event) AS last
+FROM report_rollup_stored(t0 := $t0, t1 := $t1)
+"""
+#: The one scan of a report: report_rollup's rows (or report_rollup_stored's), kept for the queries below.
 _ROLLUP = ("CREATE TEMP TABLE {table} AS "
-           "FROM report_rollup(t0 := $t0, t1 := $t1, bucket := $bucket, context_tokens := $context_tokens)")
+           "FROM {macro}(t0 := $t0, t1 := $t1, bucket := $bucket, context_tokens := $context_tokens)")
 #: Corrected and vLLM-compatible counts over rollup rows (the definitions of acceptance_diff).
 _COUNTS = """
         CAST(coalesce(sum(request_steps) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_drafts,
@@ -147,15 +154,21 @@ class ReportData:
 
 
 def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta | None = None,
-            context_tokens: int = 256) -> ReportData:
+            context_tokens: int = 256, stored_rollups: bool = False) -> ReportData:
     """Run the report's queries for ``window``: one scan for the time span, one for
     ``report_rollup`` (kept in a temporary table), then small queries over that table.
-    ``bucket`` None picks a timeline width that gives at most :data:`MAX_BUCKETS` buckets."""
+    ``bucket`` None picks a timeline width that gives at most :data:`MAX_BUCKETS` buckets.
+    ``stored_rollups``: the tree's rollups cover the window (:func:`ingest.rollup.rollups_cover`),
+    so both scans read them instead of the raw rows, where the widths allow it."""
+    stored = stored_rollups and context_tokens % ROLLUP_CONTEXT_TOKENS == 0 and \
+        (bucket is None or bucket % timedelta(minutes=1) == timedelta(0))
     span = {"t0": window.since, "t1": window.until}
-    [first_last] = run_query(con, _SPAN, span).to_pylist()
+    [first_last] = run_query(con, _STORED_SPAN if stored else _SPAN, span).to_pylist()
     chosen = bucket or _pick_bucket(first_last["first"], first_last["last"])
     table = f"report_rollup_{uuid.uuid4().hex}"
-    con.execute(_ROLLUP.format(table=table), {**span, "bucket": chosen, "context_tokens": context_tokens})
+    macro = "report_rollup_stored" if stored else "report_rollup"
+    con.execute(_ROLLUP.format(table=table, macro=macro),
+                {**span, "bucket": chosen, "context_tokens": context_tokens})
     try:
         def rows(sql: str) -> list[Row]:
             return list(run_query(con, sql.format(table=table)).to_pylist())

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ingest.rollup import rollups_cover
 from queries import connect
 from queries.report import Window, collect, parse_duration, parse_formats, parse_schedule, write_report
 from queries.report.writer import prune_reports
@@ -71,9 +72,10 @@ def run(args: argparse.Namespace) -> int:
 def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timedelta | None, window: Window,
               scheduled: bool) -> int:
     generated = datetime.now(UTC)
+    stored_rollups = rollups_cover(args.data, window.since, window.until)  # before connect() looks for them
     con = connect(args.data)
     try:
-        data = collect(con, window, bucket=bucket, context_tokens=args.context_tokens)
+        data = collect(con, window, bucket=bucket, context_tokens=args.context_tokens, stored_rollups=stored_rollups)
     finally:
         con.close()
     if data.empty and not scheduled:

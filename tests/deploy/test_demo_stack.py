@@ -18,6 +18,7 @@ from kafka import KafkaAdminClient
 
 from emitter.loadgen import run_load
 from emitter.sinks import LocalLogSink
+from ingest.layout import DATA_GLOB
 from specmetrics.cli import build_parser, main
 from specmetrics.commands.loadgen import spec_from_args
 from tests.deploy.compose import HostProcess, healthcheck_argv, resolved_services
@@ -27,7 +28,7 @@ ROWS = 3_000
 
 
 def stored_rows(data: Path) -> int:
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in data.rglob("*.parquet"))
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in data.glob(DATA_GLOB))
 
 
 def wait_for(condition: str, check: Callable[[], bool], proc: subprocess.Popen[str], timeout_s: float = 40) -> None:

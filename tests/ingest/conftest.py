@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest import Ingester, IngestSettings, IngestStats
+from ingest.layout import DATA_GLOB
 from ingest.output import STATE_DIR
 from ingest.sources import LocalLogSource
 from schemas.codes import OUTCOME_DTYPE
@@ -26,11 +27,11 @@ def ingest_once(log_dir: Path, data_dir: Path, **settings: float) -> IngestStats
 
 
 def parquet_files(data_dir: Path) -> list[str]:
-    return sorted(str(p.relative_to(data_dir)) for p in data_dir.rglob("*.parquet"))
+    return sorted(str(p.relative_to(data_dir)) for p in data_dir.glob(DATA_GLOB))
 
 
 def read_rows(data_dir: Path) -> pa.Table:
-    files = sorted(data_dir.rglob("*.parquet"))
+    files = sorted(data_dir.glob(DATA_GLOB))
     return pa.concat_tables([pq.read_table(f) for f in files]) if files else pa.table({})
 
 

@@ -14,7 +14,9 @@ import pytest
 
 from emitter.log import LocalLogWriter
 from ingest import Ingester, IngestSettings
+from ingest.layout import DATA_GLOB
 from ingest.output import DEAD_LETTER_DIR, STATE_DIR
+from ingest.rollup import check_rollups, rollup_path
 from ingest.sources import LocalLogSource
 from schemas import OUTCOME_SCHEMA
 from schemas.wire import FIELDS, step_event_to_wire
@@ -33,7 +35,7 @@ def test_files_are_hive_partitioned_and_named_by_offsets(log_dir: Path, data_dir
     ]
     table = read_rows(data_dir)
     assert table.schema.names == OUTCOME_SCHEMA.names
-    assert pq.read_schema(next(data_dir.rglob("*.parquet"))).field("kind").type == OUTCOME_SCHEMA.field("kind").type
+    assert pq.read_schema(next(data_dir.glob(DATA_GLOB))).field("kind").type == OUTCOME_SCHEMA.field("kind").type
     assert table["log_offset"].to_pylist()[::50] == list(range(100))
     assert json.loads((data_dir / STATE_DIR / "log.offsets.json").read_text()) == {"0": 100}
 
@@ -124,16 +126,18 @@ def test_a_crash_between_file_and_commit_is_rewritten_not_duplicated(log_dir: Pa
     ingester.close()
     orphans = parquet_files(data_dir)
     assert len(orphans) == 1
+    assert rollup_path(data_dir, data_dir / orphans[0]).exists()  # written with its file, removed with it
     stats = ingest_once(log_dir, data_dir, flush_rows=2_500)
     assert stats.rows == sum(t.rows for t in truth.values())
     table = read_rows(data_dir)
     keys = pc.binary_join_element_wise(table["event_id"].cast("string"), table["request_id"], "|")
     assert pc.count_distinct(keys).as_py() == table.num_rows == stats.rows
     assert parquet_files(data_dir)[0] == orphans[0]
+    assert check_rollups(data_dir).clean
 
 
 def test_a_request_outcome_costs_at_most_4_bytes_of_parquet(log_dir: Path, data_dir: Path) -> None:
     write_load(log_dir, rows=300_000, engines=2, seed=8)
     stats = ingest_once(log_dir, data_dir)
-    size = sum(p.stat().st_size for p in data_dir.rglob("*.parquet"))
+    size = sum(p.stat().st_size for p in data_dir.glob(DATA_GLOB))
     assert size / stats.rows <= 4.0

@@ -21,6 +21,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from emitter.kafka import KafkaAddress
+from ingest.layout import DATA_GLOB
 from ingest.output import DEAD_LETTER_DIR
 from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
@@ -72,7 +73,7 @@ def test_produce_ingest_verify(kafka_url: str, tmp_path: Path) -> None:
     counts = {row["kind"]: row["kind_count"] for row in kinds}
     assert counts == {kind: sum(t["request_steps"].get(kind, 0) for t in truth.values()) for kind in counts}
     assert set(counts) == {"drafted", "skipped_for_length", "grammar_invalid", "k_zero"}
-    for path in (tmp_path / "out").rglob("*.parquet"):  # one row group per flush, never a row group per message
+    for path in (tmp_path / "out").glob(DATA_GLOB):  # one row group per flush, never a row group per message
         assert pq.ParquetFile(path).metadata.num_row_groups == 1
     assert ingest(kafka_url, tmp_path / "out") == 0  # a second run commits nothing new and writes nothing
     assert_exactly_once(tmp_path / "out", truth)
@@ -94,15 +95,15 @@ def test_sigkill_at_random_moments_in_ten_runs_loses_and_duplicates_nothing(
     rng = random.Random(5)
     files_at_kill = []
     for _ in range(10):
-        before = len(list(out.rglob("*.parquet")))
+        before = len(list(out.glob(DATA_GLOB)))
         proc = cli("ingest", "--source", kafka_url, "--out", str(out), "--once", "--quiet", "--flush-rows", "2000")
         deadline = time.monotonic() + 60
-        while len(list(out.rglob("*.parquet"))) == before and proc.poll() is None and time.monotonic() < deadline:
+        while len(list(out.glob(DATA_GLOB))) == before and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.002)
         time.sleep(rng.uniform(0, 0.05))  # somewhere in a later flush: reading, writing, renaming or committing
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        files_at_kill.append(len(list(out.rglob("*.parquet"))))
+        files_at_kill.append(len(list(out.glob(DATA_GLOB))))
     assert files_at_kill[-1] < 100, files_at_kill  # every kill hit the middle of the stream (~100 flushes)
     assert ingest(kafka_url, out, "--flush-rows", "2000") == 0
     assert_exactly_once(out, truth)
@@ -167,7 +168,7 @@ def test_sigterm_flushes_and_commits(kafka_url: str, tmp_path: Path, monkeypatch
         if b"ingest.sources.kafka: assigned partitions" in line:
             break
     time.sleep(2.0)  # reads the 313 messages
-    assert not list(out.rglob("*.parquet"))
+    assert not list(out.glob(DATA_GLOB))
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr

@@ -18,6 +18,7 @@
 --   k_sched, k_valid, k_invalid, accepted       the outcome's counts
 --   is_draft, is_vllm_draft                     as in request_steps
 --   request_steps                               request-steps in the row (BIGINT)
+--   first_event, last_event                     the first and last event_time among them
 CREATE OR REPLACE MACRO report_rollup(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256) AS TABLE
 WITH rolled AS (
     -- The widths are constants of the query (no join with a table of them): the bucketing is
@@ -30,7 +31,9 @@ WITH rolled AS (
         batch_max_seq_len // CASE WHEN CAST(context_tokens AS INTEGER) > 0 THEN CAST(context_tokens AS INTEGER)
                                   ELSE error('report_rollup: context_tokens must be positive') END AS context_index,
         kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted,
-        CAST(count(*) AS BIGINT) AS request_steps
+        CAST(count(*) AS BIGINT) AS request_steps,
+        min(event_time) AS first_event,
+        max(event_time) AS last_event
     FROM request_steps_between(t0, t1)
     GROUP BY ALL
 )
@@ -44,7 +47,7 @@ SELECT
     -- grouping by them); the tests check the report's numbers equal the views'
     COALESCE(kind = 'drafted' OR (kind = 'grammar_invalid' AND k_valid > 0), false) AS is_draft,
     COALESCE(k_sched > 0, false) AS is_vllm_draft,
-    request_steps
+    request_steps, first_event, last_event
 FROM rolled;
 
 COMMENT ON MACRO TABLE report_rollup IS 'Request-steps counted per group, time bucket, context bucket and outcome shape, in one scan: every count a report needs (t0, t1, bucket, context_tokens).';

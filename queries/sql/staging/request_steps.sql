@@ -72,15 +72,17 @@ COMMENT ON VIEW request_steps IS 'One row per request outcome (request-step): ty
 --
 -- Every *_between macro of the later layers reads through this one. t0 and t1 are timestamps or
 -- text: without an offset they are UTC, with one (TIMESTAMPTZ, '...+02:00') they are converted to
--- UTC (connect() sets the session TimeZone to UTC); NULL leaves that end open, so
--- request_steps_between(NULL, NULL) is request_steps. The dt partition key is filtered too, so
--- files outside the window are not read.
+-- UTC (connect() sets the session TimeZone to UTC); NULL leaves that end open, so request_steps_between(NULL, NULL) is
+-- request_steps. The dt and hour partition keys are filtered too, so files outside the window
+-- are not read.
 CREATE OR REPLACE MACRO request_steps_between(t0, t1) AS TABLE
 SELECT *
 FROM request_steps
 WHERE (t0 IS NULL OR (event_time >= CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP)
-                      AND dt >= CAST(CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE)))
+                      AND (dt > CAST(CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE)
+                           OR (dt = CAST(CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE) AND hour >= hour(CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP))))))
   AND (t1 IS NULL OR (event_time < CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP)
-                      AND dt <= CAST(CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE)));
+                      AND (dt < CAST(CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE)
+                           OR (dt = CAST(CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE) AND hour <= hour(CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP))))));
 
-COMMENT ON MACRO TABLE request_steps_between IS 'request_steps with t0 <= event_time < t1 (NULL: open end); prunes dt partitions.';
+COMMENT ON MACRO TABLE request_steps_between IS 'request_steps with t0 <= event_time < t1 (NULL: open end); prunes dt and hour partitions.';

@@ -1,0 +1,188 @@
+"""Rollups: per data file, its request-steps counted per minute and outcome shape.
+
+::
+
+    DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/<the data file's name>.parquet
+
+The ingester writes a file's rollup right after the file, in the same flush (so a crash before
+the commit removes both, see :func:`ingest.output.remove_uncommitted`). A rollup is a pure
+function of its data file, :data:`ROLLUP_SELECT`; ``specmetrics verify`` recomputes every rollup
+from the raw rows and checks it equal, and :func:`build_missing` writes those a tree lacks
+(trees ingested before rollups existed). ``specmetrics report`` reads rollups instead of raw
+rows when they cover the window's files: over the whole window but its partial first and last
+minutes, and at time buckets that are whole minutes and context buckets that are multiples
+of :data:`ROLLUP_CONTEXT_TOKENS` (queries/sql/intermediate/report_rollup_stored.sql).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ingest.durable import write_durably
+from ingest.layout import DATA_GLOB, ROLLUP_DIR
+from schemas.arrow import OUTCOME_SCHEMA
+
+logger = logging.getLogger(__name__)
+
+#: Width of the stored context-length buckets (batch_max_seq_len), in tokens.
+ROLLUP_CONTEXT_TOKENS = 256
+#: One rollup row: the group, the minute, the context bucket and the outcome shape, with the
+#: number of request-steps and the first and last event time among them. Casts fix the types,
+#: so rollups compare equal whether computed from Arrow batches or from Parquet files.
+ROLLUP_SELECT = f"""
+SELECT
+    CAST(engine_id AS VARCHAR) AS engine_id,
+    CAST(model AS VARCHAR) AS model,
+    CAST(method AS VARCHAR) AS method,
+    CAST(num_spec_tokens AS INTEGER) AS num_spec_tokens,
+    make_timestamp(epoch_us(CAST(event_time AS TIMESTAMP)) // 60000000 * 60000000) AS minute,
+    CAST(batch_max_seq_len // {ROLLUP_CONTEXT_TOKENS} * {ROLLUP_CONTEXT_TOKENS} AS INTEGER) AS context_start,
+    CAST(kind AS VARCHAR) AS kind,
+    CAST(k_zero_reason AS VARCHAR) AS k_zero_reason,
+    CAST(k_sched AS INTEGER) AS k_sched,
+    CAST(k_valid AS INTEGER) AS k_valid,
+    CAST(k_invalid AS INTEGER) AS k_invalid,
+    CAST(accepted AS INTEGER) AS accepted,
+    CAST(count(*) AS BIGINT) AS request_steps,
+    min(CAST(event_time AS TIMESTAMP)) AS first_event,
+    max(CAST(event_time AS TIMESTAMP)) AS last_event
+"""
+_KEYS = "engine_id, model, method, num_spec_tokens, minute, context_start, kind, k_zero_reason, " \
+        "k_sched, k_valid, k_invalid, accepted"
+_ROLLUP_OF = ROLLUP_SELECT + " FROM {source} GROUP BY ALL ORDER BY " + _KEYS
+
+
+def rollup_path(data: Path, data_file: Path) -> Path:
+    """Where the rollup of ``data_file`` (a file of the tree under ``data``) lives."""
+    return data / ROLLUP_DIR / data_file.relative_to(data)
+
+
+class RollupWriter:
+    """Computes and writes rollups; one per thread (it holds a DuckDB connection)."""
+
+    def __init__(self) -> None:
+        self._con = duckdb.connect()
+
+    def rollup(self, rows: pa.Table | Path) -> pa.Table:
+        """The rollup of one data file's rows (given as a table, or as the file)."""
+        if isinstance(rows, Path):
+            return self._con.sql(_ROLLUP_OF.format(source="read_parquet($file, hive_partitioning = false)"),
+                                 params={"file": str(rows)}).to_arrow_table()
+        self._con.register("rows", rows)
+        try:
+            return self._con.sql(_ROLLUP_OF.format(source="rows")).to_arrow_table()
+        finally:
+            self._con.unregister("rows")
+
+    def write(self, path: Path, rows: pa.Table | Path, compression: str = "zstd") -> None:
+        """Durably write the rollup of ``rows`` to ``path``."""
+        rolled = self.rollup(rows)
+        write_durably(path, partial(pq.write_table, rolled, compression=compression))
+
+    def close(self) -> None:
+        self._con.close()
+
+
+def build_missing(data: Path, rebuild: bool = False,
+                  progress: Callable[[int, int], None] | None = None) -> list[Path]:
+    """Write the rollup of every data file under ``data`` that has none (all of them with
+    ``rebuild``); returns the rollups written. ``progress(done, total)`` after each one."""
+    todo = [f for f in sorted(data.glob(DATA_GLOB)) if rebuild or not rollup_path(data, f).exists()]
+    writer = RollupWriter()
+    try:
+        for done, data_file in enumerate(todo, 1):
+            writer.write(rollup_path(data, data_file), data_file)
+            if progress:
+                progress(done, len(todo))
+    finally:
+        writer.close()
+    return [rollup_path(data, f) for f in todo]
+
+
+def rollups_cover(data: Path, since: datetime | None = None, until: datetime | None = None) -> bool:
+    """Whether every data file of the days from ``since`` to ``until`` has its rollup, and
+    every rollup of those days its data file (a rollup left by a deleted file would count rows
+    that are gone)."""
+    def in_window(day: Path) -> bool:
+        date = day.name.removeprefix("dt=")
+        return (since is None or date >= f"{since:%Y-%m-%d}") and (until is None or date <= f"{until:%Y-%m-%d}")
+
+    def files(root: Path) -> set[Path]:
+        return {path.relative_to(root) for day in root.glob("dt=*") if in_window(day)
+                for path in day.glob("hour=*/*.parquet")}
+
+    data_files = files(data)
+    stored = files(data / ROLLUP_DIR)
+    if data_files != stored:
+        logger.info("rollups do not cover %s (%d data file(s) without one, %d without data): reading raw rows",
+                    data, len(data_files - stored), len(stored - data_files))
+        return False
+    return True
+
+
+@dataclass
+class RollupCheck:
+    """Data files without a rollup, rollups without a data file, and rollups that differ from
+    their recomputation from the raw rows (paths relative to the tree)."""
+
+    missing: list[str]
+    orphaned: list[str]
+    unequal: list[str]
+
+    @property
+    def clean(self) -> bool:
+        return not (self.missing or self.orphaned or self.unequal)
+
+
+def check_rollups(data: Path) -> RollupCheck:
+    """Recompute every rollup from its data file and compare it with the stored one."""
+    data_files = {str(p.relative_to(data)) for p in data.glob(DATA_GLOB)}
+    stored = {str(p.relative_to(data / ROLLUP_DIR)) for p in (data / ROLLUP_DIR).glob(DATA_GLOB)}
+    writer = RollupWriter()
+    try:
+        expected = writer.rollup(OUTCOME_SCHEMA.empty_table()).schema
+    finally:
+        writer.close()
+    unreadable = [f for f in sorted(data_files & stored) if not _has_schema(data / ROLLUP_DIR / f, expected)]
+    both = sorted(data_files & stored - set(unreadable))
+    unequal: list[str] = []
+    if both:
+        relative = r"regexp_extract(filename, '(dt=[^/]+/hour=[^/]+/[^/]+)$', 1)"
+        con = duckdb.connect()
+        try:
+            rows = con.sql(
+                f"""
+                WITH recomputed AS (
+                    {ROLLUP_SELECT}, {relative} AS file
+                    FROM read_parquet($data, filename = true, hive_partitioning = false)
+                    GROUP BY ALL
+                ), stored AS (
+                    SELECT * EXCLUDE (filename), {relative} AS file
+                    FROM read_parquet($stored, filename = true, hive_partitioning = false)
+                ), differing AS (
+                    (FROM recomputed EXCEPT ALL FROM stored) UNION ALL (FROM stored EXCEPT ALL FROM recomputed)
+                )
+                SELECT DISTINCT file FROM differing ORDER BY file
+                """,
+                params={"data": [str(data / f) for f in both], "stored": [str(data / ROLLUP_DIR / f) for f in both]},
+            ).fetchall()
+        finally:
+            con.close()
+        unequal = [str(file) for (file,) in rows]
+    return RollupCheck(sorted(data_files - stored), sorted(stored - data_files), sorted(unequal + unreadable))
+
+
+def _has_schema(path: Path, schema: pa.Schema) -> bool:
+    try:
+        return bool(pq.read_schema(path).remove_metadata().equals(schema.remove_metadata()))
+    except (OSError, pa.ArrowInvalid):
+        return False

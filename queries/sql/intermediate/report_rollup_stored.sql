@@ -1,0 +1,74 @@
+-- report_rollup_stored(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256): report_rollup from the stored rollups.
+--
+-- The same rows as report_rollup (same columns, same sums per group, bucket and shape), read from
+-- raw_rollups, the per-file rollups the ingester writes (ingest/rollup.py: request-steps per
+-- minute and 256-token context bucket), instead of from every raw row. The whole minutes of the
+-- window come from the rollups, the partial first and last minute (bounds that are not whole
+-- minutes) from the raw rows through report_rollup. bucket must be a whole number of minutes and
+-- context_tokens a multiple of 256. `specmetrics report` uses it only when every data file of
+-- the window's days has its rollup; `specmetrics verify` checks the rollups equal the raw rows,
+-- and the tests check this macro equals report_rollup.
+--
+-- Example:
+--   SELECT kind, sum(request_steps) AS request_steps FROM report_rollup_stored(bucket := INTERVAL 1 HOUR) GROUP BY ALL
+--
+-- Columns:
+--   engine_id, model, method, num_spec_tokens   the group
+--   bucket_start                                time bucket start (TIMESTAMP, UTC)
+--   context_start, context_end                  context-length bucket (INTEGER; NULL when unknown)
+--   kind, k_zero_reason                         the outcome kind and, for k_zero, the reason
+--   k_sched, k_valid, k_invalid, accepted       the outcome's counts
+--   is_draft, is_vllm_draft                     as in request_steps
+--   request_steps                               request-steps in the row (BIGINT)
+--   first_event, last_event                     the first and last event_time among them
+CREATE OR REPLACE MACRO report_rollup_stored(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256) AS TABLE
+WITH parts AS (
+    SELECT
+        engine_id, model, method, num_spec_tokens,
+        make_timestamp(
+            epoch_us(minute) // CASE WHEN epoch_us(CAST(bucket AS INTERVAL)) % 60000000 = 0
+                                          AND epoch_us(CAST(bucket AS INTERVAL)) > 0
+                                     THEN epoch_us(CAST(bucket AS INTERVAL))
+                                     ELSE error('report_rollup_stored: bucket must be a positive whole number of minutes') END
+            * epoch_us(CAST(bucket AS INTERVAL))) AS bucket_start,
+        CAST(context_start // CASE WHEN CAST(context_tokens AS INTEGER) % 256 = 0 AND CAST(context_tokens AS INTEGER) > 0
+                                   THEN CAST(context_tokens AS INTEGER)
+                                   ELSE error('report_rollup_stored: context_tokens must be a positive multiple of 256') END
+             * CAST(context_tokens AS INTEGER) AS INTEGER) AS context_start,
+        kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted, request_steps, first_event, last_event
+    FROM raw_rollups
+    -- the whole minutes: from the first at or after t0 to the last before the one holding t1
+    WHERE (t0 IS NULL OR minute >= date_trunc('minute', CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) + INTERVAL 59999999 MICROSECOND))
+      AND (t1 IS NULL OR minute < date_trunc('minute', CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP)))
+    UNION ALL
+    -- the partial first minute, [t0, the next whole minute); nothing (no file read) without t0
+    SELECT engine_id, model, method, num_spec_tokens, bucket_start, context_start, kind, k_zero_reason,
+           k_sched, k_valid, k_invalid, accepted, request_steps, first_event, last_event
+    FROM report_rollup(
+        t0 := CASE WHEN t0 IS NULL THEN TIMESTAMP '1970-01-01' ELSE CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) END,
+        t1 := CASE WHEN t0 IS NULL THEN TIMESTAMP '1970-01-01'
+                   ELSE least(date_trunc('minute', CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) + INTERVAL 59999999 MICROSECOND),
+                              CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP)) END,
+        bucket := bucket, context_tokens := context_tokens)
+    UNION ALL
+    -- the partial last minute, [the last whole minute, t1), unless the first minute holds it
+    SELECT engine_id, model, method, num_spec_tokens, bucket_start, context_start, kind, k_zero_reason,
+           k_sched, k_valid, k_invalid, accepted, request_steps, first_event, last_event
+    FROM report_rollup(
+        t0 := CASE WHEN t1 IS NULL THEN TIMESTAMP '1970-01-01'
+                   ELSE greatest(date_trunc('minute', CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP)),
+                                 date_trunc('minute', CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) + INTERVAL 59999999 MICROSECOND)) END,
+        t1 := CASE WHEN t1 IS NULL THEN TIMESTAMP '1970-01-01' ELSE CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP) END,
+        bucket := bucket, context_tokens := context_tokens)
+)
+SELECT
+    engine_id, model, method, num_spec_tokens, bucket_start, context_start,
+    CAST(context_start + CAST(context_tokens AS INTEGER) AS INTEGER) AS context_end,
+    kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted,
+    COALESCE(kind = 'drafted' OR (kind = 'grammar_invalid' AND k_valid > 0), false) AS is_draft,
+    COALESCE(k_sched > 0, false) AS is_vllm_draft,
+    CAST(sum(request_steps) AS BIGINT) AS request_steps, min(first_event) AS first_event, max(last_event) AS last_event
+FROM parts
+GROUP BY ALL;
+
+COMMENT ON MACRO TABLE report_rollup_stored IS 'report_rollup read from the stored per-file rollups (whole minutes) and the raw rows (partial first and last minute); bucket in whole minutes, context_tokens a multiple of 256.';

@@ -1,0 +1,35 @@
+"""``specmetrics rollup``: write the rollups a Parquet tree lacks (or all of them again)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ingest.rollup import build_missing
+from specmetrics.progress import Progress
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "rollup", help="Write the per-file rollups the report reads (the ingester writes them; this is for trees "
+                       "ingested before, or after 'verify' found one unequal).")
+    parser.add_argument("--data", required=True, type=Path, help="The tree written by 'specmetrics ingest'.")
+    parser.add_argument("--rebuild", action="store_true", help="Recompute every rollup, not only missing ones.")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.data.is_dir():
+        raise FileNotFoundError(f"{args.data} is not a directory")
+    progress = Progress("rollup", unit="files")
+
+    def advance(done: int, total: int) -> None:
+        progress.total = total
+        progress.update(done)
+
+    written = build_missing(args.data, rebuild=args.rebuild, progress=advance)
+    if written:
+        progress.finish()
+    print(f"wrote {len(written)} rollup(s) under {args.data}")
+    return 0

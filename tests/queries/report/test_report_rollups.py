@@ -1,0 +1,113 @@
+"""The report from stored rollups equals the report from the raw rows, for any rows and any
+window (bounds inside minutes included), and the command reads rollups only when they cover
+the window."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ingest.layout import DATA_GLOB, ROLLUP_DIR
+from ingest.rollup import build_missing, rollups_cover
+from queries import connect
+from queries.report import ReportData, Window, collect
+from specmetrics.cli import main
+from tests.queries.test_queries_properties import outcome
+
+START = datetime(2025, 1, 1, 10, 58)
+#: Event times over four minutes around an hour boundary, at second and sub-second offsets.
+TIMES = st.builds(lambda ms: START + timedelta(milliseconds=ms), st.integers(0, 4 * 60_000 - 1))
+BOUNDS = st.one_of(st.none(), TIMES, st.builds(lambda m: START + timedelta(minutes=m), st.integers(0, 4)))
+
+
+def both(root: Path, window: Window, **widths: Any) -> tuple[ReportData, ReportData]:
+    con = connect(root)
+    try:
+        return collect(con, window, **widths), collect(con, window, stored_rollups=True, **widths)
+    finally:
+        con.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(outcome(), TIMES), min_size=1, max_size=30), BOUNDS, BOUNDS,
+       st.sampled_from([None, timedelta(minutes=1), timedelta(minutes=2)]), st.sampled_from([256, 512]))
+def test_the_report_from_rollups_equals_the_report_from_raw_rows(
+        outcomes: Any, drawn: list[tuple[dict[str, Any], datetime]], since: datetime | None, until: datetime | None,
+        bucket: timedelta | None, context_tokens: int) -> None:
+    rows = [outcomes.row(**{**d, "event_time": t}) for d, t in drawn]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = outcomes.write_tree(Path(tmp) / "data", rows)
+        build_missing(root)
+        raw, stored = both(root, Window(since, until), bucket=bucket, context_tokens=context_tokens)
+        assert stored == raw
+        inside = [r for r in rows if (since is None or r["event_time"] >= since)
+                  and (until is None or r["event_time"] < until)]
+        assert stored.request_steps == len(inside)  # a bug that drops or doubles the partial minutes shows here
+
+
+@pytest.fixture
+def tree(tmp_path: Path, outcomes: Any) -> Path:
+    rows = [outcomes.drafted(3, a % 4, event_time=START + timedelta(seconds=7 * a), batch_max_seq_len=100 * a)
+            for a in range(40)]
+    root = outcomes.write_tree(tmp_path / "data", rows)
+    build_missing(root)
+    return root
+
+
+def double_the_counts(rollup: Path) -> None:
+    table = pq.read_table(rollup)
+    index = table.schema.get_field_index("request_steps")
+    doubled = pc.multiply(table["request_steps"], pa.scalar(2, pa.int64()))
+    pq.write_table(table.set_column(index, "request_steps", doubled), rollup)
+
+
+def test_the_stored_path_reads_the_rollups(tree: Path) -> None:
+    raw, stored = both(tree, Window(None, None))
+    assert stored == raw and raw.request_steps == 40
+    for rollup in (tree / ROLLUP_DIR).glob(DATA_GLOB):
+        double_the_counts(rollup)
+    raw, stored = both(tree, Window(None, None))
+    assert (raw.request_steps, stored.request_steps) == (40, 80)
+    # widths the rollups cannot give are computed from the raw rows
+    assert both(tree, Window(None, None), bucket=timedelta(seconds=30))[1].request_steps == 40
+    assert both(tree, Window(None, None), context_tokens=100)[1].request_steps == 40
+
+
+def test_the_report_command_uses_rollups_only_when_they_cover_the_window(
+        tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rollups = sorted((tree / ROLLUP_DIR).glob(DATA_GLOB))
+    assert len(rollups) == 2 and rollups_cover(tree)
+    double_the_counts(rollups[0])  # marks which path the report took
+    assert main(["report", "--data", str(tree), "--out", str(tmp_path / "r1"), "--format", "md"]) == 0
+    assert "(58 request-steps)" in capsys.readouterr().out  # the 18 rows before 11:00 counted twice
+    assert main(["report", "--data", str(tree), "--out", str(tmp_path / "r2"), "--format", "md",
+                 "--since", "2025-01-02T00:00"]) == 1  # no file that day: covered, and empty
+    capsys.readouterr()
+    rollups[1].unlink()
+    assert not rollups_cover(tree)
+    assert main(["report", "--data", str(tree), "--out", str(tmp_path / "r3"), "--format", "md"]) == 0
+    assert "(40 request-steps)" in capsys.readouterr().out
+    assert rollups_cover(tree, since=START - timedelta(days=2), until=START - timedelta(days=1))
+    shutil.copy(rollups[0], rollups[0].with_name("deleted-data.parquet"))
+    assert not rollups_cover(tree, since=START)  # a rollup without its data file
+
+
+def test_report_rollup_stored_refuses_widths_the_rollups_cannot_give(tree: Path) -> None:
+    con = connect(tree)
+    try:
+        with pytest.raises(Exception, match="bucket must be a positive whole number of minutes"):
+            con.sql("FROM report_rollup_stored(bucket := INTERVAL 90 SECOND)").fetchall()
+        with pytest.raises(Exception, match="context_tokens must be a positive multiple of 256"):
+            con.sql("FROM report_rollup_stored(context_tokens := 100)").fetchall()
+    finally:
+        con.close()
