@@ -51,6 +51,7 @@ class RawStep(NamedTuple):
     truncated: dict[str, tuple[int, int]]  # (proposed, kept) where the grammar truncated them
     max_model_len: int
     num_sampled: int  # tokens sampled per step without drafts (1)
+    k_schedule: int | None  # the previous step's SchedulerOutput.num_spec_tokens_to_schedule: the K it chose
 
 
 def step_outcomes(raw: RawStep) -> OutcomeColumns:
@@ -103,6 +104,8 @@ def step_outcomes(raw: RawStep) -> OutcomeColumns:
 
 
 def _k_zero_reason(raw: RawStep, request_id: str, proposals: dict[str, int]) -> int:
+    if raw.k_schedule == 0:  # dynamic K chose 0 for the drafts verified now (the drafter got K = 0)
+        return SCHEDULE
     if request_id in raw.truncated and raw.truncated[request_id][1] == 0:
         return GRAMMAR_TRUNCATED
     proposed = proposals.get(request_id)

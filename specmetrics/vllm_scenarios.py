@@ -47,11 +47,11 @@ def engine_config(kind: str, models: dict[str, Path], async_scheduling: bool = F
     if kind == "draft_model":
         spec = {"method": "draft_model", "model": str(models["same_drafter"]), "num_speculative_tokens": K,
                 "max_model_len": DRAFTER_MAX_LEN}
-    else:
-        spec = {"method": "ngram", "num_speculative_tokens": K, "prompt_lookup_max": 3, "prompt_lookup_min": 2}
-    if async_scheduling:
-        common["async_scheduling"] = True
-    return {**common, "speculative_config": spec}
+    else:  # vLLM refuses async scheduling with the CPU ngram proposer; ngram_gpu is the async one
+        spec = {"method": "ngram_gpu" if async_scheduling else "ngram", "num_speculative_tokens": K,
+                "prompt_lookup_max": 3, "prompt_lookup_min": 2}
+    # Explicit either way: left unset, a GPU turns async scheduling on for draft_model by default.
+    return {**common, "async_scheduling": async_scheduling, "speculative_config": spec}
 
 
 def stories(kind: str, ids: list[int]) -> list[tuple[str, list[list[int]], bool]]:

@@ -4,8 +4,9 @@
 pads of grammar-invalid drafts (async) and the sampled tokens; the wrapper reads the sampled
 lengths before vLLM truncates at stop tokens (``accepted``) and after (``emitted``).
 ``update_draft_token_ids`` (sync) shows how many drafts were proposed and, for requests with
-a grammar, how many it kept. ``schedule`` tags its output with the step index. The worker's
-drafting decision arrives on the ``ModelRunnerOutput``.
+a grammar, how many it kept. ``schedule`` tags its output with the step index, and its
+``num_spec_tokens_to_schedule`` (dynamic K) sizes the drafts verified at the next step. The
+worker's drafting decision arrives on the ``ModelRunnerOutput``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class EngineObserver:
         self.decision: DraftDecision | None = None
         self.proposed: Any = None  # the last DraftTokenIds (req_ids, draft_token_ids)
         self.truncated: dict[str, tuple[int, int]] = {}
+        self.k_schedule: int | None = None  # the K the last step's schedule chose (dynamic K), for the next
 
     def before(self, scheduler: Any, so: Any, mro: Any) -> tuple[list[int], dict[str, int]] | None:
         """Read what vLLM is about to change: sampled lengths before stop handling, and the
@@ -81,13 +83,16 @@ class EngineObserver:
         self.decision = DraftDecision(*decision) if decision is not None else None
         proposed, self.proposed = self.proposed, None
         truncated, self.truncated = self.truncated, {}
+        k_schedule = self.k_schedule
+        if so.num_scheduled_tokens:  # a step that scheduled nothing sizes no drafts
+            self.k_schedule = getattr(so, "num_spec_tokens_to_schedule", None)
         if seen is None:
             return
         raw = RawStep(step_index, time.time_ns() // 1000, previous, so.num_scheduled_tokens,
                       so.scheduled_spec_decode_tokens, so.num_invalid_spec_tokens, mro.req_id_to_index, seen[0],
                       list(map(len, mro.sampled_token_ids)), seen[1],
                       None if proposed is None else (proposed.req_ids, proposed.draft_token_ids), truncated,
-                      self.max_model_len, self.num_sampled)
+                      self.max_model_len, self.num_sampled, k_schedule)
         self.publisher.publish((self.context, raw))
 
 
