@@ -6,7 +6,9 @@ Real vLLM (CPU, tiny models, in-process engine core). Timing wrappers go *inside
 ``update_from_output``, both per step, same steps, same run. Batches of 1, 64 and 256
 decoding requests with K = 3 and 5; then K = 3, 256 requests with the sink stalled (a FIFO
 nobody reads): cost and RSS must stay flat while steps are dropped; then K = 3 with the hook's
-own work removed (``--floor``: what wrapping the methods costs at all). One JSON line per case.
+own work removed (``--floor``: what wrapping the methods costs at all); then K = 3 without the
+plugin (``--control``: outer - inner is then the timing wrappers' own cost, which every other
+case includes and ``hook_net_vs_vllm`` of the last line takes out). One JSON line per case.
 
     SPECMETRICS_SINK is set by the benchmark itself.
     python -m benchmarks.bench_hook [--max-tokens 48]
@@ -45,7 +47,7 @@ def timed(method: Callable[..., Any], key: str) -> Callable[..., Any]:
     return wrapper
 
 
-def install_timers(sink: str, queue_steps: int) -> None:
+def install_timers(sink: str, queue_steps: int, plugin: bool = True) -> None:
     os.environ["SPECMETRICS_SINK"] = sink
     os.environ["SPECMETRICS_QUEUE_STEPS"] = str(queue_steps)
     # The publisher thread drains after the measured run: it never holds the GIL inside the
@@ -56,7 +58,10 @@ def install_timers(sink: str, queue_steps: int) -> None:
 
     Scheduler.update_from_output = timed(Scheduler.update_from_output, "inner")  # type: ignore[method-assign]
     Scheduler.update_draft_token_ids = timed(Scheduler.update_draft_token_ids, "draft_inner")  # type: ignore[method-assign]
-    load_general_plugins()  # the plugin wraps the timed methods
+    if plugin:
+        load_general_plugins()  # the plugin wraps the timed methods
+    else:
+        os.environ["VLLM_PLUGINS"] = "none"  # vLLM loads only the plugins named here: none
     Scheduler.update_from_output = timed(Scheduler.update_from_output, "outer")  # type: ignore[method-assign]
     Scheduler.update_draft_token_ids = timed(Scheduler.update_draft_token_ids, "draft_outer")  # type: ignore[method-assign]
 
@@ -81,6 +86,28 @@ def measure(llm: Any, batch: int, max_tokens: int, ids: list[int]) -> dict[str, 
             "max_rss_mb_first_third": TIMES["rss"][third - 1] / 1024, "max_rss_mb_end": TIMES["rss"][-1] / 1024}
 
 
+def emit(k: int, batch: int, sink: str, result: dict[str, Any]) -> None:
+    print(json.dumps({"bench": "hook", "k": k, "batch": batch, "sink": sink,
+                      **{name: round(v, 4) if isinstance(v, float) else v for name, v in result.items()}}), flush=True)
+
+
+def net_of_timers(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per batch size at K = 3: the hook's cost minus the timing wrappers' own (the control run),
+    as a share of vLLM's update in the hook's run; the same for the last third of the steps."""
+    runs = {(line["sink"], line["k"], line["batch"]): line for line in lines}
+    net: dict[str, Any] = {"bench": "hook_net_of_timers", "k": 3}
+    for batch in (1, 64, 256):
+        hook, control = runs[("local_log", 3, batch)], runs[("control_no_plugin", 3, batch)]
+        net[f"batch_{batch}"] = {
+            "timers_us_per_step": control["hook_us_per_step"],
+            "hook_net_us_per_step": round(hook["hook_us_per_step"] - control["hook_us_per_step"], 2),
+            "hook_net_vs_vllm": round((hook["hook_us_per_step"] - control["hook_us_per_step"])
+                                      / hook["vllm_update_us_per_step"], 4),
+            "hook_net_us_last_third": round(hook["hook_us_last_third"] - control["hook_us_last_third"], 2),
+        }
+    return net
+
+
 def _hook_us(a: int, b: int) -> float:
     return (sum(TIMES["outer"][a:b]) - sum(TIMES["inner"][a:b])) / max(b - a, 1) / 1e3
 
@@ -92,13 +119,20 @@ def main() -> None:
     parser.add_argument("--stalled", action="store_true")
     parser.add_argument("--floor", action="store_true",
                         help="Wrappers only: the hook's own work removed, to show the cost of wrapping at all.")
+    parser.add_argument("--control", action="store_true",
+                        help="No plugin: outer - inner is the cost of the timing wrappers themselves.")
     args = parser.parse_args()
     if args.k is None:  # vLLM loads plugins once per process: one child per configuration
         import subprocess
 
-        for k, flag in ((3, None), (5, None), (3, "--stalled"), (3, "--floor")):
+        lines: list[dict[str, Any]] = []
+        for k, flag in ((3, None), (5, None), (3, "--stalled"), (3, "--floor"), (3, "--control")):
             cmd = [sys.executable, "-m", "benchmarks.bench_hook", "--k", str(k), "--max-tokens", str(args.max_tokens)]
-            subprocess.run(cmd + ([flag] if flag else []), check=True, stderr=subprocess.DEVNULL)
+            out = subprocess.run(cmd + ([flag] if flag else []), check=True, stderr=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, text=True).stdout
+            print(out, end="", flush=True)
+            lines += [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        print(json.dumps(net_of_timers(lines)))
         return
     if args.floor:
         from emitter.vllm.scheduler import EngineObserver
@@ -112,7 +146,7 @@ def main() -> None:
     if args.stalled:
         log.mkdir()
         os.mkfifo(log / "00000000000000000000.log")
-    install_timers(log.as_uri(), queue_steps=64 if args.stalled else 10_000)
+    install_timers(log.as_uri(), queue_steps=64 if args.stalled else 10_000, plugin=not args.control)
     from vllm import LLM
 
     models = tiny_models()
@@ -127,6 +161,9 @@ def main() -> None:
 
     for batch in ((256,) if args.stalled else (1, 64, 256)):
         result = measure(llm, batch, args.max_tokens, ids)
+        if args.control:
+            emit(args.k, batch, "control_no_plugin", result)
+            continue
         queued = list(plugin.publisher()._queue)  # what the publisher thread will turn into events
         start = time.thread_time_ns()
         for item in queued:
@@ -137,9 +174,7 @@ def main() -> None:
         result["published_steps"], result["dropped_steps"] = health.published_steps, health.dropped_queue_full
         if not args.stalled:
             plugin.publisher()._queue.clear()
-        sink = "stalled" if args.stalled else "wrappers_only_floor" if args.floor else "local_log"
-        print(json.dumps({"bench": "hook", "k": args.k, "batch": batch, "sink": sink,
-                          **{k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}}), flush=True)
+        emit(args.k, batch, "stalled" if args.stalled else "wrappers_only_floor" if args.floor else "local_log", result)
     os._exit(0)
 
 

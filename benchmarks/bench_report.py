@@ -1,8 +1,8 @@
 """The full report's queries over many request-outcome rows, next to the same metrics computed
 with pandas and with polars, and a bare DuckDB scan of the columns they need (the floor), in
-the same run. The report reads the rollups stored next to the data (written by the ingester;
-here by ``build_missing``, timed when it runs), as ``specmetrics report`` does; the same report
-over the raw rows is timed too. Best of ``--rounds`` each; page cache warm (a first untimed
+the same run. The report reads the rollups stored next to the data, as ``specmetrics report``
+does once it has built them (here ``build_missing`` builds them, timed, when the cached tree
+lacks them); the same report over the raw rows is timed too. Best of ``--rounds`` each; page cache warm (a first untimed
 scan). Checks that the rollups equal their recomputation from the raw rows (``specmetrics
 verify``'s check) and that the four ways agree on the headline and per-group numbers, then
 prints one JSON line.

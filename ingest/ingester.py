@@ -28,7 +28,6 @@ from ingest.output import (
     write_dead_letters,
     write_partitioned,
 )
-from ingest.rollup import RollupWriter
 from ingest.settings import IngestSettings
 from ingest.sources.base import Source
 from schemas.version import UnsupportedSchemaVersion
@@ -78,7 +77,6 @@ class Ingester:
         self._next: dict[int, int] = {}  # per owned partition: the next offset to consume
         self._buffers: dict[int, PartitionBuffer] = {}
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specmetrics-writer")
-        self._rollups = RollupWriter()  # used on the writer thread only
         self._in_flight: tuple[Future[None], dict[int, int], _Flush] | None = None
         self._rotate_us = int(self.settings.flush_event_time_s * 1_000_000)
         source.listen(self._assigned, self._revoked)
@@ -188,7 +186,6 @@ class Ingester:
             self.wait()
         finally:
             self._writer.shutdown()
-            self._rollups.close()
             if self._dead_letter_topic is not None:
                 self._dead_letter_topic.close()
 
@@ -200,7 +197,7 @@ class Ingester:
     def _write(self, work: _Flush) -> None:
         if work.table.num_rows:
             self.stats.files += len(write_partitioned(self.out, work.name, work.table, work.event_time_us,
-                                                      self._options, self._rollups))
+                                                      self._options))
         if work.dead_letters:
             write_dead_letters(self.out, work.name, work.dead_letters)
             for letter in work.dead_letters:

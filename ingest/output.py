@@ -29,7 +29,6 @@ import pyarrow.parquet as pq
 
 from ingest.batch import DeadLetter
 from ingest.durable import write_atomically, write_durably
-from ingest.rollup import RollupWriter, rollup_path
 
 logger = logging.getLogger(__name__)
 
@@ -67,11 +66,9 @@ class FileName:
 
 
 def write_partitioned(
-    out: Path, name: FileName, table: pa.Table, event_time_us: np.ndarray, options: ParquetOptions,
-    rollups: RollupWriter,
+    out: Path, name: FileName, table: pa.Table, event_time_us: np.ndarray, options: ParquetOptions
 ) -> list[Path]:
-    """Write ``table`` split by event-time hour, one durable file per hour, each followed by its
-    rollup."""
+    """Write ``table`` split by event-time hour, one durable file per hour."""
     hours = event_time_us // _HOUR_US
     paths = []
     for hour in np.unique(hours):
@@ -79,7 +76,6 @@ def write_partitioned(
         when = datetime.fromtimestamp(int(hour) * 3600, UTC)
         path = out / f"dt={when:%Y-%m-%d}" / f"hour={when:%H}" / name.render("parquet")
         write_durably(path, partial(_write_parquet, part, options))
-        rollups.write(rollup_path(out, path), part, options.compression)
         paths.append(path)
     return paths
 
@@ -104,7 +100,7 @@ def write_dead_letters(out: Path, name: FileName, letters: list[DeadLetter]) -> 
 
 
 def remove_uncommitted(out: Path, source: str, committed: dict[int, int]) -> list[Path]:
-    """Delete files of ``source`` (data, rollups, dead letters) that start at or after the
+    """Delete files of ``source`` (data, their rollups, dead letters) that start at or after the
     committed offset of their partition (a flush that crashed before its commit), and stray
     temp files. Only the
     partitions in ``committed`` are touched: other readers of the same tree own the rest."""

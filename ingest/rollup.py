@@ -4,14 +4,18 @@
 
     DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/<the data file's name>.parquet
 
-The ingester writes a file's rollup right after the file, in the same flush (so a crash before
-the commit removes both, see :func:`ingest.output.remove_uncommitted`). A rollup is a pure
-function of its data file, :data:`ROLLUP_SELECT`; ``specmetrics verify`` recomputes every rollup
-from the raw rows and checks it equal, and :func:`build_missing` writes those a tree lacks
-(trees ingested before rollups existed). ``specmetrics report`` reads rollups instead of raw
-rows when they cover the window's files: over the whole window but its partial first and last
-minutes, and at time buckets that are whole minutes and context buckets that are multiples
-of :data:`ROLLUP_CONTEXT_TOKENS` (queries/sql/intermediate/report_rollup_stored.sql).
+A rollup is a pure function of its data file, :data:`ROLLUP_SELECT`: derived data, like a
+materialized view. :func:`build_missing` writes those a tree lacks; ``specmetrics report`` calls
+it for the days of its window before it reads (so scheduled reports keep them current, each
+run adding only the files ingested since the last), and ``specmetrics rollup`` for a whole
+tree. The ingester does not write them: its throughput stays that of writing the data alone.
+Data files are immutable once renamed into place; a file removed after a crash (see
+:func:`ingest.output.remove_uncommitted`) takes its rollup with it, and is rewritten with the
+same rows under the same name. ``specmetrics verify`` recomputes every rollup from the raw rows
+and checks it equal. ``specmetrics report`` reads rollups instead of raw rows when they cover
+the window's files: over the whole window but its partial first and last minutes, and at
+time buckets that are whole minutes and context buckets that are multiples of
+:data:`ROLLUP_CONTEXT_TOKENS` (queries/sql/intermediate/report_rollup_stored.sql).
 """
 
 from __future__ import annotations
@@ -92,11 +96,12 @@ class RollupWriter:
         self._con.close()
 
 
-def build_missing(data: Path, rebuild: bool = False,
+def build_missing(data: Path, rebuild: bool = False, since: datetime | None = None, until: datetime | None = None,
                   progress: Callable[[int, int], None] | None = None) -> list[Path]:
-    """Write the rollup of every data file under ``data`` that has none (all of them with
-    ``rebuild``); returns the rollups written. ``progress(done, total)`` after each one."""
-    todo = [f for f in sorted(data.glob(DATA_GLOB)) if rebuild or not rollup_path(data, f).exists()]
+    """Write the rollup of every data file under ``data`` (of the days from ``since`` to
+    ``until``) that has none, or of all of them with ``rebuild``; returns the rollups written.
+    ``progress(done, total)`` after each one."""
+    todo = [f for f in sorted(_data_files(data, since, until)) if rebuild or not rollup_path(data, f).exists()]
     writer = RollupWriter()
     try:
         for done, data_file in enumerate(todo, 1):
@@ -112,16 +117,8 @@ def rollups_cover(data: Path, since: datetime | None = None, until: datetime | N
     """Whether every data file of the days from ``since`` to ``until`` has its rollup, and
     every rollup of those days its data file (a rollup left by a deleted file would count rows
     that are gone)."""
-    def in_window(day: Path) -> bool:
-        date = day.name.removeprefix("dt=")
-        return (since is None or date >= f"{since:%Y-%m-%d}") and (until is None or date <= f"{until:%Y-%m-%d}")
-
-    def files(root: Path) -> set[Path]:
-        return {path.relative_to(root) for day in root.glob("dt=*") if in_window(day)
-                for path in day.glob("hour=*/*.parquet")}
-
-    data_files = files(data)
-    stored = files(data / ROLLUP_DIR)
+    data_files = {path.relative_to(data) for path in _data_files(data, since, until)}
+    stored = {path.relative_to(data / ROLLUP_DIR) for path in _data_files(data / ROLLUP_DIR, since, until)}
     if data_files != stored:
         logger.info("rollups do not cover %s (%d data file(s) without one, %d without data): reading raw rows",
                     data, len(data_files - stored), len(stored - data_files))
@@ -129,10 +126,19 @@ def rollups_cover(data: Path, since: datetime | None = None, until: datetime | N
     return True
 
 
+def _data_files(root: Path, since: datetime | None, until: datetime | None) -> list[Path]:
+    """The files of ``root``'s ``dt=*/hour=*`` partitions whose day is from ``since`` to ``until``."""
+    def in_window(day: Path) -> bool:
+        date = day.name.removeprefix("dt=")
+        return (since is None or date >= f"{since:%Y-%m-%d}") and (until is None or date <= f"{until:%Y-%m-%d}")
+
+    return [path for day in root.glob("dt=*") if in_window(day) for path in day.glob("hour=*/*.parquet")]
+
+
 @dataclass
 class RollupCheck:
-    """Data files without a rollup, rollups without a data file, and rollups that differ from
-    their recomputation from the raw rows (paths relative to the tree)."""
+    """Data files without a rollup (not yet built: no error), rollups without a data file, and
+    rollups that differ from their recomputation from the raw rows (paths relative to the tree)."""
 
     missing: list[str]
     orphaned: list[str]
@@ -140,7 +146,7 @@ class RollupCheck:
 
     @property
     def clean(self) -> bool:
-        return not (self.missing or self.orphaned or self.unequal)
+        return not (self.orphaned or self.unequal)
 
 
 def check_rollups(data: Path) -> RollupCheck:

@@ -11,10 +11,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ingest.rollup import rollups_cover
+from ingest.rollup import build_missing, rollups_cover
 from queries import connect
 from queries.report import Window, collect, parse_duration, parse_formats, parse_schedule, write_report
 from queries.report.writer import prune_reports
+from specmetrics.progress import Progress
 
 log = logging.getLogger("specmetrics.report")
 
@@ -40,6 +41,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--runs", type=int, default=None, help="With --every: stop after this many runs.")
     parser.add_argument("--keep", type=int, default=None,
                         help="Keep only the newest N timestamped reports in --out (latest.* stay); default: all.")
+    parser.add_argument("--raw", action="store_true",
+                        help="Read the raw rows only: neither build nor read the rollups under DATA/_rollup "
+                             "(default: build those the window's days lack, then read them).")
     parser.set_defaults(run=run)
 
 
@@ -72,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timedelta | None, window: Window,
               scheduled: bool) -> int:
     generated = datetime.now(UTC)
-    stored_rollups = rollups_cover(args.data, window.since, window.until)  # before connect() looks for them
+    stored_rollups = not args.raw and _update_rollups(args.data, window)  # before connect() looks for them
     con = connect(args.data)
     try:
         data = collect(con, window, bucket=bucket, context_tokens=args.context_tokens, stored_rollups=stored_rollups)
@@ -91,6 +95,22 @@ def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timede
     print(f"report for {window.describe()} ({data.request_steps:,} request-steps): "
           + ", ".join(str(p) for p in written), flush=True)
     return 0
+
+
+def _update_rollups(data: Path, window: Window) -> bool:
+    """Build the rollups the window's days lack; whether the rollups then cover the window."""
+    progress = Progress("rollup", unit="files")
+
+    def advance(done: int, total: int) -> None:
+        progress.total = total
+        progress.update(done)
+
+    try:
+        if build_missing(data, since=window.since, until=window.until, progress=advance):
+            progress.finish()
+    except OSError as exc:  # a read-only tree: the rollups that are there may still cover the window
+        log.warning("could not write rollups under %s (%s); reading raw rows where they are missing", data, exc)
+    return rollups_cover(data, window.since, window.until)
 
 
 def _window_parser(since: str | None, until: str | None) -> Callable[[datetime], Window]:

@@ -12,8 +12,8 @@ from specmetrics.progress import Progress
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "rollup", help="Write the per-file rollups the report reads (the ingester writes them; this is for trees "
-                       "ingested before, or after 'verify' found one unequal).")
+        "rollup", help="Write the per-file rollups reports read instead of raw rows (each report builds those of "
+                       "its window; this does a whole tree, or rewrites all with --rebuild).")
     parser.add_argument("--data", required=True, type=Path, help="The tree written by 'specmetrics ingest'.")
     parser.add_argument("--rebuild", action="store_true", help="Recompute every rollup, not only missing ones.")
     parser.set_defaults(run=run)

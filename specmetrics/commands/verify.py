@@ -1,5 +1,5 @@
 """``specmetrics verify``: offset gaps and overlaps per partition, duplicate event ids, rollups
-equal to the raw rows."""
+equal to the raw rows (missing rollups are only counted: reports build them)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from specmetrics.tables import text_table
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "verify", help="Check a Parquet tree: offset gaps and overlaps per partition, duplicate event ids, "
-                       "rollups missing or not equal to the raw rows (exit code 1 when any).")
+                       "rollups orphaned or not equal to the raw rows (exit code 1 when any); counts data files "
+                       "without a rollup yet.")
     parser.add_argument("--data", required=True, type=Path, help="The tree written by 'specmetrics ingest'.")
     parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
     parser.set_defaults(run=run)
@@ -43,13 +44,14 @@ def run(args: argparse.Namespace) -> int:
     for event_id, copies in report.duplicate_examples:
         print(f"  {event_id}: {copies} copies")
     rollups = report.rollups
-    for what, files in (("data file without a rollup", rollups.missing),
-                        ("rollup without a data file", rollups.orphaned),
+    print(f"data files without a rollup yet: {len(rollups.missing)} (the next report or 'specmetrics rollup' "
+          "builds them)")
+    for what, files in (("rollup without a data file", rollups.orphaned),
                         ("rollup not equal to its data file's rows", rollups.unequal)):
         for file in files:
             print(f"{what}: {file}")
-    if rollups.missing or rollups.orphaned:
-        print(f"  'specmetrics rollup --data {args.data}' writes missing rollups; remove orphaned ones by hand")
+    if rollups.orphaned:
+        print("  remove orphaned rollups by hand: the report reads raw rows for their days until then")
     if rollups.unequal:
         print(f"  'specmetrics rollup --data {args.data} --rebuild' rewrites every rollup from the raw rows")
     print("clean" if report.clean else "NOT clean")

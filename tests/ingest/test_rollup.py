@@ -1,8 +1,9 @@
-"""The ingester writes each data file's rollup with it: request-steps per minute, context
-bucket and outcome shape, equal to a count of the file's rows."""
+"""A data file's rollup: request-steps per minute, context bucket and outcome shape, equal to
+a count of the file's rows in Python; the ingester leaves them to reports."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
@@ -10,7 +11,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from ingest.rollup import ROLLUP_DIR, check_rollups, rollup_path
+from ingest.layout import ROLLUP_DIR
+from ingest.output import STATE_DIR, FileName
+from ingest.rollup import build_missing, check_rollups, rollup_path
 from tests.conftest import write_load
 from tests.ingest.conftest import ingest_once, parquet_files
 
@@ -34,9 +37,13 @@ def counted(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], tuple[int, date
 def test_every_data_file_gets_a_rollup_equal_to_a_count_of_its_rows(log_dir: Path, data_dir: Path) -> None:
     write_load(log_dir, rows=20_000, seed=3, engines=2, drafter_max_len=1500)  # some batches skip drafting
     stats = ingest_once(log_dir, data_dir, flush_rows=5_000)
+    assert not (data_dir / ROLLUP_DIR).exists()  # the ingester writes data only
     data_files = parquet_files(data_dir)
     assert len(data_files) >= 4
+    written = build_missing(data_dir)
+    assert sorted(str(p.relative_to(data_dir / ROLLUP_DIR)) for p in written) == data_files
     total = 0
+    kinds: Counter[str] = Counter()
     for name in data_files:
         rows = pq.read_table(data_dir / name).to_pylist()
         stored = pq.read_table(rollup_path(data_dir, data_dir / name)).to_pylist()
@@ -44,9 +51,26 @@ def test_every_data_file_gets_a_rollup_equal_to_a_count_of_its_rows(log_dir: Pat
                 for r in stored} == counted(rows)
         assert len(stored) < len(rows)
         total += sum(r["request_steps"] for r in stored)
+        kinds.update(r["kind"] for r in rows)
     assert total == stats.rows
-    assert sorted(str(p.relative_to(data_dir / ROLLUP_DIR)) for p in (data_dir / ROLLUP_DIR).rglob("*.parquet")) \
-        == data_files
+    assert len(kinds) == 4  # every kind is in the rollups checked above
     assert check_rollups(data_dir).clean
-    kinds = Counter(r["kind"] for name in data_files for r in pq.read_table(data_dir / name).to_pylist())
-    assert len(kinds) == 4  # the load generator's mix: every kind is in the rollups above
+    assert build_missing(data_dir) == []  # nothing left to build
+    assert len(build_missing(data_dir, rebuild=True)) == len(data_files)
+
+
+def test_a_crash_after_a_rollup_was_built_takes_it_with_the_uncommitted_file(log_dir: Path, data_dir: Path) -> None:
+    """A report may build the rollup of a file the ingester has not committed yet; the file
+    is removed on restart, its rollup with it, and comes back with the same rows."""
+    write_load(log_dir, rows=6_000, seed=5)
+    ingest_once(log_dir, data_dir, flush_rows=2_500)
+    build_missing(data_dir)
+    last = parquet_files(data_dir)[-1]
+    rows_before = pq.read_table(data_dir / last)
+    start = FileName.parse(Path(last).name)
+    assert start is not None
+    (data_dir / STATE_DIR / "log.offsets.json").write_text(json.dumps({"0": start.start}))  # its commit never happened
+    stats = ingest_once(log_dir, data_dir, flush_rows=2_500)
+    assert stats.rows == rows_before.num_rows and pq.read_table(data_dir / last).equals(rows_before)
+    check = check_rollups(data_dir)
+    assert (check.missing, check.orphaned, check.unequal) == ([last], [], [])

@@ -83,23 +83,32 @@ def test_the_stored_path_reads_the_rollups(tree: Path) -> None:
     assert both(tree, Window(None, None), context_tokens=100)[1].request_steps == 40
 
 
-def test_the_report_command_uses_rollups_only_when_they_cover_the_window(
+def test_the_report_command_builds_the_rollups_it_lacks_and_reads_them_only_when_they_cover_the_window(
         tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def report(*extra: str) -> str:
+        assert main(["report", "--data", str(tree), "--out", str(tmp_path / "r"), "--format", "md", *extra]) == 0
+        return capsys.readouterr().out
+
     rollups = sorted((tree / ROLLUP_DIR).glob(DATA_GLOB))
-    assert len(rollups) == 2 and rollups_cover(tree)
-    double_the_counts(rollups[0])  # marks which path the report took
-    assert main(["report", "--data", str(tree), "--out", str(tmp_path / "r1"), "--format", "md"]) == 0
-    assert "(58 request-steps)" in capsys.readouterr().out  # the 18 rows before 11:00 counted twice
-    assert main(["report", "--data", str(tree), "--out", str(tmp_path / "r2"), "--format", "md",
+    assert len(rollups) == 2
+    shutil.rmtree(tree / ROLLUP_DIR)
+    assert "(40 request-steps)" in report()
+    assert sorted((tree / ROLLUP_DIR).glob(DATA_GLOB)) == rollups  # built by the report
+    double_the_counts(rollups[0])  # marks which path a report takes
+    assert "(58 request-steps)" in report()  # the 18 rows before 11:00 counted twice: the rollups were read
+    rollups[1].unlink()
+    assert "(58 request-steps)" in report() and rollups[1].exists()  # rebuilt, and read
+    assert "(40 request-steps)" in report("--raw")
+    # 35 rows from 10:58:30: the 4 of the partial minute 10:58 from the raw rows, the 9 of 10:59 from the doubled
+    # rollup, the 22 from 11:00 on from the other one
+    assert "(44 request-steps)" in report("--since", "2025-01-01T10:58:30")
+    assert main(["report", "--data", str(tree), "--out", str(tmp_path / "r"), "--format", "md",
                  "--since", "2025-01-02T00:00"]) == 1  # no file that day: covered, and empty
     capsys.readouterr()
-    rollups[1].unlink()
-    assert not rollups_cover(tree)
-    assert main(["report", "--data", str(tree), "--out", str(tmp_path / "r3"), "--format", "md"]) == 0
-    assert "(40 request-steps)" in capsys.readouterr().out
-    assert rollups_cover(tree, since=START - timedelta(days=2), until=START - timedelta(days=1))
     shutil.copy(rollups[0], rollups[0].with_name("deleted-data.parquet"))
     assert not rollups_cover(tree, since=START)  # a rollup without its data file
+    assert "(40 request-steps)" in report()
+    assert rollups_cover(tree, since=START - timedelta(days=2), until=START - timedelta(days=1))
 
 
 def test_report_rollup_stored_refuses_widths_the_rollups_cannot_give(tree: Path) -> None:
