@@ -125,6 +125,17 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
             setattr(scheduler, OBSERVER_ATTR, found)
         return found  # type: ignore[no-any-return]
 
+    def make_init(original: Callable[..., Any]) -> Callable[..., Any]:
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            original(self, *args, **kwargs)
+            if guard.enabled:
+                try:  # now, not in the first step: the observer and the publisher's threads start here
+                    observer(self)
+                except Exception as exc:
+                    guard.failed(exc)
+
+        return __init__
+
     def make_schedule(original: Callable[..., Any]) -> Callable[..., Any]:
         def schedule(self: Any, *args: Any, **kwargs: Any) -> Any:
             output = original(self, *args, **kwargs)
@@ -197,6 +208,9 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
     if not wrap(EngineCore, "shutdown", ("self",), "the last steps before shutdown (flushed at exit instead)",
                 make_shutdown):
         missing.append("flush on engine shutdown")
+    if not wrap(Scheduler, "__init__", ("self", "vllm_config"), "nothing (the first step starts the publisher)",
+                make_init):
+        missing.append("publisher started with the engine")
     if not wrap(Scheduler, "update_from_output", ("self", "scheduler_output", "model_runner_output"),
                 "every speculative decoding outcome (no events at all)", make_update):
         missing.append("all outcomes")
