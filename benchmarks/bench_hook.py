@@ -30,7 +30,8 @@ from typing import Any
 
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 
-TIMES: dict[str, list[float]] = {"inner": [], "outer": [], "draft_inner": [], "draft_outer": [], "rss": []}
+TIMES: dict[str, list[float]] = {"inner": [], "outer": [], "draft_inner": [], "draft_outer": [], "rss": [],
+                                 "engine_step": []}
 
 
 def timed(method: Callable[..., Any], key: str) -> Callable[..., Any]:
@@ -55,6 +56,9 @@ def install_timers(sink: str, queue_steps: int, plugin: bool = True) -> None:
     os.environ["SPECMETRICS_FLUSH_INTERVAL_MS"] = "600000"
     from vllm.plugins import load_general_plugins
     from vllm.v1.core.sched.scheduler import Scheduler
+    from vllm.v1.engine.core import EngineCore
+
+    EngineCore.step = timed(EngineCore.step, "engine_step")  # type: ignore[method-assign]
 
     Scheduler.update_from_output = timed(Scheduler.update_from_output, "inner")  # type: ignore[method-assign]
     Scheduler.update_draft_token_ids = timed(Scheduler.update_draft_token_ids, "draft_inner")  # type: ignore[method-assign]
@@ -82,6 +86,8 @@ def measure(llm: Any, batch: int, max_tokens: int, ids: list[int]) -> dict[str, 
     return {"steps": steps, "vllm_update_us_per_step": inner / steps / 1e3, "hook_us_per_step": hook / steps / 1e3,
             "hook_update_us": on_update / steps / 1e3, "hook_drafts_us": on_drafts / steps / 1e3,
             "hook_vs_vllm": hook / inner,
+            "engine_step_us": sum(TIMES["engine_step"]) / len(TIMES["engine_step"]) / 1e3,
+            "hook_vs_engine_step": hook / sum(TIMES["engine_step"]),
             "hook_us_first_third": _hook_us(0, third), "hook_us_last_third": _hook_us(steps - third, steps),
             "max_rss_mb_first_third": TIMES["rss"][third - 1] / 1024, "max_rss_mb_end": TIMES["rss"][-1] / 1024}
 

@@ -3,8 +3,8 @@
 vLLM calls :func:`register` in every process it starts (front end, engine core, workers).
 Without ``SPECMETRICS_SINK`` it logs one line and does nothing else: installing the package
 never changes vLLM's behaviour by itself. With it, the worker and scheduler hooks are
-installed (idempotently) and the process that runs a scheduler gets a publisher, created on
-first use and flushed when the engine core shuts down or the process exits.
+installed (idempotently) and the process that runs a scheduler gets a publisher, created with
+the first scheduler that drafts and flushed when the engine core shuts down or the process exits.
 """
 
 from __future__ import annotations

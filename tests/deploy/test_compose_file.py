@@ -61,7 +61,7 @@ def test_ingest_waits_for_a_healthy_broker_and_the_topics_and_keeps_its_data_on_
                                     "kafka-init": {"condition": "service_completed_successfully"}}
     assert ingest["restart"] == "unless-stopped"
     assert "data:/var/lib/specmetrics/data:rw" in ingest["volumes"]
-    assert "data:/var/lib/specmetrics/data" in services["reports"]["volumes"]  # it keeps the rollups current
+    assert "data:/var/lib/specmetrics/data:rw" in services["reports"]["volumes"]  # it keeps the rollups current
     assert "reports:/var/lib/specmetrics/reports:ro" in services["reports-web"]["volumes"]
     assert "healthcheck" in services["kafka"]
 
