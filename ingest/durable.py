@@ -15,10 +15,11 @@ def temp_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp")
 
 
-def write_durably(path: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write(temp)``, then make ``temp`` durable and rename it to ``path``."""
+def write_durably(path: Path, write: Callable[[Path], None], temp: Path | None = None) -> None:
+    """Call ``write(temp)``, then make ``temp`` durable and rename it to ``path``. ``temp``
+    defaults to :func:`temp_path`: the one name a crashed writer's leftover is found by."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(path)
+    tmp = temp or temp_path(path)
     try:
         write(tmp)
         fd = os.open(tmp, os.O_RDONLY)

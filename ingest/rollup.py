@@ -5,22 +5,24 @@
     DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/<the data file's name>.parquet
 
 A rollup is a pure function of its data file, :data:`ROLLUP_SELECT`: derived data, like a
-materialized view. :func:`build_missing` writes those a tree lacks; ``specmetrics report`` calls
-it for the days of its window before it reads (so scheduled reports keep them current, each
-run adding only the files ingested since the last), and ``specmetrics rollup`` for a whole
+materialized view. :func:`build_missing` writes those a tree lacks; ``specmetrics report``
+calls it for the days of its window before it reads (so scheduled reports keep them current,
+each run adding only the files ingested since the last), and ``specmetrics rollup`` for a whole
 tree. The ingester does not write them: its throughput stays that of writing the data alone.
-Data files are immutable once renamed into place; a file removed after a crash (see
-:func:`ingest.output.remove_uncommitted`) takes its rollup with it, and is rewritten with the
-same rows under the same name. ``specmetrics verify`` recomputes every rollup from the raw rows
-and checks it equal. ``specmetrics report`` reads rollups instead of raw rows when they cover
-the window's files: over the whole window but its partial first and last minutes, and at
-time buckets that are whole minutes and context buckets that are multiples of
-:data:`ROLLUP_CONTEXT_TOKENS` (queries/sql/intermediate/report_rollup_stored.sql).
+Data files are immutable once renamed into place; a file the ingester removes after a crash
+(see :func:`ingest.output.remove_uncommitted`) takes its rollup with it, and
+:func:`build_missing` deletes any rollup left without its data file. ``specmetrics verify``
+recomputes every rollup from the raw rows and checks it equal. ``specmetrics report`` reads
+rollups instead of raw rows when they cover the window's files: over the whole window but its
+partial first and last minutes, and at time buckets that are whole minutes and context buckets
+that are multiples of :data:`ROLLUP_CONTEXT_TOKENS`
+(queries/sql/intermediate/report_rollup_stored.sql).
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -88,9 +90,11 @@ class RollupWriter:
             self._con.unregister("rows")
 
     def write(self, path: Path, rows: pa.Table | Path, compression: str = "zstd") -> None:
-        """Durably write the rollup of ``rows`` to ``path``."""
+        """Durably write the rollup of ``rows`` to ``path`` (through a temp file of its own:
+        two processes may build the same rollup at once)."""
         rolled = self.rollup(rows)
-        write_durably(path, partial(pq.write_table, rolled, compression=compression))
+        write_durably(path, partial(pq.write_table, rolled, compression=compression),
+                      temp=path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"))
 
     def close(self) -> None:
         self._con.close()
@@ -100,25 +104,48 @@ def build_missing(data: Path, rebuild: bool = False, since: datetime | None = No
                   progress: Callable[[int, int], None] | None = None) -> list[Path]:
     """Write the rollup of every data file under ``data`` (of the days from ``since`` to
     ``until``) that has none, or of all of them with ``rebuild``; returns the rollups written.
-    ``progress(done, total)`` after each one."""
+    ``progress(done, total)`` after each one. Rollups of those days whose data file is gone
+    are deleted first. A data file that disappears meanwhile (the ingester removes the files
+    of a flush it never committed) is skipped, and a rollup written for it deleted."""
+    for orphan in sorted(_data_files(data / ROLLUP_DIR, since, until)):
+        if not (data / orphan.relative_to(data / ROLLUP_DIR)).exists():
+            logger.info("removing the rollup of a data file that is gone: %s", orphan)
+            orphan.unlink(missing_ok=True)
     todo = [f for f in sorted(_data_files(data, since, until)) if rebuild or not rollup_path(data, f).exists()]
+    written = []
     writer = RollupWriter()
     try:
         for done, data_file in enumerate(todo, 1):
-            writer.write(rollup_path(data, data_file), data_file)
+            target = rollup_path(data, data_file)
+            try:
+                writer.write(target, data_file)
+            except (duckdb.IOException, FileNotFoundError):
+                if data_file.exists():
+                    raise
+                continue
+            if data_file.exists():
+                written.append(target)
+            else:
+                target.unlink(missing_ok=True)
             if progress:
                 progress(done, len(todo))
     finally:
         writer.close()
-    return [rollup_path(data, f) for f in todo]
+    return written
+
+
+def window_files(data: Path, since: datetime | None = None, until: datetime | None = None) -> frozenset[Path]:
+    """The data files of the days from ``since`` to ``until``, relative to ``data``: compared
+    before and after a report reads rollups, to see a file that arrived or went meanwhile."""
+    return frozenset(path.relative_to(data) for path in _data_files(data, since, until))
 
 
 def rollups_cover(data: Path, since: datetime | None = None, until: datetime | None = None) -> bool:
     """Whether every data file of the days from ``since`` to ``until`` has its rollup, and
     every rollup of those days its data file (a rollup left by a deleted file would count rows
     that are gone)."""
-    data_files = {path.relative_to(data) for path in _data_files(data, since, until)}
-    stored = {path.relative_to(data / ROLLUP_DIR) for path in _data_files(data / ROLLUP_DIR, since, until)}
+    data_files = window_files(data, since, until)
+    stored = window_files(data / ROLLUP_DIR, since, until)
     if data_files != stored:
         logger.info("rollups do not cover %s (%d data file(s) without one, %d without data): reading raw rows",
                     data, len(data_files - stored), len(stored - data_files))

@@ -91,7 +91,7 @@ def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:", config={"python_enable_replacements": False})
     try:
         has_files = _create_source(con, root)
-        _create_rollup_source(con, root)
+        has_files |= _create_rollup_source(con, root)
         for statement in view_statements(con):
             con.execute(statement)
         con.execute("SET TimeZone = 'UTC'")  # event times are UTC; so are naive window bounds
@@ -200,16 +200,17 @@ def _create_source(con: duckdb.DuckDBPyConnection, root: Path) -> bool:
     return True
 
 
-def _create_rollup_source(con: duckdb.DuckDBPyConnection, root: Path) -> None:
-    """Create :data:`ROLLUP_SOURCE_VIEW` (after :data:`SOURCE_VIEW`)."""
+def _create_rollup_source(con: duckdb.DuckDBPyConnection, root: Path) -> bool:
+    """Create :data:`ROLLUP_SOURCE_VIEW` (after :data:`SOURCE_VIEW`); whether the tree holds rollups."""
     files = sorted(str(path) for path in root.glob(ROLLUP_GLOB) if path.is_file())
     if not files:
         create_empty_rollup_source(con)
-        return
+        return False
     source = files if GLOB_CHARS & set(str(root)) else str(root / ROLLUP_GLOB)
     relation = con.read_parquet(source, hive_partitioning=True, union_by_name=True)
     relation.project(f"* REPLACE ({partition_casts()})").create_view(ROLLUP_SOURCE_VIEW)
     comment_rollup_source(con)
+    return True
 
 
 def create_empty_rollup_source(con: duckdb.DuckDBPyConnection) -> None:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ingest.rollup import build_missing, rollups_cover
+from ingest.rollup import build_missing, rollups_cover, window_files
 from queries import connect
 from queries.report import Window, collect, parse_duration, parse_formats, parse_schedule, write_report
 from queries.report.writer import prune_reports
@@ -76,10 +76,15 @@ def run(args: argparse.Namespace) -> int:
 def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timedelta | None, window: Window,
               scheduled: bool) -> int:
     generated = datetime.now(UTC)
+    files = window_files(args.data, window.since, window.until)
     stored_rollups = not args.raw and _update_rollups(args.data, window)  # before connect() looks for them
     con = connect(args.data)
     try:
         data = collect(con, window, bucket=bucket, context_tokens=args.context_tokens, stored_rollups=stored_rollups)
+        if stored_rollups and window_files(args.data, window.since, window.until) != files:
+            # A data file came or went while the rollups were read: it may have no rollup yet.
+            log.info("data files changed during the report; reading the raw rows instead")
+            data = collect(con, window, bucket=bucket, context_tokens=args.context_tokens)
     finally:
         con.close()
     if data.empty and not scheduled:

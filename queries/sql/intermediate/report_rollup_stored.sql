@@ -1,13 +1,15 @@
 -- report_rollup_stored(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256): report_rollup from the stored rollups.
 --
 -- The same rows as report_rollup (same columns, same sums per group, bucket and shape), read from
--- raw_rollups, the per-file rollups the ingester writes (ingest/rollup.py: request-steps per
--- minute and 256-token context bucket), instead of from every raw row. The whole minutes of the
--- window come from the rollups, the partial first and last minute (bounds that are not whole
--- minutes) from the raw rows through report_rollup. bucket must be a whole number of minutes and
--- context_tokens a multiple of 256. `specmetrics report` uses it only when every data file of
--- the window's days has its rollup; `specmetrics verify` checks the rollups equal the raw rows,
--- and the tests check this macro equals report_rollup.
+-- raw_rollups, the per-file rollups that `specmetrics report` builds (ingest/rollup.py: request-
+-- steps per minute and 256-token context bucket), instead of from every raw row. The whole
+-- minutes of the window come from the rollups (their dt and hour partitions pruned), the partial
+-- first and last minute (bounds that are not whole minutes) from the raw rows through
+-- report_rollup. bucket must be a whole number of minutes and context_tokens a multiple of 256.
+-- It is right only when every data file of the window has its rollup (a file without one is
+-- missing from the whole minutes): `specmetrics report` checks that before and after it reads;
+-- elsewhere use report_rollup. `specmetrics verify` checks the rollups equal the raw rows, and
+-- the tests check this macro equals report_rollup.
 --
 -- Example:
 --   SELECT kind, sum(request_steps) AS request_steps FROM report_rollup_stored(bucket := INTERVAL 1 HOUR) GROUP BY ALL
@@ -38,8 +40,10 @@ WITH parts AS (
         kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted, request_steps, first_event, last_event
     FROM raw_rollups
     -- the whole minutes: from the first at or after t0 to the last before the one holding t1
-    WHERE (t0 IS NULL OR minute >= date_trunc('minute', CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) + INTERVAL 59999999 MICROSECOND))
-      AND (t1 IS NULL OR minute < date_trunc('minute', CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP)))
+    WHERE (t0 IS NULL OR (minute >= date_trunc('minute', CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) + INTERVAL 59999999 MICROSECOND)
+                          AND (dt > CAST(CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE) OR (dt = CAST(CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE) AND hour >= hour(CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP))))))
+      AND (t1 IS NULL OR (minute < date_trunc('minute', CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP))
+                          AND (dt < CAST(CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE) OR (dt = CAST(CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE) AND hour <= hour(CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP))))))
     UNION ALL
     -- the partial first minute, [t0, the next whole minute); nothing (no file read) without t0
     SELECT engine_id, model, method, num_spec_tokens, bucket_start, context_start, kind, k_zero_reason,
@@ -71,4 +75,4 @@ SELECT
 FROM parts
 GROUP BY ALL;
 
-COMMENT ON MACRO TABLE report_rollup_stored IS 'report_rollup read from the stored per-file rollups (whole minutes) and the raw rows (partial first and last minute); bucket in whole minutes, context_tokens a multiple of 256.';
+COMMENT ON MACRO TABLE report_rollup_stored IS 'report_rollup read from the stored per-file rollups (whole minutes) and the raw rows (partial first and last minute); right only when every data file of the window has its rollup; bucket in whole minutes, context_tokens a multiple of 256.';

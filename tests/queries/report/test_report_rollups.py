@@ -105,10 +105,42 @@ def test_the_report_command_builds_the_rollups_it_lacks_and_reads_them_only_when
     assert main(["report", "--data", str(tree), "--out", str(tmp_path / "r"), "--format", "md",
                  "--since", "2025-01-02T00:00"]) == 1  # no file that day: covered, and empty
     capsys.readouterr()
-    shutil.copy(rollups[0], rollups[0].with_name("deleted-data.parquet"))
-    assert not rollups_cover(tree, since=START)  # a rollup without its data file
-    assert "(40 request-steps)" in report()
+    orphan = rollups[0].with_name("deleted-data.parquet")
+    shutil.copy(rollups[0], orphan)
+    assert not rollups_cover(tree, since=START)  # a rollup without its data file counts rows that are gone
     assert rollups_cover(tree, since=START - timedelta(days=2), until=START - timedelta(days=1))
+    assert "(58 request-steps)" in report() and not orphan.exists()  # the report deleted it
+
+
+def test_a_data_file_arriving_while_the_report_reads_rollups_sends_it_to_the_raw_rows(
+        tree: Path, tmp_path: Path, outcomes: Any, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    late = [outcomes.drafted(3, 1, event_time=START + timedelta(minutes=1, seconds=s)) for s in range(5)]
+    late_tree = outcomes.write_tree(tmp_path / "late", late)
+    arrived = []
+
+    def collect_while_a_file_lands(*args: Any, **kwargs: Any) -> ReportData:
+        if not arrived:  # the ingester renames a flush into place after the coverage check
+            source = next(late_tree.glob(DATA_GLOB))
+            target = tree / source.relative_to(late_tree).with_name("late-0.parquet")
+            shutil.copy(source, target)
+            arrived.append(target)
+        return collect(*args, **kwargs)
+
+    monkeypatch.setattr("specmetrics.commands.report.collect", collect_while_a_file_lands)
+    assert main(["report", "--data", str(tree), "--out", str(tmp_path / "r"), "--format", "md"]) == 0
+    assert "(45 request-steps)" in capsys.readouterr().out  # without the re-read: 40, the new minute missing
+
+
+def test_rollups_alone_are_readable(tree: Path) -> None:
+    """A tree whose data files are gone (retention) still opens its rollups, read-only."""
+    for data_file in tree.glob(DATA_GLOB):
+        data_file.unlink()
+    con = connect(tree)
+    try:
+        assert con.sql("SELECT sum(request_steps) FROM raw_rollups").fetchall() == [(40,)]
+    finally:
+        con.close()
 
 
 def test_report_rollup_stored_refuses_widths_the_rollups_cannot_give(tree: Path) -> None:
