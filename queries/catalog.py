@@ -187,29 +187,32 @@ def view_statements(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def _create_source(con: duckdb.DuckDBPyConnection, root: Path) -> bool:
     """Create :data:`SOURCE_VIEW`; whether the tree holds Parquet files."""
-    files = sorted(str(path) for path in root.glob(PARQUET_GLOB) if path.is_file())
-    if not files:
-        _create_empty_source(con)
-        return False
-    # The path travels as a value, never pasted into SQL; a path that DuckDB would read as a glob
-    # pattern itself is passed as the file list of now (later files are then not seen).
-    source = files if GLOB_CHARS & set(str(root)) else str(root / PARQUET_GLOB)
-    relation = con.read_parquet(source, hive_partitioning=True, union_by_name=True)
-    relation.project(f"* REPLACE ({partition_casts()})").create_view(SOURCE_VIEW)
-    comment_source(con)
-    return True
+    if _create_tree_view(con, root, PARQUET_GLOB, SOURCE_VIEW):
+        comment_source(con)
+        return True
+    _create_empty_source(con)
+    return False
 
 
 def _create_rollup_source(con: duckdb.DuckDBPyConnection, root: Path) -> bool:
     """Create :data:`ROLLUP_SOURCE_VIEW` (after :data:`SOURCE_VIEW`); whether the tree holds rollups."""
-    files = sorted(str(path) for path in root.glob(ROLLUP_GLOB) if path.is_file())
+    if _create_tree_view(con, root, ROLLUP_GLOB, ROLLUP_SOURCE_VIEW):
+        comment_rollup_source(con)
+        return True
+    create_empty_rollup_source(con)
+    return False
+
+
+def _create_tree_view(con: duckdb.DuckDBPyConnection, root: Path, glob: str, view: str) -> bool:
+    """Create ``view`` over the hive-partitioned files ``root/glob``, unless there are none."""
+    files = sorted(str(path) for path in root.glob(glob) if path.is_file())
     if not files:
-        create_empty_rollup_source(con)
         return False
-    source = files if GLOB_CHARS & set(str(root)) else str(root / ROLLUP_GLOB)
+    # The path travels as a value, never pasted into SQL; a path that DuckDB would read as a glob
+    # pattern itself is passed as the file list of now (later files are then not seen).
+    source = files if GLOB_CHARS & set(str(root)) else str(root / glob)
     relation = con.read_parquet(source, hive_partitioning=True, union_by_name=True)
-    relation.project(f"* REPLACE ({partition_casts()})").create_view(ROLLUP_SOURCE_VIEW)
-    comment_rollup_source(con)
+    relation.project(f"* REPLACE ({partition_casts()})").create_view(view)
     return True
 
 
