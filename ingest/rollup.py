@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest.durable import write_durably
-from ingest.layout import DATA_GLOB, ROLLUP_DIR
+from ingest.layout import ROLLUP_DIR
 from schemas.arrow import OUTCOME_SCHEMA
 
 logger = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ logger = logging.getLogger(__name__)
 ROLLUP_CONTEXT_TOKENS = 256
 #: One rollup row: the group, the minute, the context bucket and the outcome shape, with the
 #: number of request-steps and the first and last event time among them. Casts fix the types,
-#: so rollups compare equal whether computed from Arrow batches or from Parquet files.
+#: so a rollup and its recomputation compare equal whatever types its data file was read with.
 ROLLUP_SELECT = f"""
 SELECT
     CAST(engine_id AS VARCHAR) AS engine_id,
@@ -72,34 +72,6 @@ def rollup_path(data: Path, data_file: Path) -> Path:
     return data / ROLLUP_DIR / data_file.relative_to(data)
 
 
-class RollupWriter:
-    """Computes and writes rollups; one per thread (it holds a DuckDB connection)."""
-
-    def __init__(self) -> None:
-        self._con = duckdb.connect()
-
-    def rollup(self, rows: pa.Table | Path) -> pa.Table:
-        """The rollup of one data file's rows (given as a table, or as the file)."""
-        if isinstance(rows, Path):
-            return self._con.sql(_ROLLUP_OF.format(source="read_parquet($file, hive_partitioning = false)"),
-                                 params={"file": str(rows)}).to_arrow_table()
-        self._con.register("rows", rows)
-        try:
-            return self._con.sql(_ROLLUP_OF.format(source="rows")).to_arrow_table()
-        finally:
-            self._con.unregister("rows")
-
-    def write(self, path: Path, rows: pa.Table | Path, compression: str = "zstd") -> None:
-        """Durably write the rollup of ``rows`` to ``path`` (through a temp file of its own:
-        two processes may build the same rollup at once)."""
-        rolled = self.rollup(rows)
-        write_durably(path, partial(pq.write_table, rolled, compression=compression),
-                      temp=path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"))
-
-    def close(self) -> None:
-        self._con.close()
-
-
 def build_missing(data: Path, rebuild: bool = False, since: datetime | None = None, until: datetime | None = None,
                   progress: Callable[[int, int], None] | None = None) -> list[Path]:
     """Write the rollup of every data file under ``data`` (of the days from ``since`` to
@@ -113,16 +85,15 @@ def build_missing(data: Path, rebuild: bool = False, since: datetime | None = No
             orphan.unlink(missing_ok=True)
     todo = [f for f in sorted(_data_files(data, since, until)) if rebuild or not rollup_path(data, f).exists()]
     written = []
-    writer = RollupWriter()
+    con = duckdb.connect()
     try:
         for done, data_file in enumerate(todo, 1):
             target = rollup_path(data, data_file)
             try:
-                writer.write(target, data_file)
+                _write_rollup(con, data_file, target)
             except (duckdb.IOException, FileNotFoundError):
                 if data_file.exists():
                     raise
-                continue
             if data_file.exists():
                 written.append(target)
             else:
@@ -130,8 +101,27 @@ def build_missing(data: Path, rebuild: bool = False, since: datetime | None = No
             if progress:
                 progress(done, len(todo))
     finally:
-        writer.close()
+        con.close()
     return written
+
+
+def _write_rollup(con: duckdb.DuckDBPyConnection, data_file: Path, target: Path) -> None:
+    """Durably write the rollup of ``data_file`` to ``target``, through a temp file of its own
+    (two processes may build the same rollup at once)."""
+    rolled = con.sql(_ROLLUP_OF.format(source="read_parquet($file, hive_partitioning = false)"),
+                     params={"file": str(data_file)}).to_arrow_table()
+    write_durably(target, partial(pq.write_table, rolled, compression="zstd"),
+                  temp=target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp"))
+
+
+def _rollup_schema() -> pa.Schema:
+    """The columns and types of a rollup file, as :data:`ROLLUP_SELECT` makes them."""
+    con = duckdb.connect()
+    try:
+        con.register("rows", OUTCOME_SCHEMA.empty_table())
+        return con.sql(_ROLLUP_OF.format(source="rows")).to_arrow_table().schema
+    finally:
+        con.close()
 
 
 def window_files(data: Path, since: datetime | None = None, until: datetime | None = None) -> frozenset[Path]:
@@ -178,13 +168,9 @@ class RollupCheck:
 
 def check_rollups(data: Path) -> RollupCheck:
     """Recompute every rollup from its data file and compare it with the stored one."""
-    data_files = {str(p.relative_to(data)) for p in data.glob(DATA_GLOB)}
-    stored = {str(p.relative_to(data / ROLLUP_DIR)) for p in (data / ROLLUP_DIR).glob(DATA_GLOB)}
-    writer = RollupWriter()
-    try:
-        expected = writer.rollup(OUTCOME_SCHEMA.empty_table()).schema
-    finally:
-        writer.close()
+    data_files = {str(path) for path in window_files(data)}
+    stored = {str(path) for path in window_files(data / ROLLUP_DIR)}
+    expected = _rollup_schema()
     unreadable = [f for f in sorted(data_files & stored) if not _has_schema(data / ROLLUP_DIR / f, expected)]
     both = sorted(data_files & stored - set(unreadable))
     unequal: list[str] = []

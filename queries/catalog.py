@@ -60,8 +60,7 @@ PUBLIC_MACROS: tuple[str, ...] = (
     "acceptance_timeline",
 )
 LAYERS: tuple[str, ...] = ("staging", "intermediate", "metrics")
-PARQUET_GLOB = DATA_GLOB
-ROLLUP_GLOB = f"{ROLLUP_DIR}/{PARQUET_GLOB}"
+ROLLUP_GLOB = f"{ROLLUP_DIR}/{DATA_GLOB}"
 #: Hive partition columns and their types in the source view (DuckDB's own guess depends on the
 #: values: ``hour=07`` stays text, ``hour=10`` becomes BIGINT).
 PARTITION_COLUMNS: tuple[tuple[str, str], ...] = (("dt", "DATE"), ("hour", "INTEGER"))
@@ -83,7 +82,7 @@ def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
     if not root.exists():
         raise FileNotFoundError(
             f"data directory {str(root)!r} does not exist: point at the ingester's output "
-            f"(DATADIR/{PARQUET_GLOB})"
+            f"(DATADIR/{DATA_GLOB})"
         )
     if not root.is_dir():
         raise NotADirectoryError(f"data directory {str(root)!r} is not a directory")
@@ -187,7 +186,7 @@ def view_statements(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def _create_source(con: duckdb.DuckDBPyConnection, root: Path) -> bool:
     """Create :data:`SOURCE_VIEW`; whether the tree holds Parquet files."""
-    if _create_tree_view(con, root, PARQUET_GLOB, SOURCE_VIEW):
+    if _create_tree_view(con, root, DATA_GLOB, SOURCE_VIEW):
         comment_source(con)
         return True
     _create_empty_source(con)

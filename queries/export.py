@@ -15,9 +15,9 @@ from pathlib import Path
 
 import duckdb
 
+from ingest.layout import DATA_GLOB
 from queries.catalog import (
     GLOB_CHARS,
-    PARQUET_GLOB,
     ROLLUP_GLOB,
     ROLLUP_SOURCE_VIEW,
     SOURCE_VIEW,
@@ -35,7 +35,7 @@ def export_database(data_dir: Path, target: Path, *, force: bool = False) -> Pat
     if not root.is_dir():
         raise FileNotFoundError(f"data directory {str(root)!r} does not exist or is not a directory")
     root = root.resolve()
-    if not any(root.glob(PARQUET_GLOB)):
+    if not any(root.glob(DATA_GLOB)):
         raise FileNotFoundError(f"no Parquet files under {str(root)!r} yet: run 'specmetrics ingest' first "
                                 f"(DuckDB checks a view's files when the view is created)")
     if target.exists() and not force:
@@ -48,7 +48,7 @@ def export_database(data_dir: Path, target: Path, *, force: bool = False) -> Pat
     con = duckdb.connect(str(tmp))
     try:
         # A view definition cannot take a bound parameter: the path is a quoted SQL string literal.
-        glob = _literal(str(root / PARQUET_GLOB))
+        glob = _literal(str(root / DATA_GLOB))
         con.execute(f"CREATE VIEW {SOURCE_VIEW} AS SELECT * REPLACE ({partition_casts()}) "
                     f"FROM read_parquet({glob}, hive_partitioning = true, union_by_name = true)")
         comment_source(con)

@@ -14,8 +14,11 @@ class Progress:
         self._start = self._last = time.monotonic()
         self._done = 0
 
-    def update(self, done: int) -> None:
+    def update(self, done: int, total: int | None = None) -> None:
+        """``done`` so far; ``total``, when given, replaces the expected total."""
         self._done = done
+        if total is not None:
+            self.total = total
         now = time.monotonic()
         if now - self._last >= self.interval_s:
             self._last = now

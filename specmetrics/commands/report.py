@@ -105,13 +105,8 @@ def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timede
 def _update_rollups(data: Path, window: Window) -> bool:
     """Build the rollups the window's days lack; whether the rollups then cover the window."""
     progress = Progress("rollup", unit="files")
-
-    def advance(done: int, total: int) -> None:
-        progress.total = total
-        progress.update(done)
-
     try:
-        if build_missing(data, since=window.since, until=window.until, progress=advance):
+        if build_missing(data, since=window.since, until=window.until, progress=progress.update):
             progress.finish()
     except OSError as exc:  # a read-only tree: the rollups that are there may still cover the window
         log.warning("could not write rollups under %s (%s); reading raw rows where they are missing", data, exc)

@@ -23,12 +23,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.data.is_dir():
         raise FileNotFoundError(f"{args.data} is not a directory")
     progress = Progress("rollup", unit="files")
-
-    def advance(done: int, total: int) -> None:
-        progress.total = total
-        progress.update(done)
-
-    written = build_missing(args.data, rebuild=args.rebuild, progress=advance)
+    written = build_missing(args.data, rebuild=args.rebuild, progress=progress.update)
     if written:
         progress.finish()
     print(f"wrote {len(written)} rollup(s) under {args.data}")
