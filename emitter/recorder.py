@@ -46,12 +46,13 @@ class RawStep(NamedTuple):
     row_of: dict[str, int]  # ModelRunnerOutput.req_id_to_index
     sampled_before: list[int]  # len of each sampled list before stop handling
     sampled_after: list[int]  # ... and after (what was emitted)
-    decoding_without_drafts: dict[str, int]  # request -> its token count, for 1-token decode steps
+    decoding_without_drafts: dict[str, int]  # request -> computed positions, for 1-token decode steps
     proposed: tuple[list[str], list[list[int]]] | None  # the drafts proposed after the previous step
     truncated: dict[str, tuple[int, int]]  # (proposed, kept) where the grammar truncated them
     max_model_len: int
     num_sampled: int  # tokens sampled per step without drafts (1)
     k_schedule: int | None  # the previous step's SchedulerOutput.num_spec_tokens_to_schedule: the K it chose
+    asynchronous: bool  # async scheduling: placeholders for every decoding request, no proposal lists
 
 
 def step_outcomes(raw: RawStep) -> OutcomeColumns:
@@ -108,14 +109,16 @@ def _k_zero_reason(raw: RawStep, request_id: str, proposals: dict[str, int]) -> 
         return SCHEDULE
     if request_id in raw.truncated and raw.truncated[request_id][1] == 0:
         return GRAMMAR_TRUNCATED
-    proposed = proposals.get(request_id)
-    if proposed is None:
-        return UNKNOWN
-    if proposed == 0:
-        return NO_PROPOSAL
-    if raw.decoding_without_drafts[request_id] + 1 >= raw.max_model_len:
+    if not raw.asynchronous:  # async gives every decoding request placeholders: the drafter is not the cause
+        proposed = proposals.get(request_id)
+        if proposed is None:
+            return UNKNOWN
+        if proposed == 0:
+            return NO_PROPOSAL
+    # schedule() caps a step at max_model_len - computed - num_sampled tokens: drafts go first
+    if raw.decoding_without_drafts[request_id] + raw.num_sampled >= raw.max_model_len:
         return LENGTH_TRIM
-    return SCHEDULE
+    return SCHEDULE  # the token budget
 
 
 def step_event(context: dict[str, object], raw: RawStep) -> tuple[dict[str, object], OutcomeColumns] | None:

@@ -26,6 +26,7 @@ from emitter.vllm.worker import DECISION_ATTR
 
 OBSERVER_ATTR = "_specmetrics_observer"
 STEP_ATTR = "specmetrics_step_index"
+WITHOUT_DRAFTS_ATTR = "specmetrics_decoding_without_drafts"
 
 
 class EngineObserver:
@@ -37,6 +38,8 @@ class EngineObserver:
     """
 
     def __init__(self, scheduler: Any, settings: EmitterSettings, publisher: EventPublisher) -> None:
+        from vllm.v1.core.sched.async_scheduler import AsyncScheduler
+
         config = scheduler.vllm_config
         spec = config.speculative_config
         parallel = config.parallel_config
@@ -59,22 +62,18 @@ class EngineObserver:
         self.proposed: Any = None  # the last DraftTokenIds (req_ids, draft_token_ids)
         self.truncated: dict[str, tuple[int, int]] = {}
         self.k_schedule: int | None = None  # the K the last step's schedule chose (dynamic K), for the next
+        # Async scheduling hands the scheduler placeholders, never the drafter's proposals.
+        self.asynchronous = isinstance(scheduler, AsyncScheduler)
 
     def before(self, scheduler: Any, so: Any, mro: Any) -> tuple[list[int], dict[str, int]] | None:
         """Read what vLLM is about to change: sampled lengths before stop handling, and the
-        token counts of decoding requests that got no draft slot."""
+        decoding requests that got no draft slot (noted by ``schedule``, else read now)."""
         sampled = mro.sampled_token_ids
         if not sampled:
             return None
-        drafts, num_scheduled = so.scheduled_spec_decode_tokens, so.num_scheduled_tokens
-        without: dict[str, int] = {}
-        if len(drafts) < len(num_scheduled):
-            requests = scheduler.requests
-            for request_id, n in num_scheduled.items():
-                if n == 1 and request_id not in drafts:
-                    request = requests.get(request_id)
-                    if request is not None and request.num_output_tokens:
-                        without[request_id] = request.num_tokens
+        without = getattr(so, WITHOUT_DRAFTS_ATTR, None)
+        if without is None:  # ``schedule`` not wrapped: in sync mode nothing has moved since it ran
+            without = decoding_without_drafts(scheduler.requests, so)
         return list(map(len, sampled)), without
 
     def after(self, so: Any, mro: Any, seen: tuple[list[int], dict[str, int]] | None, step_index: int) -> None:
@@ -92,8 +91,24 @@ class EngineObserver:
                       so.scheduled_spec_decode_tokens, so.num_invalid_spec_tokens, mro.req_id_to_index, seen[0],
                       list(map(len, mro.sampled_token_ids)), seen[1],
                       None if proposed is None else (proposed.req_ids, proposed.draft_token_ids), truncated,
-                      self.max_model_len, self.num_sampled, k_schedule)
+                      self.max_model_len, self.num_sampled, k_schedule, self.asynchronous)
         self.publisher.publish((self.context, raw))
+
+
+def decoding_without_drafts(requests: dict[str, Any], so: Any) -> dict[str, int]:
+    """The decoding requests scheduled for one token (no draft slot) -> their computed positions
+    once the step runs, read right after ``schedule`` (for the max-length clamp). C-level length
+    checks first: the loop runs only in steps where some request got no draft slot."""
+    drafts, num_scheduled = so.scheduled_spec_decode_tokens, so.num_scheduled_tokens
+    without: dict[str, int] = {}
+    if len(drafts) < len(num_scheduled):
+        for request_id, n in num_scheduled.items():
+            if n == 1 and request_id not in drafts:
+                request = requests.get(request_id)
+                # Past the prompt: decoding (a last prefill chunk of one token ends at the prompt).
+                if request is not None and request.num_computed_tokens > request.num_prompt_tokens:
+                    without[request_id] = request.num_computed_tokens
+    return without
 
 
 def grammar_truncations(requests: dict[str, Any], ids: list[str], proposed: list[int]
@@ -142,6 +157,8 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
             if guard.enabled:
                 try:
                     setattr(output, STEP_ATTR, int(self.current_step))
+                    if observer(self) is not None:  # before async scheduling moves the requests on
+                        setattr(output, WITHOUT_DRAFTS_ATTR, decoding_without_drafts(self.requests, output))
                 except Exception as exc:
                     guard.failed(exc)
             return output
@@ -214,7 +231,9 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
     if not wrap(Scheduler, "update_from_output", ("self", "scheduler_output", "model_runner_output"),
                 "every speculative decoding outcome (no events at all)", make_update):
         missing.append("all outcomes")
-    if not wrap(Scheduler, "schedule", ("self",), "the step index of async outputs", make_schedule):
+    if not wrap(Scheduler, "schedule", ("self",),
+                "the step index of async outputs and the k_zero reason length_trim under async scheduling",
+                make_schedule):
         missing.append("step index")
     if not wrap(Scheduler, "update_draft_token_ids", ("self", "draft_token_ids"),
                 "how many drafts were proposed (k_zero reasons no_proposal, length_trim, schedule)", make_drafts):

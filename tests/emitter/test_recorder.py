@@ -14,7 +14,7 @@ def raw(**changes: Any) -> RawStep:
         "num_scheduled": {"d": 4, "p": 30, "z": 1}, "scheduled_drafts": {"d": [5, 6, 7]}, "pads": None,
         "row_of": {"d": 0, "p": 1, "z": 2}, "sampled_before": [3, 1, 1], "sampled_after": [3, 1, 1],
         "decoding_without_drafts": {"z": 50}, "proposed": (["d", "z"], [[1, 2, 3], []]), "truncated": {},
-        "max_model_len": 512, "num_sampled": 1, "k_schedule": 3,
+        "max_model_len": 512, "num_sampled": 1, "k_schedule": 3, "asynchronous": False,
     }
     fields.update(changes)
     return RawStep(**fields)
@@ -49,6 +49,10 @@ def test_k_zero_reasons() -> None:
     # scheduler left no placeholder (async): the reason is the schedule, not the drafter.
     assert rows(raw(k_schedule=0))["z"][1] == "schedule"
     assert rows(raw(k_schedule=0, proposed=None))["z"][1] == "schedule"
+    # Async: every decoding request got placeholders, so only the max-length clamp or the budget cut them.
+    assert rows(raw(asynchronous=True, proposed=None))["z"][1] == "schedule"
+    assert rows(raw(asynchronous=True, proposed=None, decoding_without_drafts={"z": 510}))["z"][1] == "schedule"
+    assert rows(raw(asynchronous=True, proposed=None, decoding_without_drafts={"z": 511}))["z"][1] == "length_trim"
 
 
 def test_eos_inside_the_accepted_run_shows_in_emitted_not_accepted() -> None:

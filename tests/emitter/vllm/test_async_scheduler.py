@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 from vllm.v1.core.sched.async_scheduler import AsyncScheduler
-from vllm.v1.outputs import ModelRunnerOutput
+from vllm.v1.core.sched.output import SchedulerOutput
+from vllm.v1.core.sched.scheduler import Scheduler
+from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput
 
 from emitter.vllm.worker import DECISION_ATTR
 from tests.emitter.vllm.schedulers import K, add_counters, build, hook_plugin, request, views
@@ -58,3 +60,61 @@ def test_async_placeholders_pads_and_skips_are_classified_and_match_vllms_counte
         ("r0", "skipped_for_length", 3, 3, 0, 0), ("r1", "skipped_for_length", 3, 3, 0, 0),
         ("r0", "drafted", 3, 3, 0, 1), ("r1", "grammar_invalid", 3, 1, 2, 1),
     ]
+
+
+def k_zero_rows(cls: type[Scheduler], tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch
+                ) -> tuple[list[dict[str, int]], dict[str, int], list[tuple[Any, ...]]]:
+    """Two requests run to ``max_model_len`` (256) under ``cls``: r0 accepts every draft, r1 none from
+    step 50 on (one token per step: the max-length clamp trims its drafts to 0 at the end); step 6
+    has a token budget of 1 + K + 1 (r1 gets one token, no draft slot). Sync: the drafter proposes
+    K tokens after every step. Async: the batch queue order of ``step_with_batch_queue``."""
+    log = hook_plugin(tmp_path, monkeypatch)
+    sched = build(cls, model)
+    for r in ("r0", "r1"):
+        sched.add_request(request(r, max_tokens=400))
+
+    def output(step: int, so: SchedulerOutput) -> ModelRunnerOutput:
+        ids, drafts = list(so.num_scheduled_tokens), so.scheduled_spec_decode_tokens
+        accepted = {r: len(drafts.get(r, ())) if r == "r0" or step < 50 else 0 for r in ids}
+        return ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
+                                 sampled_token_ids=[[5] * (1 + accepted[r]) for r in ids])
+
+    totals: dict[str, int] = {}
+    in_flight: list[tuple[int, SchedulerOutput]] = []
+    while sched.requests:
+        sched.max_num_scheduled_tokens = 1 + K + 1 if sched.current_step == 5 else 1024
+        so = sched.schedule()
+        if cls is AsyncScheduler:
+            in_flight.append((sched.current_step, so))
+            if len(in_flight) == 2:
+                step, done = in_flight.pop(0)
+                add_counters(totals, sched.update_from_output(done, output(step, done)))
+        else:
+            add_counters(totals, sched.update_from_output(so, output(sched.current_step, so)))
+            ids = list(sched.requests)
+            sched.update_draft_token_ids(DraftTokenIds(ids, [[5] * K for _ in ids]))
+    for step, done in in_flight:
+        add_counters(totals, sched.update_from_output(done, output(step, done)))
+    vllm_view, rows = views(tmp_path, log)
+    return vllm_view, totals, rows
+
+
+def test_async_k_zero_reasons_are_the_budget_and_the_length_clamp_as_in_sync(
+    tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Production path: ``Scheduler.schedule``'s token budget and max-length clamp
+    (``scheduler.py:710-720``) cutting a decoding request to one token, under ``AsyncScheduler``
+    (whose requests all hold -1 placeholders, so no proposal list tells the reason) and under the
+    sync ``Scheduler`` with ``update_draft_token_ids``. Both give the same reasons, never
+    ``unknown``; the async clamp bites one step earlier (its positions include the placeholders in
+    flight), as vLLM's own counters show."""
+    model = model_cache / "tiny-llama-target"
+    sync_view, sync_totals, sync_rows = k_zero_rows(Scheduler, tmp_path / "sync", model, monkeypatch)
+    async_view, async_totals, async_rows = k_zero_rows(AsyncScheduler, tmp_path / "async", model, monkeypatch)
+    assert sync_view == [sync_totals] == [{"num_drafts": 166, "num_draft_tokens": 494, "num_accepted_tokens": 326}]
+    assert async_view == [async_totals] == [{"num_drafts": 165, "num_draft_tokens": 488, "num_accepted_tokens": 326}]
+    assert [row[:4] for row in sync_rows if row[2] == "k_zero"] == [
+        (6, "r1", "k_zero", "schedule"), (107, "r1", "k_zero", "length_trim")]
+    assert [row[:4] for row in async_rows if row[2] == "k_zero"] == [
+        (6, "r1", "k_zero", "schedule"), (106, "r1", "k_zero", "length_trim"), (107, "r1", "k_zero", "length_trim")]
+    assert [row[4] for row in async_rows if row[1] == "r1"][-8:] == [3, 3, 2, 2, 1, 1, 0, 0]  # k_sched
