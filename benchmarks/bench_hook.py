@@ -1,8 +1,8 @@
 """The plugin's cost on the engine thread, as a share of vLLM's own ``update_from_output``.
 
 Real vLLM (CPU, tiny models, in-process engine core). Timing wrappers go *inside* and
-*outside* the plugin's wrappers of ``Scheduler.update_from_output`` and
-``Scheduler.update_draft_token_ids``: hook cost = outer - inner, baseline = inner of
+*outside* the plugin's wrappers of ``Scheduler.update_from_output``,
+``Scheduler.update_draft_token_ids`` and ``Scheduler.schedule``: hook cost = outer - inner, baseline = inner of
 ``update_from_output``, both per step, same steps, same run. Batches of 1, 64 and 256
 decoding requests with K = 3 and 5; then K = 3, 256 requests with the sink stalled (a FIFO
 nobody reads): cost and RSS must stay flat while steps are dropped; then K = 3 with the hook's
@@ -30,8 +30,9 @@ from typing import Any
 
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 
-TIMES: dict[str, list[float]] = {"inner": [], "outer": [], "draft_inner": [], "draft_outer": [], "rss": [],
-                                 "engine_step": []}
+TIMES: dict[str, list[float]] = {"inner": [], "outer": [], "draft_inner": [], "draft_outer": [], "sched_inner": [],
+                                 "sched_outer": [], "rss": [], "engine_step": []}
+WRAPPED = (("update_from_output", ""), ("update_draft_token_ids", "draft_"), ("schedule", "sched_"))
 
 
 def timed(method: Callable[..., Any], key: str) -> Callable[..., Any]:
@@ -60,14 +61,14 @@ def install_timers(sink: str, queue_steps: int, plugin: bool = True) -> None:
 
     EngineCore.step = timed(EngineCore.step, "engine_step")  # type: ignore[method-assign]
 
-    Scheduler.update_from_output = timed(Scheduler.update_from_output, "inner")  # type: ignore[method-assign]
-    Scheduler.update_draft_token_ids = timed(Scheduler.update_draft_token_ids, "draft_inner")  # type: ignore[method-assign]
+    for name, prefix in WRAPPED:
+        setattr(Scheduler, name, timed(getattr(Scheduler, name), prefix + "inner"))
     if plugin:
         load_general_plugins()  # the plugin wraps the timed methods
     else:
         os.environ["VLLM_PLUGINS"] = "none"  # vLLM loads only the plugins named here: none
-    Scheduler.update_from_output = timed(Scheduler.update_from_output, "outer")  # type: ignore[method-assign]
-    Scheduler.update_draft_token_ids = timed(Scheduler.update_draft_token_ids, "draft_outer")  # type: ignore[method-assign]
+    for name, prefix in WRAPPED:
+        setattr(Scheduler, name, timed(getattr(Scheduler, name), prefix + "outer"))
 
 
 def measure(llm: Any, batch: int, max_tokens: int, ids: list[int]) -> dict[str, float]:
@@ -81,10 +82,12 @@ def measure(llm: Any, batch: int, max_tokens: int, ids: list[int]) -> dict[str, 
     inner = sum(TIMES["inner"])
     on_update = sum(TIMES["outer"]) - inner
     on_drafts = sum(TIMES["draft_outer"]) - sum(TIMES["draft_inner"])
-    hook = on_update + on_drafts
+    on_schedule = sum(TIMES["sched_outer"]) - sum(TIMES["sched_inner"])
+    hook = on_update + on_drafts + on_schedule
     third = max(steps // 3, 1)
     return {"steps": steps, "vllm_update_us_per_step": inner / steps / 1e3, "hook_us_per_step": hook / steps / 1e3,
             "hook_update_us": on_update / steps / 1e3, "hook_drafts_us": on_drafts / steps / 1e3,
+            "hook_schedule_us": on_schedule / steps / 1e3,
             "hook_vs_vllm": hook / inner,
             "engine_step_us": sum(TIMES["engine_step"]) / len(TIMES["engine_step"]) / 1e3,
             "hook_vs_engine_step": hook / sum(TIMES["engine_step"]),
@@ -136,15 +139,18 @@ def main() -> None:
             cmd = [sys.executable, "-m", "benchmarks.bench_hook", "--k", str(k), "--max-tokens", str(args.max_tokens)]
             out = subprocess.run(cmd + ([flag] if flag else []), check=True, stderr=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE, text=True).stdout
-            print(out, end="", flush=True)
-            lines += [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+            results = [line for line in out.splitlines() if line.startswith("{")]  # vLLM logs to stdout too
+            print("\n".join(results), flush=True)
+            lines += map(json.loads, results)
         print(json.dumps(net_of_timers(lines)))
         return
     if args.floor:
+        from emitter.vllm import scheduler as scheduler_hooks
         from emitter.vllm.scheduler import EngineObserver
 
         EngineObserver.before = lambda *a: None  # type: ignore[method-assign]
         EngineObserver.after = lambda *a: None  # type: ignore[method-assign]
+        scheduler_hooks.decoding_without_drafts = lambda *a: {}
     from specmetrics.tiny_models import corpus, tiny_models
 
     work = Path(tempfile.mkdtemp(prefix="bench-hook-"))

@@ -157,7 +157,9 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
             if guard.enabled:
                 try:
                     setattr(output, STEP_ATTR, int(self.current_step))
-                    if observer(self) is not None:  # before async scheduling moves the requests on
+                    # Noted now, before async scheduling moves the requests on; only in steps where
+                    # some request got no draft slot (else update_from_output's check finds none either).
+                    if len(output.scheduled_spec_decode_tokens) < len(output.num_scheduled_tokens) and observer(self):
                         setattr(output, WITHOUT_DRAFTS_ATTR, decoding_without_drafts(self.requests, output))
                 except Exception as exc:
                     guard.failed(exc)
