@@ -2,12 +2,12 @@
 
 Real vLLM (CPU, tiny models, in-process engine core). Timing wrappers go *inside* and
 *outside* the plugin's wrappers of ``Scheduler.update_from_output``,
-``Scheduler.update_draft_token_ids`` and ``Scheduler.schedule``: hook cost = outer - inner, baseline = inner of
-``update_from_output``, both per step, same steps, same run. Batches of 1, 64 and 256
-decoding requests with K = 3 and 5; then K = 3, 256 requests with the sink stalled (a FIFO
-nobody reads): cost and RSS must stay flat while steps are dropped; then K = 3 with the hook's
-own work removed (``--floor``: what wrapping the methods costs at all); then K = 3 without the
-plugin (``--control``: outer - inner is then the timing wrappers' own cost, which every other
+``Scheduler.update_draft_token_ids`` and ``Scheduler.schedule``: hook cost = outer - inner (the
+three summed), baseline = inner of ``update_from_output``, both per step, same steps, same run.
+After a discarded warm-up run, batches of 1, 64 and 256 decoding requests with K = 3 and 5;
+then K = 3, 256 requests with the sink stalled (a FIFO nobody reads): cost and RSS must stay
+flat while steps are dropped; then K = 3 with the hook's own work removed (``--floor``: what
+wrapping the methods costs at all); then K = 3 without the plugin (``--control``: outer - inner is then the timing wrappers' own cost, which every other
 case includes and ``hook_net_vs_vllm`` of the last line takes out). One JSON line per case.
 
     SPECMETRICS_SINK is set by the benchmark itself.
@@ -145,12 +145,12 @@ def main() -> None:
         print(json.dumps(net_of_timers(lines)))
         return
     if args.floor:
-        from emitter.vllm import scheduler as scheduler_hooks
         from emitter.vllm.scheduler import EngineObserver
 
+        kept: list[Any] = []  # the hook hands the proposed drafts on: freeing them is not wrapping's cost
+        EngineObserver.tag = lambda *a: (0, {})  # type: ignore[method-assign]
         EngineObserver.before = lambda *a: None  # type: ignore[method-assign]
-        EngineObserver.after = lambda *a: None  # type: ignore[method-assign]
-        scheduler_hooks.decoding_without_drafts = lambda *a: {}
+        EngineObserver.after = lambda obs, *a: kept.append(obs.proposed)  # type: ignore[method-assign]
     from specmetrics.tiny_models import corpus, tiny_models
 
     work = Path(tempfile.mkdtemp(prefix="bench-hook-"))
@@ -171,6 +171,9 @@ def main() -> None:
     from emitter.recorder import step_event
     from schemas.wire import encode_step
 
+    measure(llm, 4, 64, ids)  # warm-up, discarded: the first steps after start-up run everything cold
+    if not args.control:
+        plugin.publisher()._queue.clear()
     for batch in ((256,) if args.stalled else (1, 64, 256)):
         result = measure(llm, batch, args.max_tokens, ids)
         if args.control:

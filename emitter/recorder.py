@@ -1,8 +1,8 @@
 """What the scheduler saw at one step → one outcome per request (DESIGN.md section 3).
 
 Pure logic on plain values, no vLLM import. The engine thread only takes references and
-lengths (:class:`RawStep`); :func:`step_outcomes` turns them into outcome columns on the
-publisher's thread. The state that links one step to the next (the worker's drafting
+lengths (a plain tuple in :class:`RawStep` order); :func:`step_event` turns them into an
+envelope and outcome columns on the publisher's thread. The state that links one step to the next (the worker's drafting
 decision, the drafts proposed and the ones the grammar truncated) is swapped per step on the
 engine thread, so a step dropped from a full queue never corrupts the next one.
 """
@@ -121,16 +121,20 @@ def _k_zero_reason(raw: RawStep, request_id: str, proposals: dict[str, int]) -> 
     return SCHEDULE  # the token budget
 
 
-def step_event(context: dict[str, object], raw: RawStep) -> tuple[dict[str, object], OutcomeColumns] | None:
-    """The envelope and outcomes of one step; None when no request was verified."""
-    outcomes = step_outcomes(raw)
+def step_event(context: dict[str, object], values: tuple[object, ...]
+               ) -> tuple[dict[str, object], OutcomeColumns] | None:
+    """The envelope and outcomes of one step (``values`` in :class:`RawStep` order, the worker's
+    decision a plain tuple); None when no request was verified."""
+    raw = RawStep._make(values)
+    decision = None if raw.decision is None else DraftDecision._make(raw.decision)
+    outcomes = step_outcomes(raw._replace(decision=decision))
     if not outcomes.request_id:
         return None
     envelope = {**context, "event_id": f"{context['boot']}-{raw.step_index}", "step_index": raw.step_index,
                 "event_time_us": raw.event_time_us, "batch_max_seq_len": None}
     del envelope["boot"]
-    if raw.decision is not None:
-        envelope["drafter_max_len"] = raw.decision.drafter_max_len
-        if raw.decision.max_seq_len >= 0:
-            envelope["batch_max_seq_len"] = raw.decision.max_seq_len
+    if decision is not None:
+        envelope["drafter_max_len"] = decision.drafter_max_len
+        if decision.max_seq_len >= 0:
+            envelope["batch_max_seq_len"] = decision.max_seq_len
     return envelope, outcomes

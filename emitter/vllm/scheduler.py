@@ -4,7 +4,8 @@
 pads of grammar-invalid drafts (async) and the sampled tokens; the wrapper reads the sampled
 lengths before vLLM truncates at stop tokens (``accepted``) and after (``emitted``).
 ``update_draft_token_ids`` (sync) shows how many drafts were proposed and, for requests with
-a grammar, how many it kept. ``schedule`` tags its output with the step index, and its
+a grammar, how many it kept. ``schedule`` tags its output with the step index and the decoding
+requests it left without a draft slot, and its
 ``num_spec_tokens_to_schedule`` (dynamic K) sizes the drafts verified at the next step. The
 worker's drafting decision arrives on the ``ModelRunnerOutput``.
 """
@@ -13,20 +14,19 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 import uuid
 from collections.abc import Callable
+from time import time_ns
 from typing import Any
 
 from emitter.publisher import EventPublisher
-from emitter.recorder import DraftDecision, RawStep
 from emitter.settings import EmitterSettings
 from emitter.vllm.patching import Guard, vllm_version, wrap
 from emitter.vllm.worker import DECISION_ATTR
 
 OBSERVER_ATTR = "_specmetrics_observer"
-STEP_ATTR = "specmetrics_step_index"
-WITHOUT_DRAFTS_ATTR = "specmetrics_decoding_without_drafts"
+TAG_ATTR = "specmetrics_step"  # (step index, decoding requests without a draft slot), set by schedule
+NONE_WITHOUT_DRAFTS: dict[str, int] = {}  # shared, never written: most steps have no such request
 
 
 class EngineObserver:
@@ -58,28 +58,35 @@ class EngineObserver:
         self.publisher = publisher
         self.max_model_len = int(scheduler.max_model_len)
         self.num_sampled = int(getattr(scheduler, "num_sampled_tokens_per_step", 1))
-        self.decision: DraftDecision | None = None
+        self.decision: tuple[bool, int, int] | None = None  # the worker's, see DraftDecision
         self.proposed: Any = None  # the last DraftTokenIds (req_ids, draft_token_ids)
         self.truncated: dict[str, tuple[int, int]] = {}
         self.k_schedule: int | None = None  # the K the last step's schedule chose (dynamic K), for the next
         # Async scheduling hands the scheduler placeholders, never the drafter's proposals.
         self.asynchronous = isinstance(scheduler, AsyncScheduler)
 
-    def before(self, scheduler: Any, so: Any, mro: Any) -> tuple[list[int], dict[str, int]] | None:
-        """Read what vLLM is about to change: sampled lengths before stop handling, and the
-        decoding requests that got no draft slot (noted by ``schedule``, else read now)."""
+    def tag(self, scheduler: Any, so: Any) -> tuple[int, dict[str, int]]:
+        """What ``schedule`` notes on its output: the step index, and the decoding requests it left
+        without a draft slot (read now: async scheduling moves them on before the output returns)."""
+        if len(so.scheduled_spec_decode_tokens) < len(so.num_scheduled_tokens):
+            return int(scheduler.current_step), decoding_without_drafts(scheduler.requests, so)
+        return int(scheduler.current_step), NONE_WITHOUT_DRAFTS
+
+    def before(self, scheduler: Any, so: Any, mro: Any) -> tuple[list[int], tuple[int, dict[str, int]]] | None:
+        """Read what vLLM is about to change: sampled lengths before stop handling; and the tag of
+        ``schedule`` (made now if it is not wrapped: in sync mode nothing has moved since it ran)."""
         sampled = mro.sampled_token_ids
         if not sampled:
             return None
-        without = getattr(so, WITHOUT_DRAFTS_ATTR, None)
-        if without is None:  # ``schedule`` not wrapped: in sync mode nothing has moved since it ran
-            without = decoding_without_drafts(scheduler.requests, so)
-        return list(map(len, sampled)), without
+        tag = getattr(so, TAG_ATTR, None)
+        return list(map(len, sampled)), tag if tag is not None else self.tag(scheduler, so)
 
-    def after(self, so: Any, mro: Any, seen: tuple[list[int], dict[str, int]] | None, step_index: int) -> None:
+    def after(self, so: Any, mro: Any, seen: tuple[list[int], tuple[int, dict[str, int]]] | None) -> None:
+        """Swap the state linking steps and publish the step. Cheap on purpose (it runs cold, right
+        after vLLM's update): the step's values go out as a plain tuple in :class:`RawStep` order,
+        made a ``RawStep`` by :func:`emitter.recorder.step_event` on the publisher's thread."""
         previous = self.decision
-        decision = getattr(mro, DECISION_ATTR, None)
-        self.decision = DraftDecision(*decision) if decision is not None else None
+        self.decision = getattr(mro, DECISION_ATTR, None)
         proposed, self.proposed = self.proposed, None
         truncated, self.truncated = self.truncated, {}
         k_schedule = self.k_schedule
@@ -87,12 +94,12 @@ class EngineObserver:
             self.k_schedule = getattr(so, "num_spec_tokens_to_schedule", None)
         if seen is None:
             return
-        raw = RawStep(step_index, time.time_ns() // 1000, previous, so.num_scheduled_tokens,
-                      so.scheduled_spec_decode_tokens, so.num_invalid_spec_tokens, mro.req_id_to_index, seen[0],
-                      list(map(len, mro.sampled_token_ids)), seen[1],
-                      None if proposed is None else (proposed.req_ids, proposed.draft_token_ids), truncated,
-                      self.max_model_len, self.num_sampled, k_schedule, self.asynchronous)
-        self.publisher.publish((self.context, raw))
+        sampled_before, (step_index, without) = seen
+        self.publisher.publish((self.context, (
+            step_index, time_ns() // 1000, previous, so.num_scheduled_tokens, so.scheduled_spec_decode_tokens,
+            so.num_invalid_spec_tokens, mro.req_id_to_index, sampled_before, list(map(len, mro.sampled_token_ids)),
+            without, None if proposed is None else (proposed.req_ids, proposed.draft_token_ids), truncated,
+            self.max_model_len, self.num_sampled, k_schedule, self.asynchronous)))
 
 
 def decoding_without_drafts(requests: dict[str, Any], so: Any) -> dict[str, int]:
@@ -156,11 +163,9 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
             output = original(self, *args, **kwargs)
             if guard.enabled:
                 try:
-                    setattr(output, STEP_ATTR, int(self.current_step))
-                    # Noted now, before async scheduling moves the requests on; only in steps where
-                    # some request got no draft slot (else update_from_output's check finds none either).
-                    if len(output.scheduled_spec_decode_tokens) < len(output.num_scheduled_tokens) and observer(self):
-                        setattr(output, WITHOUT_DRAFTS_ATTR, decoding_without_drafts(self.requests, output))
+                    obs = observer(self)
+                    if obs is not None:
+                        setattr(output, TAG_ATTR, obs.tag(self, output))
                 except Exception as exc:
                     guard.failed(exc)
             return output
@@ -169,21 +174,19 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
 
     def make_update(original: Callable[..., Any]) -> Callable[..., Any]:
         def update_from_output(self: Any, scheduler_output: Any, model_runner_output: Any) -> Any:
-            seen = None
+            obs = seen = None
             if guard.enabled:
                 try:
                     obs = observer(self)
                     if obs is not None:
-                        seen = obs, obs.before(self, scheduler_output, model_runner_output)
+                        seen = obs.before(self, scheduler_output, model_runner_output)
                 except Exception as exc:
+                    obs = None
                     guard.failed(exc)
             result = original(self, scheduler_output, model_runner_output)
-            if seen is not None and guard.enabled:
+            if obs is not None and guard.enabled:
                 try:
-                    obs, before = seen
-                    step = getattr(scheduler_output, STEP_ATTR, None)
-                    obs.after(scheduler_output, model_runner_output, before,
-                              int(self.current_step if step is None else step))
+                    obs.after(scheduler_output, model_runner_output, seen)
                 except Exception as exc:
                     guard.failed(exc)
             return result
