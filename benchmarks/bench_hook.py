@@ -7,8 +7,9 @@ three summed), baseline = inner of ``update_from_output``, both per step, same s
 After a discarded warm-up run, batches of 1, 64 and 256 decoding requests with K = 3 and 5;
 then K = 3, 256 requests with the sink stalled (a FIFO nobody reads): cost and RSS must stay
 flat while steps are dropped; then K = 3 with the hook's own work removed (``--floor``: what
-wrapping the methods costs at all); then K = 3 without the plugin (``--control``: outer - inner is then the timing wrappers' own cost, which every other
-case includes and ``hook_net_vs_vllm`` of the last line takes out). One JSON line per case.
+wrapping the methods costs at all); then K = 3 without the plugin (``--control``: outer - inner
+is then the timing wrappers' own cost, which every other case includes and
+``hook_net_vs_vllm`` of the last line takes out). One JSON line per case.
 
     SPECMETRICS_SINK is set by the benchmark itself.
     python -m benchmarks.bench_hook [--max-tokens 48]
