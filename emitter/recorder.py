@@ -9,7 +9,7 @@ engine thread, so a step dropped from a full queue never corrupts the next one.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from schemas.codes import KIND_CODE, REASON_CODE
 from schemas.events import KZeroReason, OutcomeKind
@@ -53,6 +53,7 @@ class RawStep(NamedTuple):
     num_sampled: int  # tokens sampled per step without drafts (1)
     k_schedule: int | None  # the previous step's SchedulerOutput.num_spec_tokens_to_schedule: the K it chose
     asynchronous: bool  # async scheduling: placeholders for every decoding request, no proposal lists
+    engine_outputs: Any  # what update_from_output returned: {client: EngineCoreOutputs}, the requests it processed
 
 
 def step_outcomes(raw: RawStep) -> OutcomeColumns:
@@ -68,10 +69,13 @@ def step_outcomes(raw: RawStep) -> OutcomeColumns:
     accepted: list[int] = []
     emitted: list[int] = []
     proposals: dict[str, int] | None = None  # built on the first request without drafts
+    processed = processed_request_ids(raw.engine_outputs)
     for request_id, num_scheduled in raw.num_scheduled.items():
         drafts = raw.scheduled_drafts.get(request_id)
         if not drafts and (num_scheduled != 1 or request_id not in raw.decoding_without_drafts):
             continue  # prefill
+        if processed is not None and request_id not in processed:
+            continue  # finished or aborted while its step was in flight (async, PP): vLLM skipped it too
         i = raw.row_of.get(request_id)
         if i is None or not raw.sampled_before[i]:
             continue  # nothing verified (vLLM counts nothing either)
@@ -102,6 +106,15 @@ def step_outcomes(raw: RawStep) -> OutcomeColumns:
         accepted.append(row[5])
         emitted.append(raw.sampled_after[i])
     return OutcomeColumns(ids, kind, reason, k_sched, k_valid, k_invalid, accepted, emitted)
+
+
+def processed_request_ids(engine_outputs: Any) -> set[str] | None:
+    """The requests ``update_from_output`` processed: it returns an ``EngineCoreOutput`` for each
+    request it took the sampled tokens of, and skips those gone or finished before their step came
+    back. None when the outputs are not the expected ``{client: EngineCoreOutputs}``."""
+    if not isinstance(engine_outputs, dict):
+        return None
+    return {output.request_id for client in engine_outputs.values() for output in client.outputs}
 
 
 def _k_zero_reason(raw: RawStep, request_id: str, proposals: dict[str, int]) -> int:

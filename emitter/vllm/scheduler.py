@@ -81,7 +81,8 @@ class EngineObserver:
         tag = getattr(so, TAG_ATTR, None)
         return list(map(len, sampled)), tag if tag is not None else self.tag(scheduler, so)
 
-    def after(self, so: Any, mro: Any, seen: tuple[list[int], tuple[int, dict[str, int]]] | None) -> None:
+    def after(self, so: Any, mro: Any, seen: tuple[list[int], tuple[int, dict[str, int]]] | None,
+              outputs: Any) -> None:
         """Swap the state linking steps and publish the step. Cheap on purpose (it runs cold, right
         after vLLM's update): the step's values go out as a plain tuple in :class:`RawStep` order,
         made a ``RawStep`` by :func:`emitter.recorder.step_event` on the publisher's thread."""
@@ -99,7 +100,7 @@ class EngineObserver:
             step_index, time_ns() // 1000, previous, so.num_scheduled_tokens, so.scheduled_spec_decode_tokens,
             so.num_invalid_spec_tokens, mro.req_id_to_index, sampled_before, list(map(len, mro.sampled_token_ids)),
             without, None if proposed is None else (proposed.req_ids, proposed.draft_token_ids), truncated,
-            self.max_model_len, self.num_sampled, k_schedule, self.asynchronous)))
+            self.max_model_len, self.num_sampled, k_schedule, self.asynchronous, outputs)))
 
 
 def decoding_without_drafts(requests: dict[str, Any], so: Any) -> dict[str, int]:
@@ -186,7 +187,7 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
             result = original(self, scheduler_output, model_runner_output)
             if obs is not None and guard.enabled:
                 try:
-                    obs.after(scheduler_output, model_runner_output, seen)
+                    obs.after(scheduler_output, model_runner_output, seen, result)
                 except Exception as exc:
                     guard.failed(exc)
             return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from emitter.recorder import DraftDecision, RawStep, step_event, step_outcomes
@@ -15,6 +16,7 @@ def raw(**changes: Any) -> RawStep:
         "row_of": {"d": 0, "p": 1, "z": 2}, "sampled_before": [3, 1, 1], "sampled_after": [3, 1, 1],
         "decoding_without_drafts": {"z": 50}, "proposed": (["d", "z"], [[1, 2, 3], []]), "truncated": {},
         "max_model_len": 512, "num_sampled": 1, "k_schedule": 3, "asynchronous": False,
+        "engine_outputs": None,
     }
     fields.update(changes)
     return RawStep(**fields)
@@ -71,3 +73,11 @@ def test_event_envelope_carries_the_decision_that_produced_the_drafts() -> None:
     envelope, _ = event
     assert envelope == {"engine_instance": "e", "dp_rank": 1, "drafter_max_len": 100, "event_id": "abc-9",
                         "step_index": 9, "event_time_us": 1_700_000_000_000_000, "batch_max_seq_len": 130}
+
+
+def test_requests_vllm_did_not_process_have_no_outcome() -> None:
+    """Async scheduling: "d" finished or was aborted while its step was in flight, so vLLM's
+    update_from_output returned no output for it (and counted nothing)."""
+    outputs = {0: SimpleNamespace(outputs=[SimpleNamespace(request_id="z"), SimpleNamespace(request_id="p")])}
+    assert set(rows(raw(engine_outputs=outputs))) == {"z"}
+    assert set(rows(raw(engine_outputs={}))) == set()

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from vllm.sampling_params import SamplingParams
 from vllm.v1.core.sched.async_scheduler import AsyncScheduler
 from vllm.v1.core.sched.output import SchedulerOutput
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput
+from vllm.v1.request import Request, RequestStatus
 
 from emitter.vllm.worker import DECISION_ATTR
 from tests.emitter.vllm.schedulers import K, add_counters, build, hook_plugin, request, views
@@ -118,3 +120,40 @@ def test_async_k_zero_reasons_are_the_budget_and_the_length_clamp_as_in_sync(
     assert [row[:4] for row in async_rows if row[2] == "k_zero"] == [
         (6, "r1", "k_zero", "schedule"), (106, "r1", "k_zero", "length_trim"), (107, "r1", "k_zero", "length_trim")]
     assert [row[4] for row in async_rows if row[1] == "r1"][-8:] == [3, 3, 2, 2, 1, 1, 0, 0]  # k_sched
+
+
+def test_requests_that_finish_or_abort_with_a_step_in_flight_count_as_vllm_counts_them(
+    tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Production path: ``EngineCore.step_with_batch_queue`` order on ``AsyncScheduler``: r1 stops
+    on a stop token in the step whose output comes back while its next step is already scheduled,
+    and r2 is aborted (``finish_requests``, the client went away) with two steps in flight.
+    ``Scheduler.update_from_output`` skips both for the steps still in flight; so do the events."""
+    log = hook_plugin(tmp_path, monkeypatch)
+    sched = build(AsyncScheduler, model_cache / "tiny-llama-target")
+    for r in ("r0", "r1", "r2"):
+        sched.add_request(Request(request_id=r, prompt_token_ids=list(range(10, 18)), pooling_params=None,
+                                  sampling_params=SamplingParams(max_tokens=40, stop_token_ids=[7])))
+
+    def output(step: int, so: SchedulerOutput) -> ModelRunnerOutput:
+        ids, drafts = list(so.num_scheduled_tokens), so.scheduled_spec_decode_tokens
+        last = {r: 7 if (r, step) == ("r1", 3) else 5 for r in ids}  # r1 samples its stop token at step 3
+        return ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
+                                 sampled_token_ids=[[5] * len(drafts.get(r, ())) + [last[r]] for r in ids])
+
+    totals: dict[str, int] = {}
+    in_flight: list[tuple[int, SchedulerOutput]] = []
+    for _ in range(7):
+        in_flight.append((sched.current_step + 1, sched.schedule()))
+        if sched.current_step == 5:
+            sched.finish_requests("r2", RequestStatus.FINISHED_ABORTED)
+        if len(in_flight) == 2:
+            step, done = in_flight.pop(0)
+            add_counters(totals, sched.update_from_output(done, output(step, done)))
+    for step, done in in_flight:
+        add_counters(totals, sched.update_from_output(done, output(step, done)))
+    vllm_view, rows = views(tmp_path, log)
+    assert vllm_view == [totals] == [{"num_drafts": 10, "num_draft_tokens": 30, "num_accepted_tokens": 30}]
+    # Steps with an outcome: r1's step 4 and r2's steps 4 and 5 were in flight, and vLLM skipped them.
+    assert {r: [row[0] for row in rows if row[1] == r] for r in ("r0", "r1", "r2")} == {
+        "r0": [2, 3, 4, 5, 6, 7], "r1": [2, 3], "r2": [2, 3]}
