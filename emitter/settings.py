@@ -11,7 +11,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class EmitterSettings(BaseSettings):
     """Configuration of the vLLM plugin. Without ``SPECMETRICS_SINK`` the plugin records nothing."""
 
-    model_config = SettingsConfigDict(env_prefix="SPECMETRICS_", frozen=True, extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="SPECMETRICS_", frozen=True, extra="ignore",
+                                      hide_input_in_errors=True)
 
     sink: str | None = Field(default=None, description="Where step events go, e.g. file:///var/lib/specmetrics/log. "
                              "Unset: the plugin is loaded but records nothing.")

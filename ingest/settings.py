@@ -9,7 +9,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class IngestSettings(BaseSettings):
     """When a flush happens and how files are written."""
 
-    model_config = SettingsConfigDict(env_prefix="SPECMETRICS_INGEST_", frozen=True, extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="SPECMETRICS_INGEST_", frozen=True, extra="forbid",
+                                      hide_input_in_errors=True)
 
     flush_rows: int = Field(default=1_000_000, ge=1, description="Flush a partition at this many request outcomes.")
     flush_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="... or this many message bytes.")

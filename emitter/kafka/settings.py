@@ -16,7 +16,8 @@ def _default_spool_dir() -> Path:
 class KafkaSettings(BaseSettings):
     """How the sink, the ingester and the dead-letter producer talk to Kafka."""
 
-    model_config = SettingsConfigDict(env_prefix="SPECMETRICS_KAFKA_", frozen=True, extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="SPECMETRICS_KAFKA_", frozen=True, extra="ignore",
+                                      hide_input_in_errors=True)
 
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
