@@ -10,10 +10,13 @@ the first scheduler that drafts and flushed when the engine core shuts down or t
 from __future__ import annotations
 
 import atexit
+import importlib
 import logging
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 
 from emitter.publisher import EventPublisher
 from emitter.recorder import step_event
@@ -41,13 +44,24 @@ def register() -> None:
             logger.warning("specmetrics: SPECMETRICS_SINK is not set; the plugin records nothing")
             return
         _state.settings = settings
-        from emitter.vllm import scheduler, worker
-
-        missing = worker.install() + scheduler.install(settings, publisher, flush)
-        if missing:
-            logger.warning("specmetrics: installed without: %s", ", ".join(missing))
     except Exception:
         logger.exception("specmetrics: could not install the plugin; vLLM runs without it")
+        return
+    # The two sides install apart: a worker module that does not import must not cost the scheduler's events.
+    missing = _install("emitter.vllm.worker", "skipped_for_length", lambda worker: worker.install())
+    missing += _install("emitter.vllm.scheduler", "all outcomes",
+                        lambda scheduler: scheduler.install(settings, publisher, flush))
+    if missing:
+        logger.warning("specmetrics: installed without: %s", ", ".join(missing))
+
+
+def _install(module: str, lost: str, install: Callable[[ModuleType], list[str]]) -> list[str]:
+    """Import ``module`` and install its hooks; a failure costs only what they observe."""
+    try:
+        return install(importlib.import_module(module))
+    except Exception:
+        logger.exception("specmetrics: could not install %s; vLLM runs without it", module)
+        return [lost]
 
 
 def publisher() -> EventPublisher:

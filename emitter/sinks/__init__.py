@@ -18,7 +18,7 @@ def open_sink(url: str, name: str = "default") -> Sink:
     parsed = urlparse(url)
     if parsed.scheme == "file":
         if not parsed.path or parsed.netloc not in ("", "localhost"):
-            raise ValueError(f"a local log URL looks like file:///absolute/dir, got {url!r}")
+            raise ValueError("a local log URL looks like file:///absolute/dir (no host, no user)")
         return LocalLogSink(parsed.path)
     if parsed.scheme == "kafka":
         from emitter.kafka import KafkaAddress, KafkaSettings
@@ -32,7 +32,9 @@ def open_sink(url: str, name: str = "default") -> Sink:
         except SpoolInUse:
             logging.getLogger(__name__).warning("%s is in use; this process spools to a folder of its own", folder)
             return KafkaSink(address, settings, folder.with_name(f"{folder.name}-{os.getpid()}"))
-    raise ValueError(f"unsupported sink URL {url!r}: use file:///dir (the local log) or kafka://host:port/topic")
+    # The URL itself is not echoed: it may carry credentials (kafkas://user:password@...).
+    raise ValueError(f"unsupported sink URL scheme {parsed.scheme!r}: use file:///dir (the local log) or "
+                     "kafka://host:port/topic")
 
 
 __all__ = ["LocalLogSink", "Sink", "open_sink"]

@@ -137,7 +137,12 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
     from vllm.v1.core.sched.scheduler import Scheduler
     from vllm.v1.engine.core import EngineCore
 
-    guard = Guard("speculative decoding outcomes (scheduler)")
+    # One guard per hook: a hook that fails stops alone, the others keep observing.
+    init_guard = Guard("the engine's start (Scheduler.__init__)")
+    schedule_guard = Guard("step indexes and requests without a draft slot (Scheduler.schedule)")
+    update_guard = Guard("speculative decoding outcomes (Scheduler.update_from_output)")
+    drafts_guard = Guard("proposed and grammar-truncated drafts (Scheduler.update_draft_token_ids)")
+    shutdown_guard = Guard("the flush at shutdown (EngineCore.shutdown)")
 
     def observer(scheduler: Any) -> EngineObserver | None:
         found = scheduler.__dict__.get(OBSERVER_ATTR, False)
@@ -151,24 +156,24 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
     def make_init(original: Callable[..., Any]) -> Callable[..., Any]:
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
             original(self, *args, **kwargs)
-            if guard.enabled:
+            if init_guard.enabled:
                 try:  # now, not in the first step: the observer and the publisher's threads start here
                     observer(self)
                 except Exception as exc:
-                    guard.failed(exc)
+                    init_guard.failed(exc)
 
         return __init__
 
     def make_schedule(original: Callable[..., Any]) -> Callable[..., Any]:
         def schedule(self: Any, *args: Any, **kwargs: Any) -> Any:
             output = original(self, *args, **kwargs)
-            if guard.enabled:
+            if schedule_guard.enabled:
                 try:
                     obs = observer(self)
                     if obs is not None:
                         setattr(output, TAG_ATTR, obs.tag(self, output))
                 except Exception as exc:
-                    guard.failed(exc)
+                    schedule_guard.failed(exc)
             return output
 
         return schedule
@@ -176,20 +181,20 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
     def make_update(original: Callable[..., Any]) -> Callable[..., Any]:
         def update_from_output(self: Any, scheduler_output: Any, model_runner_output: Any) -> Any:
             obs = seen = None
-            if guard.enabled:
+            if update_guard.enabled:
                 try:
                     obs = observer(self)
                     if obs is not None:
                         seen = obs.before(self, scheduler_output, model_runner_output)
                 except Exception as exc:
                     obs = None
-                    guard.failed(exc)
+                    update_guard.failed(exc)
             result = original(self, scheduler_output, model_runner_output)
-            if obs is not None and guard.enabled:
+            if obs is not None and update_guard.enabled:
                 try:
                     obs.after(scheduler_output, model_runner_output, seen, result)
                 except Exception as exc:
-                    guard.failed(exc)
+                    update_guard.failed(exc)
             return result
 
         return update_from_output
@@ -197,7 +202,7 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
     def make_drafts(original: Callable[..., Any]) -> Callable[..., Any]:
         def update_draft_token_ids(self: Any, draft_token_ids: Any) -> Any:
             obs = proposed = None
-            if guard.enabled:
+            if drafts_guard.enabled:
                 try:
                     obs = observer(self)
                     if obs is not None:
@@ -206,13 +211,13 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
                         grammar = self.structured_output_manager.backend is not None
                         proposed = list(map(len, draft_token_ids.draft_token_ids)) if grammar else None
                 except Exception as exc:
-                    guard.failed(exc)
+                    drafts_guard.failed(exc)
             result = original(self, draft_token_ids)
-            if obs is not None and proposed is not None and guard.enabled:
+            if obs is not None and proposed is not None and drafts_guard.enabled:
                 try:  # only grammars truncate drafts, and only while the request still holds them
                     obs.truncated = grammar_truncations(self.requests, draft_token_ids.req_ids, proposed)
                 except Exception as exc:
-                    guard.failed(exc)
+                    drafts_guard.failed(exc)
             return result
 
         return update_draft_token_ids
@@ -222,7 +227,7 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
             try:  # first: vLLM may kill the process while its executor shuts down
                 flush()
             except Exception as exc:
-                guard.failed(exc)
+                shutdown_guard.failed(exc)
             return original(self, *args, **kwargs)
 
         return shutdown

@@ -15,14 +15,16 @@ def open_source(url: str, state_dir: Path, group: str = "specmetrics-ingest") ->
     parsed = urlparse(url)
     if parsed.scheme == "file":
         if not parsed.path or parsed.netloc not in ("", "localhost"):
-            raise ValueError(f"a local log URL looks like file:///absolute/dir, got {url!r}")
+            raise ValueError("a local log URL looks like file:///absolute/dir (no host, no user)")
         return LocalLogSource(parsed.path, state_dir)
     if parsed.scheme == "kafka":
         from emitter.kafka import KafkaAddress
         from ingest.sources.kafka import KafkaSource
 
         return KafkaSource(KafkaAddress.parse(url), group, state_dir)
-    raise ValueError(f"unsupported source URL {url!r}: use file:///dir (the local log) or kafka://host:port/topic")
+    # The URL itself is not echoed: it may carry credentials (kafkas://user:password@...).
+    raise ValueError(f"unsupported source URL scheme {parsed.scheme!r}: use file:///dir (the local log) or "
+                     "kafka://host:port/topic")
 
 
 __all__ = ["LocalLogSource", "Source", "SourceRecord", "open_source"]

@@ -84,6 +84,11 @@ def test_bad_loadgen_options_are_clear_errors(capsys: pytest.CaptureFixture[str]
     code, _, err = run(capsys, "loadgen", "--sink", (tmp_path / "l").as_uri(), "--prompt-len", "10")
     assert code == 2 and "expected MIN,MAX, got '10'" in err
     code, _, err = run(capsys, "loadgen", "--sink", "mqtt://localhost:1883/t")
-    assert code == 2 and "unsupported sink URL" in err
+    assert code == 2 and "unsupported sink URL scheme 'mqtt'" in err
+    for url in ("kafkas://alice:s3cret@broker:9093/t", "file://alice:s3cret@host/log"):
+        code, _, err = run(capsys, "loadgen", "--sink", url)
+        assert code == 2 and "s3cret" not in err
+        code, _, err = run(capsys, "ingest", "--source", url, "--out", str(tmp_path / "d"), "--once")
+        assert code == 2 and "s3cret" not in err and "URL" in err
     code, _, err = run(capsys, "loadgen", "--sink", "kafka://user:secret@localhost:9092/t")
     assert code == 2 and "must not carry credentials" in err and "secret" not in err

@@ -1,0 +1,74 @@
+"""Each scheduler hook has a guard of its own: one that fails is logged and stops, the rest go on.
+
+Production path: the plugin's wrappers on vLLM's real ``Scheduler`` (built on CPU), driven step by
+step with constructed model-runner outputs.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from vllm.v1.core.sched.scheduler import Scheduler
+from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput
+
+from emitter.vllm import scheduler as scheduler_hooks
+from tests.emitter.vllm.schedulers import K, add_counters, build, hook_plugin, request, views
+
+
+def test_a_failing_start_hook_stops_alone_and_the_outcomes_are_still_recorded(
+    tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = hook_plugin(tmp_path, monkeypatch)
+    real_init = scheduler_hooks.EngineObserver.__init__
+    calls: list[int] = []
+
+    def init_failing_once(self: Any, *args: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("labels unreadable")
+        real_init(self, *args)
+
+    monkeypatch.setattr(scheduler_hooks.EngineObserver, "__init__", init_failing_once)
+    with caplog.at_level(logging.ERROR, logger="vllm.specmetrics"):
+        sched = build(Scheduler, model_cache / "tiny-llama-target")
+    assert [r.getMessage().split(" failed")[0] for r in caplog.records] == [
+        "specmetrics: observing the engine's start (Scheduler.__init__)"]
+    sched.add_request(request("r0"))
+    totals: dict[str, int] = {}
+    for _ in range(4):
+        so = sched.schedule()
+        ids, drafts = list(so.num_scheduled_tokens), so.scheduled_spec_decode_tokens
+        mro = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
+                                sampled_token_ids=[[5] * (1 + len(drafts.get(r, ()))) for r in ids])
+        add_counters(totals, sched.update_from_output(so, mro))
+        sched.update_draft_token_ids(DraftTokenIds(ids, [[5] * K for _ in ids]))
+    vllm_view, rows = views(tmp_path, log)
+    assert vllm_view == [totals] == [{"num_drafts": 3, "num_draft_tokens": 9, "num_accepted_tokens": 9}]
+    assert [row[:3] for row in rows] == [(2, "r0", "drafted"), (3, "r0", "drafted"), (4, "r0", "drafted")]
+
+
+def test_worker_hooks_that_cannot_install_leave_the_scheduler_hooks_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from emitter import plugin
+    from emitter.settings import EmitterSettings
+    from emitter.vllm import worker
+    from emitter.vllm.patching import MARKER
+
+    def broken() -> list[str]:
+        raise ImportError("no gpu_model_runner on this platform")
+
+    monkeypatch.setenv("SPECMETRICS_SINK", (tmp_path / "log").as_uri())
+    monkeypatch.setattr(plugin, "_state", plugin._PluginState(settings=EmitterSettings()))
+    monkeypatch.setattr(worker, "install", broken)
+    update = Scheduler.__dict__["update_from_output"]  # unwrapped for this test (another may have wrapped it)
+    monkeypatch.setattr(Scheduler, "update_from_output", getattr(update, "__wrapped__", update))
+    with caplog.at_level(logging.WARNING, logger="vllm.specmetrics"):
+        plugin.register()
+    assert getattr(Scheduler.__dict__["update_from_output"], MARKER, False)
+    messages = [r.getMessage() for r in caplog.records]
+    assert "specmetrics: could not install emitter.vllm.worker; vLLM runs without it" in messages
+    assert messages[-1] == "specmetrics: installed without: skipped_for_length"
