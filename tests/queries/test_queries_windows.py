@@ -108,12 +108,13 @@ def test_acceptance_per_request_next_to_pooled(con: Any) -> None:
         ("r1", 2, 2, 2), ("r2", 2, 1, 2), ("r3", 2, 1, 2), ("r4", 1, 0, 1), ("r5", 1, 0, 0)]
 
 
-def test_skips_by_context(con: Any) -> None:
+def test_skips_by_context(con: Any) -> None:  # one request per step here
     def ctx(start: int | None, end: int | None, steps: int, skipped: int, drafts: int, tokens: tuple[int, int],
             vllm_tokens: tuple[int, int]) -> dict[str, Any]:
         """tokens: (draft tokens, accepted tokens)."""
         return {**DIMS, "context_start": start, "context_end": end, "request_steps": steps, "skipped": skipped,
-                "skip_share": pytest.approx(skipped / steps), "num_drafts": drafts,
+                "skip_share": pytest.approx(skipped / steps), "steps": steps, "skipped_steps": skipped,
+                "step_skip_share": pytest.approx(skipped / steps), "num_drafts": drafts,
                 "num_draft_tokens": tokens[0], "num_accepted_tokens": tokens[1],
                 "acceptance_rate": pytest.approx(tokens[1] / tokens[0]) if tokens[0] else None,
                 "vllm_num_draft_tokens": vllm_tokens[0], "vllm_num_accepted_tokens": vllm_tokens[1],
@@ -129,3 +130,16 @@ def test_skips_by_context(con: Any) -> None:
     assert query(con, "FROM skips_by_context_between(NULL, NULL, bucket_tokens := 512) ORDER BY context_start") == [
         ctx(0, 512, 4, 0, 4, (9, 6), (9, 6)), ctx(512, 1024, 3, 3, 0, (0, 0), (9, 0)),
         ctx(None, None, 1, 0, 0, (0, 0), (0, 0))]
+
+
+def test_skip_share_over_steps_counts_a_batch_once(connect_rows: Any, outcomes: Any) -> None:
+    o = outcomes
+    con = connect_rows([
+        o.skipped(3, request_id="r1", event_id="s1", event_time=at(0), batch_max_seq_len=600),
+        o.skipped(3, request_id="r2", event_id="s1", event_time=at(0), batch_max_seq_len=600),
+        o.drafted(3, 3, request_id="r1", event_id="s2", event_time=at(1), batch_max_seq_len=650),
+    ])
+    assert query(con, "SELECT context_start, request_steps, skipped, skip_share, steps, skipped_steps, "
+                      "step_skip_share FROM skips_by_context") == [
+        {"context_start": 512, "request_steps": 3, "skipped": 2, "skip_share": pytest.approx(2 / 3), "steps": 2,
+         "skipped_steps": 1, "step_skip_share": 0.5}]

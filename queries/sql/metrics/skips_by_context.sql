@@ -4,7 +4,9 @@
 -- vLLM compares with the drafter's max length when it decides to skip drafting for the whole
 -- batch. Buckets are bucket_tokens wide (default 256). Shows where drafting stops paying: the
 -- skip share rising to 1, and vLLM's acceptance falling with it while the corrected one does not.
--- Request-steps without a batch_max_seq_len are in the row with NULL bucket bounds.
+-- The skip is decided for the whole batch, so the share is given over request-steps and over
+-- steps (step events). Request-steps without a batch_max_seq_len are in the row with NULL bucket
+-- bounds.
 --
 -- Example:
 --   SELECT context_start, skip_share, acceptance_rate, vllm_acceptance_rate FROM skips_by_context_between(NULL, NULL, bucket_tokens := 512)
@@ -15,6 +17,9 @@
 --   request_steps                request-steps in the bucket (BIGINT)
 --   skipped                      of kind skipped_for_length (BIGINT)
 --   skip_share                   skipped / request_steps (DOUBLE)
+--   steps                        engine steps (step events) in the bucket (BIGINT)
+--   skipped_steps                of them, steps whose drafting was skipped for length (BIGINT)
+--   step_skip_share              skipped_steps / steps (DOUBLE)
 --   num_drafts                   corrected drafts (BIGINT)
 --   num_draft_tokens, num_accepted_tokens            corrected token counts (BIGINT)
 --   acceptance_rate              corrected acceptance rate in the bucket (DOUBLE; NULL without draft tokens)
@@ -34,6 +39,8 @@ WITH totals AS (
                                   ELSE error('skips_by_context: bucket_tokens must be positive') END AS bucket_index,
         CAST(count(*) AS BIGINT) AS request_steps,
         CAST(count(*) FILTER (WHERE kind = 'skipped_for_length') AS BIGINT) AS skipped,
+        CAST(count(DISTINCT event_id) AS BIGINT) AS steps,
+        CAST(count(DISTINCT event_id) FILTER (WHERE kind = 'skipped_for_length') AS BIGINT) AS skipped_steps,
         CAST(count(*) FILTER (WHERE is_draft) AS BIGINT) AS num_drafts,
         CAST(coalesce(sum(k_valid) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_draft_tokens,
         CAST(coalesce(sum(accepted) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_accepted_tokens,
@@ -52,6 +59,9 @@ SELECT
     request_steps,
     skipped,
     skipped / request_steps AS skip_share,
+    steps,
+    skipped_steps,
+    skipped_steps / steps AS step_skip_share,
     num_drafts,
     num_draft_tokens,
     num_accepted_tokens,
