@@ -169,7 +169,7 @@ def main() -> None:
                                   "num_speculative_tokens": args.k, "max_model_len": 512})
     ids = llm.get_tokenizer().encode(" ".join(corpus(60)))
     from emitter import plugin
-    from emitter.recorder import step_event
+    from emitter.step_events import StepEvents
     from schemas.wire import encode_step
 
     measure(llm, 4, 64, ids)  # warm-up, discarded: the first steps after start-up run everything cold
@@ -182,8 +182,9 @@ def main() -> None:
             continue
         queued = list(plugin.publisher()._queue)  # what the publisher thread will turn into events
         start = time.thread_time_ns()
+        to_event = StepEvents()
         for item in queued:
-            if (event := step_event(*item)) is not None:
+            if (event := to_event(item)) is not None:
                 encode_step(*event)
         result["publisher_thread_us_per_step"] = (time.thread_time_ns() - start) / max(len(queued), 1) / 1e3
         health = plugin.publisher().health

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 
 from emitter.publisher import EventPublisher
-from emitter.recorder import step_event
 from emitter.settings import EmitterSettings
 from emitter.sinks import open_sink
+from emitter.step_events import StepEvents
 
 logger = logging.getLogger("vllm.specmetrics")  # among vLLM's own log lines, same format and level
 
@@ -73,7 +73,7 @@ def publisher() -> EventPublisher:
             if not url:
                 raise RuntimeError("SPECMETRICS_SINK is not set")
             name = settings.engine_label or socket.gethostname()  # stable: a restart replays its Kafka spool
-            _state.publisher = EventPublisher(lambda: open_sink(url, name), settings, lambda item: step_event(*item))
+            _state.publisher = EventPublisher(lambda: open_sink(url, name), settings, StepEvents())
             atexit.register(flush)
         return _state.publisher
 

@@ -1,14 +1,16 @@
 """What the scheduler saw at one step → one outcome per request (DESIGN.md section 3).
 
 Pure logic on plain values, no vLLM import. The engine thread only takes references and
-lengths (a plain tuple in :class:`RawStep` order); :func:`step_event` turns them into an
-envelope and outcome columns on the publisher's thread. The state that links one step to the next (the worker's drafting
-decision, the drafts proposed and the ones the grammar truncated) is swapped per step on the
-engine thread, so a step dropped from a full queue never corrupts the next one.
-"""
+lengths (a plain tuple in :class:`RawStep` order); :class:`emitter.step_events.StepEvents`
+turns them into an envelope and outcome columns on the publisher's thread. The state that
+links one step to the next on the engine thread (the worker's drafting decision, the drafts
+proposed and the ones the grammar truncated) is swapped per step, so a step dropped from a
+full queue never corrupts the next one; the decision each request's drafts came with is kept
+per request on the publisher's thread."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from schemas.codes import KIND_CODE, REASON_CODE
@@ -54,11 +56,14 @@ class RawStep(NamedTuple):
     k_schedule: int | None  # the previous step's SchedulerOutput.num_spec_tokens_to_schedule: the K it chose
     asynchronous: bool  # async scheduling: placeholders for every decoding request, no proposal lists
     engine_outputs: Any  # what update_from_output returned: {client: EngineCoreOutputs}, the requests it processed
+    batch_decision: DraftDecision | None  # made after this step: the drafts of the requests it scheduled
 
 
-def step_outcomes(raw: RawStep) -> OutcomeColumns:
-    """One outcome per request verified (or left without drafts) at this step."""
-    skipped = raw.decision is not None and not raw.decision.fits
+def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None = None) -> OutcomeColumns:
+    """One outcome per request verified (or left without drafts) at this step. ``held``: per
+    request, the decision about the drafts it holds (made after the last step that scheduled it);
+    a request missing there takes the previous step's (``raw.decision``)."""
+    held = held or {}
     pads = raw.pads or {}
     ids: list[str] = []
     kind: list[int] = []
@@ -83,7 +88,8 @@ def step_outcomes(raw: RawStep) -> OutcomeColumns:
         acc = max(raw.sampled_before[i] - raw.num_sampled, 0) if k else 0
         pad = pads.get(request_id, 0)
         proposed, kept = raw.truncated.get(request_id, (0, 0))
-        if skipped:
+        decision = held.get(request_id, raw.decision)
+        if decision is not None and not decision.fits:
             row = (SKIPPED, 0, k, k - pad, pad, acc)
         elif k == 0:
             if proposals is None:
@@ -117,6 +123,14 @@ def processed_request_ids(engine_outputs: Any) -> set[str] | None:
     return {output.request_id for client in engine_outputs.values() for output in client.outputs}
 
 
+def finished_request_ids(engine_outputs: Any) -> list[str]:
+    """The requests that finished at this step (their ``EngineCoreOutput`` has a finish reason)."""
+    if not isinstance(engine_outputs, dict):
+        return []
+    return [output.request_id for client in engine_outputs.values() for output in client.outputs
+            if output.finish_reason is not None]
+
+
 def _k_zero_reason(raw: RawStep, request_id: str, proposals: dict[str, int]) -> int:
     if raw.k_schedule == 0:  # dynamic K chose 0 for the drafts verified now (the drafter got K = 0)
         return SCHEDULE
@@ -132,22 +146,3 @@ def _k_zero_reason(raw: RawStep, request_id: str, proposals: dict[str, int]) -> 
     if raw.decoding_without_drafts[request_id] + raw.num_sampled >= raw.max_model_len:
         return LENGTH_TRIM
     return SCHEDULE  # the token budget
-
-
-def step_event(context: dict[str, object], values: tuple[object, ...]
-               ) -> tuple[dict[str, object], OutcomeColumns] | None:
-    """The envelope and outcomes of one step (``values`` in :class:`RawStep` order, the worker's
-    decision a plain tuple); None when no request was verified."""
-    raw = RawStep._make(values)
-    decision = None if raw.decision is None else DraftDecision._make(raw.decision)
-    outcomes = step_outcomes(raw._replace(decision=decision))
-    if not outcomes.request_id:
-        return None
-    envelope = {**context, "event_id": f"{context['boot']}-{raw.step_index}", "step_index": raw.step_index,
-                "event_time_us": raw.event_time_us, "batch_max_seq_len": None}
-    del envelope["boot"]
-    if decision is not None:
-        envelope["drafter_max_len"] = decision.drafter_max_len
-        if decision.max_seq_len >= 0:
-            envelope["batch_max_seq_len"] = decision.max_seq_len
-    return envelope, outcomes

@@ -85,7 +85,7 @@ class EngineObserver:
               outputs: Any) -> None:
         """Swap the state linking steps and publish the step. Cheap on purpose (it runs cold, right
         after vLLM's update): the step's values go out as a plain tuple in :class:`RawStep` order,
-        made a ``RawStep`` by :func:`emitter.recorder.step_event` on the publisher's thread."""
+        made a ``RawStep`` by :class:`emitter.step_events.StepEvents` on the publisher's thread."""
         previous = self.decision
         self.decision = getattr(mro, DECISION_ATTR, None)
         proposed, self.proposed = self.proposed, None
@@ -100,7 +100,7 @@ class EngineObserver:
             step_index, time_ns() // 1000, previous, so.num_scheduled_tokens, so.scheduled_spec_decode_tokens,
             so.num_invalid_spec_tokens, mro.req_id_to_index, sampled_before, list(map(len, mro.sampled_token_ids)),
             without, None if proposed is None else (proposed.req_ids, proposed.draft_token_ids), truncated,
-            self.max_model_len, self.num_sampled, k_schedule, self.asynchronous, outputs)))
+            self.max_model_len, self.num_sampled, k_schedule, self.asynchronous, outputs, self.decision)))
 
 
 def decoding_without_drafts(requests: dict[str, Any], so: Any) -> dict[str, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from emitter.recorder import DraftDecision, RawStep, step_event, step_outcomes
+from emitter.recorder import DraftDecision, RawStep, step_outcomes
 from schemas.codes import KIND_CODES, REASON_CODES
 
 
@@ -16,14 +16,14 @@ def raw(**changes: Any) -> RawStep:
         "row_of": {"d": 0, "p": 1, "z": 2}, "sampled_before": [3, 1, 1], "sampled_after": [3, 1, 1],
         "decoding_without_drafts": {"z": 50}, "proposed": (["d", "z"], [[1, 2, 3], []]), "truncated": {},
         "max_model_len": 512, "num_sampled": 1, "k_schedule": 3, "asynchronous": False,
-        "engine_outputs": None,
+        "engine_outputs": None, "batch_decision": None,
     }
     fields.update(changes)
     return RawStep(**fields)
 
 
-def rows(step: RawStep) -> dict[str, tuple[Any, ...]]:
-    out = step_outcomes(step)
+def rows(step: RawStep, held: dict[str, DraftDecision | None] | None = None) -> dict[str, tuple[Any, ...]]:
+    out = step_outcomes(step, held)
     return {rid: (KIND_CODES[out.kind[i]].value, REASON_CODES[out.reason[i]], out.k_sched[i], out.k_valid[i],
                   out.k_invalid[i], out.accepted[i], out.emitted[i]) for i, rid in enumerate(out.request_id)}
 
@@ -61,18 +61,8 @@ def test_eos_inside_the_accepted_run_shows_in_emitted_not_accepted() -> None:
     assert rows(raw(sampled_before=[4, 1, 1], sampled_after=[2, 1, 1]))["d"][5:] == (3, 2)
 
 
-def test_nothing_verified_means_no_outcome_and_no_event() -> None:
+def test_nothing_verified_means_no_outcome() -> None:
     assert rows(raw(sampled_before=[0, 1, 0])) == {}
-    assert step_event({"boot": "b"}, raw(sampled_before=[0, 0, 0])) is None
-
-
-def test_event_envelope_carries_the_decision_that_produced_the_drafts() -> None:
-    context = {"boot": "abc", "engine_instance": "e", "dp_rank": 1, "drafter_max_len": 96}
-    event = step_event(context, raw(decision=DraftDecision(False, 130, 100)))
-    assert event is not None
-    envelope, _ = event
-    assert envelope == {"engine_instance": "e", "dp_rank": 1, "drafter_max_len": 100, "event_id": "abc-9",
-                        "step_index": 9, "event_time_us": 1_700_000_000_000_000, "batch_max_seq_len": 130}
 
 
 def test_requests_vllm_did_not_process_have_no_outcome() -> None:

@@ -1,0 +1,57 @@
+"""What the engine thread published -> step events, in step order on the publisher's thread.
+
+The worker decides batch-wide after each step whether the drafter ran (``DraftDecision``); the
+drafts a request verifies come from the last step that scheduled it, which is not always the
+previous step (the token budget may leave a request out of a step). So the decision that applies
+to a request is remembered per engine and request, and forgotten when the request finishes (or,
+for requests aborted without a last output, when the least recently scheduled ones exceed a cap).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from emitter.recorder import DraftDecision, RawStep, finished_request_ids, step_outcomes
+from schemas.wire import OutcomeColumns
+
+Event = tuple[dict[str, Any], OutcomeColumns]
+
+
+class StepEvents:
+    """The publisher's ``to_event``: ``(context, values)`` -> (envelope, outcomes), or None when no
+    request was verified. Not thread-safe: one publisher thread calls it, steps in order."""
+
+    def __init__(self, max_requests: int = 1 << 16) -> None:
+        self._held: dict[str, OrderedDict[str, DraftDecision | None]] = {}  # per engine (boot id)
+        self._max_requests = max_requests
+
+    def __call__(self, item: tuple[dict[str, Any], tuple[Any, ...]]) -> Event | None:
+        context, values = item
+        raw = RawStep._make(values)
+        decision = _decision(raw.decision)
+        held = self._held.setdefault(str(context["boot"]), OrderedDict())
+        outcomes = step_outcomes(raw._replace(decision=decision), held)
+        made = _decision(raw.batch_decision)
+        for request_id in raw.num_scheduled:
+            held[request_id] = made
+            held.move_to_end(request_id)
+        for request_id in finished_request_ids(raw.engine_outputs):
+            held.pop(request_id, None)
+        while len(held) > self._max_requests:
+            held.popitem(last=False)
+        if not outcomes.request_id:
+            return None
+        envelope = {**context, "event_id": f"{context['boot']}-{raw.step_index}", "step_index": raw.step_index,
+                    "event_time_us": raw.event_time_us, "batch_max_seq_len": None}
+        del envelope["boot"]
+        if decision is not None:
+            envelope["drafter_max_len"] = decision.drafter_max_len
+            if decision.max_seq_len >= 0:
+                envelope["batch_max_seq_len"] = decision.max_seq_len
+        return envelope, outcomes
+
+
+def _decision(value: Any) -> DraftDecision | None:
+    """The worker sends a plain ``(fits, max_seq_len, drafter_max_len)`` tuple."""
+    return None if value is None else DraftDecision._make(value)

@@ -1,0 +1,67 @@
+"""Step events on the publisher's thread: the envelope, and the decision each request's drafts came with."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from emitter.step_events import StepEvents
+from schemas.codes import KIND_CODES
+from tests.emitter.test_recorder import raw
+
+FITS, SKIPS = (True, 80, 96), (False, 120, 96)  # as the worker sends them: plain tuples
+
+
+def kinds(events: StepEvents, **changes: Any) -> dict[str, str] | None:
+    event = events(({"boot": "b", "engine_instance": "e", "dp_rank": 0}, tuple(raw(**changes))))
+    if event is None:
+        return None
+    outcomes = event[1]
+    return {r: KIND_CODES[k].value for r, k in zip(outcomes.request_id, outcomes.kind, strict=True)}
+
+
+def test_nothing_verified_means_no_event() -> None:
+    assert kinds(StepEvents(), sampled_before=[0, 0, 0]) is None
+
+
+def test_event_envelope_carries_the_decision_that_produced_the_drafts() -> None:
+    context = {"boot": "abc", "engine_instance": "e", "dp_rank": 1, "drafter_max_len": 96}
+    event = StepEvents()((context, tuple(raw(decision=(False, 130, 100)))))
+    assert event is not None
+    envelope, _ = event
+    assert envelope == {"engine_instance": "e", "dp_rank": 1, "drafter_max_len": 100, "event_id": "abc-9",
+                        "step_index": 9, "event_time_us": 1_700_000_000_000_000, "batch_max_seq_len": 130}
+
+
+def step(scheduled: list[str], decision: tuple[bool, int, int], made: tuple[bool, int, int],
+         finished: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A step verifying 3 drafts of each request in ``scheduled``."""
+    outputs = {0: SimpleNamespace(outputs=[SimpleNamespace(request_id=r, finish_reason="stop" if r in finished
+                                                           else None) for r in scheduled])}
+    return {"num_scheduled": dict.fromkeys(scheduled, 4), "scheduled_drafts": {r: [0, 0, 0] for r in scheduled},
+            "row_of": {r: i for i, r in enumerate(scheduled)}, "sampled_before": [1] * len(scheduled),
+            "sampled_after": [1] * len(scheduled), "decoding_without_drafts": {}, "decision": decision,
+            "batch_decision": made, "engine_outputs": outputs}
+
+
+def test_a_request_left_out_of_a_step_verifies_the_drafts_of_the_last_step_that_scheduled_it() -> None:
+    """x and y were drafted for after step 1 with the drafter skipped (placeholders). The token budget
+    leaves y out of step 2, after which the drafter runs for x. At step 3 x verifies real drafts and
+    y still the placeholders of step 1, though the previous step's decision says the drafter ran."""
+    events = StepEvents()
+    assert kinds(events, **step(["x", "y"], FITS, SKIPS)) == {"x": "drafted", "y": "drafted"}
+    assert kinds(events, **step(["x"], SKIPS, FITS)) == {"x": "skipped_for_length"}
+    assert kinds(events, **step(["x", "y"], FITS, FITS, finished=("y",))) == {
+        "x": "drafted", "y": "skipped_for_length"}
+    # y finished: forgotten, so a request of that id later starts from the previous step's decision.
+    assert kinds(events, **step(["y"], FITS, FITS)) == {"y": "drafted"}
+
+
+def test_each_engine_keeps_its_own_requests_and_the_oldest_are_forgotten_past_the_cap() -> None:
+    events = StepEvents(max_requests=2)
+    kinds(events, **step(["a", "b"], FITS, SKIPS))
+    kinds(events, **step(["c"], FITS, FITS))  # a (least recently scheduled) is forgotten
+    assert kinds(events, **step(["a", "b"], FITS, FITS)) == {"a": "drafted", "b": "skipped_for_length"}
+    other = ({"boot": "other", "engine_instance": "e2", "dp_rank": 0}, tuple(raw(**step(["b"], FITS, FITS))))
+    event = events(other)
+    assert event is not None and KIND_CODES[event[1].kind[0]].value == "drafted"
