@@ -3,13 +3,14 @@
 The worker decides batch-wide after each step whether the drafter ran (``DraftDecision``); the
 drafts a request verifies come from the last step that scheduled it, which is not always the
 previous step (the token budget may leave a request out of a step). So the decision that applies
-to a request is remembered per engine and request, and forgotten when the request finishes (or,
-for requests aborted without a last output, when the least recently scheduled ones exceed a cap).
+to a request is remembered per engine and request, and forgotten when the request finishes (and
+past a cap, which requests aborted without a last output would otherwise grow without bound, all
+but those of the current step).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from itertools import repeat
 from typing import Any
 
 from emitter.recorder import DraftDecision, RawStep, finished_request_ids, step_outcomes
@@ -23,23 +24,21 @@ class StepEvents:
     request was verified. Not thread-safe: one publisher thread calls it, steps in order."""
 
     def __init__(self, max_requests: int = 1 << 16) -> None:
-        self._held: dict[str, OrderedDict[str, DraftDecision | None]] = {}  # per engine (boot id)
+        self._held: dict[str, dict[str, DraftDecision | None]] = {}  # per engine (boot id)
         self._max_requests = max_requests
 
     def __call__(self, item: tuple[dict[str, Any], tuple[Any, ...]]) -> Event | None:
         context, values = item
         raw = RawStep._make(values)
         decision = _decision(raw.decision)
-        held = self._held.setdefault(str(context["boot"]), OrderedDict())
+        boot = str(context["boot"])
+        held = self._held.setdefault(boot, {})
         outcomes = step_outcomes(raw._replace(decision=decision), held)
-        made = _decision(raw.batch_decision)
-        for request_id in raw.num_scheduled:
-            held[request_id] = made
-            held.move_to_end(request_id)
+        held.update(zip(raw.num_scheduled, repeat(_decision(raw.batch_decision))))
         for request_id in finished_request_ids(raw.engine_outputs):
             held.pop(request_id, None)
-        while len(held) > self._max_requests:
-            held.popitem(last=False)
+        if len(held) > self._max_requests:
+            self._held[boot] = {request_id: held[request_id] for request_id in raw.num_scheduled}
         if not outcomes.request_id:
             return None
         envelope = {**context, "event_id": f"{context['boot']}-{raw.step_index}", "step_index": raw.step_index,

@@ -57,11 +57,14 @@ def test_a_request_left_out_of_a_step_verifies_the_drafts_of_the_last_step_that_
     assert kinds(events, **step(["y"], FITS, FITS)) == {"y": "drafted"}
 
 
-def test_each_engine_keeps_its_own_requests_and_the_oldest_are_forgotten_past_the_cap() -> None:
+def test_each_engine_keeps_its_own_requests_and_past_the_cap_only_the_current_step_s() -> None:
     events = StepEvents(max_requests=2)
     kinds(events, **step(["a", "b"], FITS, SKIPS))
-    kinds(events, **step(["c"], FITS, FITS))  # a (least recently scheduled) is forgotten
-    assert kinds(events, **step(["a", "b"], FITS, FITS)) == {"a": "drafted", "b": "skipped_for_length"}
+    kinds(events, **step(["b"], FITS, SKIPS))
+    assert kinds(events, **step(["a", "b"], FITS, FITS)) == {"a": "skipped_for_length", "b": "skipped_for_length"}
+    kinds(events, **step(["a", "b"], FITS, SKIPS))
+    kinds(events, **step(["c"], FITS, FITS))  # three requests held: a and b are forgotten
+    assert kinds(events, **step(["a", "b"], FITS, FITS)) == {"a": "drafted", "b": "drafted"}
     other = ({"boot": "other", "engine_instance": "e2", "dp_rank": 0}, tuple(raw(**step(["b"], FITS, FITS))))
     event = events(other)
     assert event is not None and KIND_CODES[event[1].kind[0]].value == "drafted"
