@@ -65,12 +65,16 @@ def parse(buffer: bytes | memoryview, position: int, expected_offset: int) -> tu
     return LogRecord(offset, payload), end
 
 
-def scan_valid_end(path: Path, base_offset: int) -> tuple[int, int]:
-    """``(valid bytes, next offset)`` of a segment: where the last complete record ends."""
-    data = path.read_bytes()
-    position, offset = 0, base_offset
+def scan_valid_end(path: Path, base_offset: int, known: tuple[int, int] = (0, -1)) -> tuple[int, int]:
+    """``(valid bytes, next offset)`` of a segment: where the last complete record ends. ``known``
+    is a ``(valid bytes, next offset)`` already checked, to scan only what follows it."""
+    start, offset = known if known[1] >= 0 else (0, base_offset)
+    with path.open("rb") as file:
+        file.seek(start)
+        data = file.read()
+    position = 0
     while True:
         record, position_after = parse(data, position, offset)
         if record is None:
-            return position, offset
+            return start + position, offset
         position, offset = position_after, offset + 1

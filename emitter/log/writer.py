@@ -73,9 +73,13 @@ class LocalLogWriter:
         path = segment_path(self.directory, last)
         if last != self._base:
             self._open_segment(last, create=False)
-        if os.fstat(self._fd).st_size == self._size and self._size:
+        size = os.fstat(self._fd).st_size
+        if size == self._size and self._size:
             return
-        self._size, self._next_offset = scan_valid_end(path, last)
+        # What this writer wrote or checked stays valid (others only append or cut torn tails past
+        # it): scan only what others appended since, not the whole segment.
+        known = (self._size, self._next_offset) if 0 < self._size <= size else (0, -1)
+        self._size, self._next_offset = scan_valid_end(path, last, known)
         os.ftruncate(self._fd, self._size)
 
     def _open_segment(self, base_offset: int, create: bool) -> None:

@@ -8,10 +8,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from emitter.log import LocalLogReader, LocalLogWriter
+from emitter.log import LocalLogReader, LocalLogWriter, segment
 from emitter.log.segment import HEADER, list_segments, segment_path
 
 
@@ -134,3 +135,20 @@ def test_a_batch_that_does_not_fit_on_the_disk_is_not_appended_at_all(tmp_path: 
         assert [o for o, _ in read_all(disk / "log")] == [0, 1, 2]
     finally:
         subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_writer_catching_up_reads_only_what_the_others_appended(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = LocalLogWriter(tmp_path), LocalLogWriter(tmp_path)
+    a.append([b"a"] * 1000)
+    b.append([b"b"] * 3)  # b sees a's records for the first time: it reads them all
+    parsed: list[int] = []
+    real_parse = segment.parse
+
+    def counting_parse(buffer: bytes | memoryview, position: int, expected_offset: int) -> Any:
+        parsed.append(expected_offset)
+        return real_parse(buffer, position, expected_offset)
+
+    monkeypatch.setattr(segment, "parse", counting_parse)
+    assert a.append([b"a"]) == (1003, 1003)
+    assert parsed == [1000, 1001, 1002, 1003]  # b's three records and the end, not a's thousand
