@@ -74,7 +74,8 @@ def write_partitioned(
     for hour in np.unique(hours):
         part = table if hours[0] == hours[-1] == hour else table.filter(pa.array(hours == hour))
         when = datetime.fromtimestamp(int(hour) * 3600, UTC)
-        path = out / f"dt={when:%Y-%m-%d}" / f"hour={when:%H}" / name.render("parquet")
+        # %Y does not pad years before 1000 on glibc
+        path = out / f"dt={when.year:04d}-{when:%m-%d}" / f"hour={when:%H}" / name.render("parquet")
         write_durably(path, partial(_write_parquet, part, options))
         paths.append(path)
     return paths

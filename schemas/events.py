@@ -155,7 +155,7 @@ class StepEnvelope(EngineContext):
     """The context of one engine step, shared by all its request outcomes."""
 
     event_id: str = Field(min_length=1, max_length=128, description="Globally unique id of this step event.")
-    step_index: int = Field(ge=0, description="Engine step counter.")
+    step_index: int = Field(ge=0, lt=2**63, description="Engine step counter.")
     event_time: AwareDatetime = Field(description="When the step's output was processed (UTC).")
     batch_max_seq_len: Length | None = Field(
         default=None, description="Longest sequence in the batch, as the drafter-fit check saw it."

@@ -18,7 +18,7 @@ from ingest.layout import DATA_GLOB
 from ingest.output import DEAD_LETTER_DIR, STATE_DIR
 from ingest.sources import LocalLogSource
 from schemas import OUTCOME_SCHEMA
-from schemas.wire import FIELDS, step_event_to_wire
+from schemas.wire import FIELDS, MAX_EVENT_TIME_US, MIN_EVENT_TIME_US, step_event_to_wire
 from tests.conftest import T0, step_event, write_load
 from tests.ingest.conftest import bad_outcomes_message, ingest_once, parquet_files, read_rows
 
@@ -108,6 +108,37 @@ def test_bad_records_go_to_dead_letters_and_good_ones_around_them_are_kept(log_d
         payload, reason = bad[letter["offset"]]
         assert base64.b64decode(letter["payload_base64"]) == payload
         assert reason in letter["reason"]
+
+
+def _with(payload: bytes, **changes: object) -> bytes:
+    message = msgpack.unpackb(payload)
+    for key, value in changes.items():
+        message[FIELDS.index(key)] = value
+    return msgpack.packb(message)
+
+
+def test_integers_out_of_range_are_dead_letters_not_a_crash(log_dir: Path, data_dir: Path) -> None:
+    def good(i: int) -> bytes:
+        return step_event_to_wire(step_event(event_id=f"good-{i}"))
+
+    poison = [_with(good(9), step_index=2**63 + 5), _with(good(9), event_time_us=MAX_EVENT_TIME_US + 10),
+              _with(good(9), event_time_us=2**64 - 1)]
+    LocalLogWriter(log_dir).append([good(0), *poison, good(1)])
+    stats = ingest_once(log_dir, data_dir)
+    assert (stats.rows, stats.dead_letters) == (8, 3)
+    assert sorted(set(read_rows(data_dir)["event_id"].to_pylist())) == ["good-0", "good-1"]
+    assert json.loads((data_dir / STATE_DIR / "log.offsets.json").read_text()) == {"0": 5}
+
+
+def test_the_first_and_last_storable_event_times_get_hive_folders(log_dir: Path, data_dir: Path) -> None:
+    event = step_event_to_wire(step_event())
+    LocalLogWriter(log_dir).append([_with(event, event_time_us=MIN_EVENT_TIME_US),
+                                    _with(event, event_time_us=MAX_EVENT_TIME_US, step_index=2**63 - 1)])
+    assert ingest_once(log_dir, data_dir).rows == 8
+    assert parquet_files(data_dir) == [
+        "dt=0001-01-01/hour=00/log-0-00000000000000000000-00000000000000000000.parquet",
+        "dt=9999-12-31/hour=23/log-0-00000000000000000001-00000000000000000001.parquet",
+    ]
 
 
 class CrashingSource(LocalLogSource):
