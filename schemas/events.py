@@ -17,6 +17,8 @@ from schemas.version import SCHEMA_VERSION, check_schema_version
 NonNegInt = Annotated[int, Field(ge=0, le=32767)]
 PosInt = Annotated[int, Field(gt=0, le=32767)]
 Length = Annotated[int, Field(ge=0, le=2**31 - 1)]
+#: The longest request id the contract allows, in characters.
+MAX_REQUEST_ID_CHARS = 256
 
 
 class OutcomeKind(StrEnum):
@@ -41,7 +43,7 @@ class KZeroReason(StrEnum):
 class _Outcome(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    request_id: str = Field(min_length=1, max_length=256, description="vLLM request id.")
+    request_id: str = Field(min_length=1, max_length=MAX_REQUEST_ID_CHARS, description="vLLM request id.")
     emitted: NonNegInt = Field(
         description="Tokens committed for the request at this step, after stop handling "
         "(an EOS inside the accepted run truncates)."

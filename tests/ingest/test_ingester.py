@@ -7,7 +7,9 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
+import duckdb
 import msgpack
+import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -139,6 +141,40 @@ def test_the_first_and_last_storable_event_times_get_hive_folders(log_dir: Path,
         "dt=0001-01-01/hour=00/log-0-00000000000000000000-00000000000000000000.parquet",
         "dt=9999-12-31/hour=23/log-0-00000000000000000001-00000000000000000001.parquet",
     ]
+
+
+def _with_request_ids(payload: bytes, ids: list[bytes]) -> bytes:
+    offsets = np.cumsum([0, *map(len, ids)], dtype=np.int32)
+    return _with(payload, request_id_offsets=offsets.tobytes(), request_id_data=b"".join(ids))
+
+
+def test_request_ids_the_contract_forbids_are_dead_letters_and_the_rest_stays_readable(
+        log_dir: Path, data_dir: Path) -> None:
+    good = [step_event_to_wire(step_event(event_id=f"good-{i}")) for i in range(40)]
+    long_but_valid = "é" * 256  # 512 bytes, 256 characters
+    good[7] = step_event_to_wire(step_event(event_id="good-7", outcomes=[
+        {"kind": "drafted", "request_id": long_but_valid, "k_valid": 3, "accepted": 2, "emitted": 3}]))
+    bad = {
+        3: (_with_request_ids(good[0], [b"r1", b"\xff\xfe", b"r3", b"r4"]), "outcome 1: request_id is not valid UTF-8"),
+        # split across two ids, the bytes of "é" are valid UTF-8 only when concatenated
+        11: (_with_request_ids(good[0], [b"r1", b"r2\xc3", b"\xa9r3", b"r4"]),
+             "outcome 1: request_id is not valid UTF-8"),
+        20: (_with_request_ids(good[0], [b"r1", b"r2", b"r3", b"x" * 257]),
+             "outcome 3: request_id has 257 characters, more than 256"),
+        29: (_with_request_ids(good[0], [b"r1", b"r2", b"", b"r3r4"]), "outcome 2: empty request_id"),
+        39: (_with(good[0], request_id_offsets=np.array([0, 6, 2, 4, 8], dtype=np.int32).tobytes()),
+             "outcome 1: empty request_id"),
+    }
+    records = [bad[i][0] if i in bad else good[i] for i in range(40)]
+    LocalLogWriter(log_dir).append(records)
+    stats = ingest_once(log_dir, data_dir)
+    assert (stats.rows, stats.dead_letters) == (35 * 4 - 3, 5)
+    letters = [json.loads(line) for line in
+               (data_dir / DEAD_LETTER_DIR / "log-0-00000000000000000000-00000000000000000039.jsonl").read_text()
+               .splitlines()]
+    assert [(letter["offset"], letter["reason"]) for letter in letters] == [(i, why) for i, (_, why) in bad.items()]
+    ids = duckdb.sql(f"SELECT request_id FROM read_parquet('{data_dir / DATA_GLOB}')").fetchall()
+    assert len(ids) == stats.rows and (long_but_valid,) in ids
 
 
 class CrashingSource(LocalLogSource):
