@@ -142,15 +142,16 @@ class Ingester:
             if buffer is None:
                 buffer = self._buffers[partition] = PartitionBuffer(partition, offset)
             buffer.reject(offset, payload, str(exc))
-            return
-        if buffer is not None and buffer.first_event_us is not None and \
-                abs(step.event_time_us - buffer.first_event_us) >= self._rotate_us:
-            self.flush(partition)
-            buffer = None
-        if buffer is None:
-            buffer = self._buffers[partition] = PartitionBuffer(partition, offset)
-        buffer.add(offset, payload, step)
-        if buffer.rows >= self.settings.flush_rows or buffer.payload_bytes >= self.settings.flush_bytes:
+        else:
+            if buffer is not None and buffer.first_event_us is not None and \
+                    abs(step.event_time_us - buffer.first_event_us) >= self._rotate_us:
+                self.flush(partition)
+                buffer = None
+            if buffer is None:
+                buffer = self._buffers[partition] = PartitionBuffer(partition, offset)
+            buffer.add(offset, payload, step)
+        if buffer.rows + len(buffer.dead_letters) >= self.settings.flush_rows or \
+                buffer.payload_bytes >= self.settings.flush_bytes:
             self.flush(partition)
 
     def flush_all(self) -> None:

@@ -177,6 +177,18 @@ def test_request_ids_the_contract_forbids_are_dead_letters_and_the_rest_stays_re
     assert len(ids) == stats.rows and (long_but_valid,) in ids
 
 
+def test_dead_letters_alone_trigger_flushes_by_rows_and_by_bytes(log_dir: Path, tmp_path: Path) -> None:
+    wrong_major = msgpack.unpackb(step_event_to_wire(step_event()))
+    wrong_major[0] = "2.0"
+    bad = msgpack.packb(wrong_major)
+    LocalLogWriter(log_dir).append([bad] * 250)
+    assert ingest_once(log_dir, tmp_path / "rows", flush_rows=100).dead_letters == 250
+    assert sorted(p.name for p in (tmp_path / "rows" / DEAD_LETTER_DIR).iterdir()) == [
+        f"log-0-{a:020d}-{b:020d}.jsonl" for a, b in ((0, 99), (100, 199), (200, 249))]
+    ingest_once(log_dir, tmp_path / "bytes", flush_bytes=60 * len(bad))
+    assert len(list((tmp_path / "bytes" / DEAD_LETTER_DIR).iterdir())) == 5
+
+
 class CrashingSource(LocalLogSource):
     """A source whose process 'dies' at its first commit: files are written, the offset is not."""
 
