@@ -6,6 +6,7 @@
     DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/<the same name>.parquet   (see ingest.rollup)
     DATADIR/_dead_letter/<source>-<partition>-<first offset>-<last offset>.jsonl
     DATADIR/_state/<source>.offsets.json     (local log sources)
+    DATADIR/_state/<source>.lock             (local log sources: held by the one ingester)
 
 File names are deterministic: the same input gives the same names, so a restart after a
 crash rewrites a file instead of adding a second copy. Files at or past the committed offset

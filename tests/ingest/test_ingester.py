@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from ingest.output import DEAD_LETTER_DIR, STATE_DIR
 from ingest.sources import LocalLogSource
 from schemas import OUTCOME_SCHEMA
 from schemas.wire import FIELDS, MAX_EVENT_TIME_US, MIN_EVENT_TIME_US, step_event_to_wire
+from specmetrics.cli import main
 from tests.conftest import T0, step_event, write_load
 from tests.ingest.conftest import bad_outcomes_message, ingest_once, parquet_files, read_rows
 
@@ -189,6 +191,24 @@ def test_dead_letters_alone_trigger_flushes_by_rows_and_by_bytes(log_dir: Path, 
     assert len(list((tmp_path / "bytes" / DEAD_LETTER_DIR).iterdir())) == 5
 
 
+def test_a_second_ingester_of_the_same_log_and_output_is_refused(
+        log_dir: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    truth = write_load(log_dir, rows=2_000, seed=4)
+    first = LocalLogSource(log_dir, data_dir / STATE_DIR)
+    try:
+        argv = ["ingest", "--source", f"file://{log_dir}", "--out", str(data_dir), "--once", "--quiet"]
+        assert main(argv) == 2
+        assert f"another ingester (pid {os.getpid()}) is reading this log into {data_dir}: " \
+               f"it holds {data_dir / STATE_DIR / 'log.lock'}" in capsys.readouterr().err
+        assert parquet_files(data_dir) == []
+        with pytest.raises(ValueError, match=r"log\.lock"):
+            LocalLogSource(log_dir, data_dir / STATE_DIR)
+    finally:
+        first.close()
+    assert main(argv) == 0
+    assert read_rows(data_dir).num_rows == sum(t.rows for t in truth.values())
+
+
 class CrashingSource(LocalLogSource):
     """A source whose process 'dies' at its first commit: files are written, the offset is not."""
 
@@ -198,10 +218,12 @@ class CrashingSource(LocalLogSource):
 
 def test_a_crash_between_file_and_commit_is_rewritten_not_duplicated(log_dir: Path, data_dir: Path) -> None:
     truth = write_load(log_dir, rows=6_000, seed=5)
-    ingester = Ingester(CrashingSource(log_dir, data_dir / STATE_DIR), data_dir, IngestSettings(flush_rows=2_500))
+    source = CrashingSource(log_dir, data_dir / STATE_DIR)
+    ingester = Ingester(source, data_dir, IngestSettings(flush_rows=2_500))
     with pytest.raises(SystemExit):
         ingester.run(once=True)
     ingester.close()
+    source.close()  # the process dies: its lock goes with it
     orphans = parquet_files(data_dir)
     assert len(orphans) == 1
     stats = ingest_once(log_dir, data_dir, flush_rows=2_500)
