@@ -67,10 +67,13 @@ class FileName:
 
 
 def write_partitioned(
-    out: Path, name: FileName, table: pa.Table, event_time_us: np.ndarray, options: ParquetOptions
+    out: Path, name: FileName, table: pa.Table, event_time_us: np.ndarray, options: ParquetOptions,
+    empty_at_us: int | None = None,
 ) -> list[Path]:
-    """Write ``table`` split by event-time hour, one durable file per hour."""
-    hours = event_time_us // _HOUR_US
+    """Write ``table`` split by event-time hour, one durable file per hour. A table without rows
+    is written as one file without rows in the hour of ``empty_at_us`` (if given), so that its
+    name still says which offsets the flush covered."""
+    hours = event_time_us // _HOUR_US if len(table) or empty_at_us is None else np.array([empty_at_us // _HOUR_US])
     paths = []
     for hour in np.unique(hours):
         part = table if hours[0] == hours[-1] == hour else table.filter(pa.array(hours == hour))
