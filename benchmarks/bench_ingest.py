@@ -32,9 +32,11 @@ from ingest.sources import LocalLogSource
 def ingest_seconds(log_dir: Path, out: Path, settings: IngestSettings) -> tuple[float, int]:
     shutil.rmtree(out, ignore_errors=True)
     start = time.perf_counter()
-    ingester = Ingester(LocalLogSource(log_dir, out / STATE_DIR), out, settings)
+    source = LocalLogSource(log_dir, out / STATE_DIR)
+    ingester = Ingester(source, out, settings)
     stats = ingester.run(once=True)
     ingester.close()
+    source.close()
     return time.perf_counter() - start, stats.rows
 
 

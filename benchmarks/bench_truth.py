@@ -74,11 +74,13 @@ def main() -> None:
                                       acceptance=(0.9, 0.75, 0.6, 0.5), drafter_max_len=2000,
                                       grammar_invalid_rate=0.05, k_zero_rate=0.08), sink)
         generated = time.perf_counter()
-        ingester = Ingester(LocalLogSource(root / "log", root / "data" / STATE_DIR), root / "data", IngestSettings())
+        source = LocalLogSource(root / "log", root / "data" / STATE_DIR)
+        ingester = Ingester(source, root / "data", IngestSettings())
         try:
             rows = ingester.run(once=True).rows
         finally:
             ingester.close()
+            source.close()
         ingested = time.perf_counter()
         wrong = differences(root / "data", truth)
         checked = time.perf_counter()

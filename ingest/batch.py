@@ -1,8 +1,10 @@
 """Decoded step messages of one partition → one Arrow table, with no Python object per row.
 
 Steps are kept as raw column buffers; :meth:`PartitionBuffer.build` concatenates them,
-checks every outcome rule vectorised (:mod:`schemas.validation`), moves the steps that break
-one to the dead letters, and returns the table in :data:`schemas.OUTCOME_SCHEMA`.
+checks the request ids (not empty, UTF-8, at most :data:`MAX_REQUEST_ID_CHARS` characters,
+unique in a step) and every outcome rule vectorised (:mod:`schemas.validation`), moves the
+steps that break one to the dead letters, and returns the table in
+:data:`schemas.OUTCOME_SCHEMA`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pyarrow as pa
 
 from schemas.arrow import OUTCOME_SCHEMA
 from schemas.codes import KIND_CODES, OFFSET_DTYPE, OUTCOME_COLUMNS, OUTCOME_DTYPE, REASON_CODES
+from schemas.events import MAX_REQUEST_ID_CHARS
 from schemas.validation import invalid_outcome_rows
 from schemas.wire import WireStep
 
@@ -90,14 +93,22 @@ class PartitionBuffer:
         if not steps:
             return
         n = np.fromiter((s.n for s in steps), dtype=np.int64, count=len(steps))
+        request_ids, id_bytes = _request_ids(steps, n)
+        bad_ids = _bad_request_id_steps(steps, n, request_ids, id_bytes)
+        if bad_ids:
+            # Dropped before anything reads the ids: their offsets may not even be in order.
+            for index, why in sorted(bad_ids.items()):
+                self.dead_letters.append(DeadLetter(self.partition, int(offsets[index]), why, payloads[index]))
+            keep = [i for i in range(len(steps)) if i not in bad_ids]
+            steps, offsets, payloads, n = [steps[i] for i in keep], offsets[keep], [payloads[i] for i in keep], n[keep]
+            if not steps:
+                return
+            request_ids, _ = _request_ids(steps, n)
         step_of_row = np.repeat(np.arange(len(steps)), n)
         packed = np.frombuffer(b"".join([s.outcomes for s in steps]), dtype=OUTCOME_DTYPE)
         cols = {name: np.ascontiguousarray(packed[name]) for name in OUTCOME_COLUMNS}
         k = np.fromiter((s.context.num_spec_tokens for s in steps), dtype=np.int64, count=len(steps))
         _, reasons = invalid_outcome_rows(cols, k[step_of_row])
-        request_ids, empty_id_rows = _request_ids(steps, n)
-        for row in np.flatnonzero(empty_id_rows):
-            reasons.setdefault(int(row), "empty request_id")
         first_row = np.concatenate(([0], np.cumsum(n)[:-1]))
         bad_steps: dict[int, str] = {}
         for row, why in reasons.items():
@@ -123,16 +134,70 @@ class PartitionBuffer:
 
 
 def _request_ids(steps: list[WireStep], n: np.ndarray) -> tuple[pa.StringArray, np.ndarray]:
-    """All steps' request ids as one Arrow array, and the mask of rows whose id is empty."""
+    """All steps' request ids as one Arrow array (not validated), and each row's length in bytes
+    as its step's offsets say (zero or less: empty, or offsets out of order)."""
     data = b"".join(s.request_id_data for s in steps)
     all_offsets = np.frombuffer(b"".join(s.request_id_offsets for s in steps), dtype=OFFSET_DTYPE)
     firsts = np.zeros(len(all_offsets), dtype=bool)
     firsts[np.concatenate(([0], np.cumsum(n + 1)[:-1])).astype(np.int64)] = True
     ends = all_offsets[~firsts].astype(np.int64)
-    empty = ends <= all_offsets[np.flatnonzero(~firsts) - 1]
+    lengths = ends - all_offsets[np.flatnonzero(~firsts) - 1]
     bases = np.concatenate(([0], np.cumsum([len(s.request_id_data) for s in steps])[:-1])).astype(np.int64)
     offsets = np.concatenate(([0], ends + np.repeat(bases, n))).astype(np.int32)
-    return pa.StringArray.from_buffers(int(n.sum()), pa.py_buffer(offsets), pa.py_buffer(data)), empty
+    return pa.StringArray.from_buffers(int(n.sum()), pa.py_buffer(offsets), pa.py_buffer(data)), lengths
+
+
+def _bad_request_id_steps(steps: list[WireStep], n: np.ndarray, request_ids: pa.StringArray,
+                          lengths: np.ndarray) -> dict[int, str]:
+    """Steps with a request id that is empty, not UTF-8 or longer than
+    :data:`MAX_REQUEST_ID_CHARS` characters, with the reason.
+
+    One check of the whole batch in the common case; when it fails, halves are checked down to
+    the single steps, which are then looked at id by id.
+    """
+    bounds = np.concatenate(([0], np.cumsum(n)))
+
+    def surely_valid(lo: int, hi: int) -> bool:
+        # Bytes bound characters from above, so a long id of multi-byte characters only costs a closer look.
+        first, end = int(bounds[lo]), int(bounds[hi])
+        part = lengths[first:end]
+        return not len(part) or (bool(part.min() > 0) and bool(part.max() <= MAX_REQUEST_ID_CHARS)
+                                 and _valid_utf8(request_ids.slice(first, end - first)))
+
+    bad: dict[int, str] = {}
+    pending = [(0, len(steps))]
+    while pending:
+        lo, hi = pending.pop()
+        if surely_valid(lo, hi):
+            continue
+        if hi - lo > 1:
+            pending += [(lo, (lo + hi) // 2), ((lo + hi) // 2, hi)]
+        elif why := _request_id_problem(steps[lo]):
+            bad[lo] = why
+    return bad
+
+
+def _valid_utf8(strings: pa.StringArray) -> bool:
+    try:
+        strings.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+def _request_id_problem(step: WireStep) -> str | None:
+    """Why one of the step's request ids breaks the contract, or None."""
+    ends = np.frombuffer(step.request_id_offsets, dtype=OFFSET_DTYPE)
+    for i in range(step.n):
+        if ends[i + 1] <= ends[i]:
+            return f"outcome {i}: empty request_id"
+        try:
+            request_id = step.request_id_data[ends[i] : ends[i + 1]].decode()
+        except UnicodeDecodeError:
+            return f"outcome {i}: request_id is not valid UTF-8"
+        if len(request_id) > MAX_REQUEST_ID_CHARS:
+            return f"outcome {i}: request_id has {len(request_id)} characters, more than {MAX_REQUEST_ID_CHARS}"
+    return None
 
 
 def _duplicate_request_steps(request_ids: pa.StringArray, step_of_row: np.ndarray) -> dict[int, str]:

@@ -6,6 +6,7 @@
     DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/<the same name>.parquet   (see ingest.rollup)
     DATADIR/_dead_letter/<source>-<partition>-<first offset>-<last offset>.jsonl
     DATADIR/_state/<source>.offsets.json     (local log sources)
+    DATADIR/_state/<source>.lock             (local log sources: held by the one ingester)
 
 File names are deterministic: the same input gives the same names, so a restart after a
 crash rewrites a file instead of adding a second copy. Files at or past the committed offset
@@ -66,15 +67,19 @@ class FileName:
 
 
 def write_partitioned(
-    out: Path, name: FileName, table: pa.Table, event_time_us: np.ndarray, options: ParquetOptions
+    out: Path, name: FileName, table: pa.Table, event_time_us: np.ndarray, options: ParquetOptions,
+    empty_at_us: int | None = None,
 ) -> list[Path]:
-    """Write ``table`` split by event-time hour, one durable file per hour."""
-    hours = event_time_us // _HOUR_US
+    """Write ``table`` split by event-time hour, one durable file per hour. A table without rows
+    is written as one file without rows in the hour of ``empty_at_us`` (if given), so that its
+    name still says which offsets the flush covered."""
+    hours = event_time_us // _HOUR_US if len(table) or empty_at_us is None else np.array([empty_at_us // _HOUR_US])
     paths = []
     for hour in np.unique(hours):
         part = table if hours[0] == hours[-1] == hour else table.filter(pa.array(hours == hour))
         when = datetime.fromtimestamp(int(hour) * 3600, UTC)
-        path = out / f"dt={when:%Y-%m-%d}" / f"hour={when:%H}" / name.render("parquet")
+        # %Y does not pad years before 1000 on glibc
+        path = out / f"dt={when.year:04d}-{when:%m-%d}" / f"hour={when:%H}" / name.render("parquet")
         write_durably(path, partial(_write_parquet, part, options))
         paths.append(path)
     return paths

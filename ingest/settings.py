@@ -12,7 +12,8 @@ class IngestSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SPECMETRICS_INGEST_", frozen=True, extra="forbid",
                                       hide_input_in_errors=True)
 
-    flush_rows: int = Field(default=1_000_000, ge=1, description="Flush a partition at this many request outcomes.")
+    flush_rows: int = Field(default=1_000_000, ge=1, description="Flush a partition at this many request "
+                            "outcomes (a dead letter counts as one).")
     flush_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="... or this many message bytes.")
     flush_event_time_s: float = Field(default=600.0, gt=0, description="... or when a step's event time is this "
                                       "far past the first buffered step's (rotation by the data's own clock).")

@@ -1,12 +1,12 @@
 """Checking an output tree: every offset stored once, every event once.
 
-File names say which offsets a flush covered (Parquet for the valid records, ``_dead_letter``
-JSON lines for the rejected ones), so per source and partition the covered ranges must
-follow each other with no gap and no overlap. Event ids must appear at one (source,
-partition, offset) only: a second copy means the same step was produced twice (at-least-once
-delivery upstream) or ingested twice. A rollup must equal the rollup recomputed from its data
-file's rows, and have its data file (ingest.rollup); data files without a rollup yet are only
-counted.
+File names say which offsets a flush covered (Parquet for the valid records, without rows when
+none of its steps had an outcome; ``_dead_letter`` JSON lines for the rejected ones), so per
+source and partition the covered ranges must follow each other with no gap and no overlap.
+Event ids must appear at one (source, partition, offset) only: a second copy means the same
+step was produced twice (at-least-once delivery upstream) or ingested twice. A rollup must equal
+the rollup recomputed from its data file's rows, and have its data file (ingest.rollup); data
+files without a rollup yet are only counted.
 """
 
 from __future__ import annotations

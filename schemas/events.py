@@ -17,6 +17,8 @@ from schemas.version import SCHEMA_VERSION, check_schema_version
 NonNegInt = Annotated[int, Field(ge=0, le=32767)]
 PosInt = Annotated[int, Field(gt=0, le=32767)]
 Length = Annotated[int, Field(ge=0, le=2**31 - 1)]
+#: The longest request id the contract allows, in characters.
+MAX_REQUEST_ID_CHARS = 256
 
 
 class OutcomeKind(StrEnum):
@@ -41,7 +43,7 @@ class KZeroReason(StrEnum):
 class _Outcome(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    request_id: str = Field(min_length=1, max_length=256, description="vLLM request id.")
+    request_id: str = Field(min_length=1, max_length=MAX_REQUEST_ID_CHARS, description="vLLM request id.")
     emitted: NonNegInt = Field(
         description="Tokens committed for the request at this step, after stop handling "
         "(an EOS inside the accepted run truncates)."
@@ -155,7 +157,7 @@ class StepEnvelope(EngineContext):
     """The context of one engine step, shared by all its request outcomes."""
 
     event_id: str = Field(min_length=1, max_length=128, description="Globally unique id of this step event.")
-    step_index: int = Field(ge=0, description="Engine step counter.")
+    step_index: int = Field(ge=0, lt=2**63, description="Engine step counter.")
     event_time: AwareDatetime = Field(description="When the step's output was processed (UTC).")
     batch_max_seq_len: Length | None = Field(
         default=None, description="Longest sequence in the batch, as the drafter-fit check saw it."

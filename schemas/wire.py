@@ -17,8 +17,9 @@ Message layout: a msgpack array, fields by position (:data:`FIELDS`)::
     6  method              str
     7  num_spec_tokens     int (K)
     8  drafter_max_len     int or nil
-    9  step_index          int
-    10 event_time_us       int, microseconds since the Unix epoch (UTC)
+    9  step_index          int, 0 to 2**63 - 1 (stored as int64)
+    10 event_time_us       int, microseconds since the Unix epoch (UTC), from 0001-01-01 to
+                           9999-12-31T23:59:59.999999 (:data:`MIN_EVENT_TIME_US`, :data:`MAX_EVENT_TIME_US`)
     11 batch_max_seq_len   int or nil
     12 n                   number of request outcomes
     13 outcomes            bytes: n packed records of 12 bytes (schemas.codes.OUTCOME_DTYPE):
@@ -75,6 +76,11 @@ FIELDS = (
 )
 ENVELOPE_KEYS = FIELDS[1:12]
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+#: The event times a reader accepts: years 1 to 9999 (UTC), what a Python datetime holds (the
+#: contract's ``event_time``, the ingester's ``dt=`` folder names); Arrow's timestamp holds more.
+MIN_EVENT_TIME_US = (datetime.min.replace(tzinfo=UTC) - _EPOCH) // _US
+MAX_EVENT_TIME_US = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // _US
 
 
 class InvalidRecord(ValueError):
@@ -155,10 +161,11 @@ def decode_step(payload: bytes) -> WireStep:
     event_id, step_index, event_time, batch_max, n, outcomes, offsets, data = message[1], *message[9:16]
     if type(event_id) is not str or not 0 < len(event_id) <= 128:
         raise InvalidRecord(f"'event_id' must be a string of 1 to 128 characters, got {event_id!r}")
-    if type(step_index) is not int or step_index < 0:
-        raise InvalidRecord(f"'step_index' must be a non-negative integer, got {step_index!r}")
-    if type(event_time) is not int:
-        raise InvalidRecord(f"'event_time_us' must be an integer, got {event_time!r}")
+    if type(step_index) is not int or not 0 <= step_index < 2**63:
+        raise InvalidRecord(f"'step_index' must be a non-negative integer below 2**63, got {step_index!r}")
+    if type(event_time) is not int or not MIN_EVENT_TIME_US <= event_time <= MAX_EVENT_TIME_US:
+        raise InvalidRecord("'event_time_us' must be an integer from 0001-01-01 to 9999-12-31 (UTC), "
+                            f"{MIN_EVENT_TIME_US} to {MAX_EVENT_TIME_US}, got {event_time!r}")
     if batch_max is not None and (type(batch_max) is not int or not 0 <= batch_max < 2**31):
         raise InvalidRecord(f"'batch_max_seq_len' must be null or an integer in [0, 2**31), got {batch_max!r}")
     if type(n) is not int or n < 0:
@@ -200,7 +207,7 @@ def _short(exc: ValidationError) -> str:
 
 def event_time_us(when: datetime) -> int:
     """Microseconds since the Unix epoch (UTC) of an aware datetime."""
-    return (when - _EPOCH) // timedelta(microseconds=1)
+    return (when - _EPOCH) // _US
 
 
 def step_event_to_wire(event: StepEvent) -> bytes:

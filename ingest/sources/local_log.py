@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -16,15 +18,22 @@ _POLL_INTERVAL_S = 0.05
 
 class LocalLogSource(Source):
     """Reads one local log directory as partition 0. The committed offset lives in
-    ``<state_dir>/<name>.offsets.json`` (the ingester keeps it beside its output)."""
+    ``<state_dir>/<name>.offsets.json`` (the ingester keeps it beside its output); until
+    :meth:`close`, ``<state_dir>/<name>.lock`` is locked, so a second reader of the same log into
+    the same output is refused."""
 
     def __init__(self, log_dir: Path | str, state_dir: Path | str) -> None:
         self.log_dir = Path(log_dir)
         if not self.log_dir.is_dir():
             raise FileNotFoundError(f"local log directory {self.log_dir} does not exist")
         self.name = re.sub(r"[^A-Za-z0-9_]", "_", self.log_dir.resolve().name) or "log"
+        self._lock_fd = _lock_output(Path(state_dir) / f"{self.name}.lock")
         self._state_file = Path(state_dir) / f"{self.name}.offsets.json"
-        self._reader = LocalLogReader(self.log_dir, self.committed()[0])
+        try:
+            self._reader = LocalLogReader(self.log_dir, self.committed()[0])
+        except BaseException:
+            self.close()
+            raise
 
     def poll(self, max_records: int, timeout_s: float) -> list[SourceRecord]:
         deadline = time.monotonic() + timeout_s
@@ -42,3 +51,29 @@ class LocalLogSource(Source):
 
     def commit(self, next_offsets: dict[int, int]) -> None:
         write_atomically(self._state_file, json.dumps({str(p): o for p, o in next_offsets.items()}).encode())
+
+    def close(self) -> None:
+        """Release the output's lock."""
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+
+def _lock_output(lock: Path) -> int:
+    """One ingester per local log and output tree: a second would read the same records and write
+    files of its own beside the first one's (or remove its temp files as leftovers). Unlike a Kafka
+    group, nothing splits a local log between readers, so the second is refused. The lock is an
+    ``flock`` (the kernel drops it when the process dies, so a killed ingester leaves none); the
+    file holds the owner's pid, for the error message."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        owner = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise ValueError(f"another ingester (pid {owner}) is reading this log into {lock.parent.parent}: "
+                         f"it holds {lock}; stop it first") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd

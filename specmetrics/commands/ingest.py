@@ -24,7 +24,8 @@ def add_parser(subparsers: Any) -> None:
                         help="What to read: file:///var/lib/specmetrics/log or kafka://host:9092/topic.")
     parser.add_argument("--out", required=True, type=Path, help="Output directory of the Parquet tree.")
     parser.add_argument("--once", action="store_true", help="Stop at the end of the source instead of following it.")
-    parser.add_argument("--flush-rows", type=int, default=None, help="Flush at this many request outcomes.")
+    parser.add_argument("--flush-rows", type=int, default=None,
+                        help="Flush at this many request outcomes (a dead letter counts as one).")
     parser.add_argument("--group", default=None,
                         help="Kafka consumer group (default: SPECMETRICS_INGEST_GROUP or specmetrics-ingest).")
     parser.add_argument("--dead-letter-topic", default=None,

@@ -19,11 +19,13 @@ from tests.conftest import step_event
 
 
 def ingest_once(log_dir: Path, data_dir: Path, **settings: float) -> IngestStats:
-    ingester = Ingester(LocalLogSource(log_dir, data_dir / STATE_DIR), data_dir, IngestSettings(**settings))
+    source = LocalLogSource(log_dir, data_dir / STATE_DIR)
+    ingester = Ingester(source, data_dir, IngestSettings(**settings))
     try:
         return ingester.run(once=True)
     finally:
         ingester.close()
+        source.close()
 
 
 def parquet_files(data_dir: Path) -> list[str]:

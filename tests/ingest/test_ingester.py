@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from datetime import timedelta
 from pathlib import Path
 
+import duckdb
 import msgpack
+import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -18,7 +21,8 @@ from ingest.layout import DATA_GLOB
 from ingest.output import DEAD_LETTER_DIR, STATE_DIR
 from ingest.sources import LocalLogSource
 from schemas import OUTCOME_SCHEMA
-from schemas.wire import FIELDS, step_event_to_wire
+from schemas.wire import FIELDS, MAX_EVENT_TIME_US, MIN_EVENT_TIME_US, step_event_to_wire
+from specmetrics.cli import main
 from tests.conftest import T0, step_event, write_load
 from tests.ingest.conftest import bad_outcomes_message, ingest_once, parquet_files, read_rows
 
@@ -110,6 +114,101 @@ def test_bad_records_go_to_dead_letters_and_good_ones_around_them_are_kept(log_d
         assert reason in letter["reason"]
 
 
+def _with(payload: bytes, **changes: object) -> bytes:
+    message = msgpack.unpackb(payload)
+    for key, value in changes.items():
+        message[FIELDS.index(key)] = value
+    return msgpack.packb(message)
+
+
+def test_integers_out_of_range_are_dead_letters_not_a_crash(log_dir: Path, data_dir: Path) -> None:
+    def good(i: int) -> bytes:
+        return step_event_to_wire(step_event(event_id=f"good-{i}"))
+
+    poison = [_with(good(9), step_index=2**63 + 5), _with(good(9), event_time_us=MAX_EVENT_TIME_US + 10),
+              _with(good(9), event_time_us=2**64 - 1)]
+    LocalLogWriter(log_dir).append([good(0), *poison, good(1)])
+    stats = ingest_once(log_dir, data_dir)
+    assert (stats.rows, stats.dead_letters) == (8, 3)
+    assert sorted(set(read_rows(data_dir)["event_id"].to_pylist())) == ["good-0", "good-1"]
+    assert json.loads((data_dir / STATE_DIR / "log.offsets.json").read_text()) == {"0": 5}
+
+
+def test_the_first_and_last_storable_event_times_get_hive_folders(log_dir: Path, data_dir: Path) -> None:
+    event = step_event_to_wire(step_event())
+    LocalLogWriter(log_dir).append([_with(event, event_time_us=MIN_EVENT_TIME_US),
+                                    _with(event, event_time_us=MAX_EVENT_TIME_US, step_index=2**63 - 1)])
+    assert ingest_once(log_dir, data_dir).rows == 8
+    assert parquet_files(data_dir) == [
+        "dt=0001-01-01/hour=00/log-0-00000000000000000000-00000000000000000000.parquet",
+        "dt=9999-12-31/hour=23/log-0-00000000000000000001-00000000000000000001.parquet",
+    ]
+
+
+def _with_request_ids(payload: bytes, ids: list[bytes]) -> bytes:
+    offsets = np.cumsum([0, *map(len, ids)], dtype=np.int32)
+    return _with(payload, request_id_offsets=offsets.tobytes(), request_id_data=b"".join(ids))
+
+
+def test_request_ids_the_contract_forbids_are_dead_letters_and_the_rest_stays_readable(
+        log_dir: Path, data_dir: Path) -> None:
+    good = [step_event_to_wire(step_event(event_id=f"good-{i}")) for i in range(40)]
+    long_but_valid = "é" * 256  # 512 bytes, 256 characters
+    good[7] = step_event_to_wire(step_event(event_id="good-7", outcomes=[
+        {"kind": "drafted", "request_id": long_but_valid, "k_valid": 3, "accepted": 2, "emitted": 3}]))
+    bad = {
+        3: (_with_request_ids(good[0], [b"r1", b"\xff\xfe", b"r3", b"r4"]), "outcome 1: request_id is not valid UTF-8"),
+        # split across two ids, the bytes of "é" are valid UTF-8 only when concatenated
+        11: (_with_request_ids(good[0], [b"r1", b"r2\xc3", b"\xa9r3", b"r4"]),
+             "outcome 1: request_id is not valid UTF-8"),
+        20: (_with_request_ids(good[0], [b"r1", b"r2", b"r3", b"x" * 257]),
+             "outcome 3: request_id has 257 characters, more than 256"),
+        29: (_with_request_ids(good[0], [b"r1", b"r2", b"", b"r3r4"]), "outcome 2: empty request_id"),
+        39: (_with(good[0], request_id_offsets=np.array([0, 6, 2, 4, 8], dtype=np.int32).tobytes()),
+             "outcome 1: empty request_id"),
+    }
+    records = [bad[i][0] if i in bad else good[i] for i in range(40)]
+    LocalLogWriter(log_dir).append(records)
+    stats = ingest_once(log_dir, data_dir)
+    assert (stats.rows, stats.dead_letters) == (35 * 4 - 3, 5)
+    letters = [json.loads(line) for line in
+               (data_dir / DEAD_LETTER_DIR / "log-0-00000000000000000000-00000000000000000039.jsonl").read_text()
+               .splitlines()]
+    assert [(letter["offset"], letter["reason"]) for letter in letters] == [(i, why) for i, (_, why) in bad.items()]
+    ids = duckdb.sql(f"SELECT request_id FROM read_parquet('{data_dir / DATA_GLOB}')").fetchall()
+    assert len(ids) == stats.rows and (long_but_valid,) in ids
+
+
+def test_dead_letters_alone_trigger_flushes_by_rows_and_by_bytes(log_dir: Path, tmp_path: Path) -> None:
+    wrong_major = msgpack.unpackb(step_event_to_wire(step_event()))
+    wrong_major[0] = "2.0"
+    bad = msgpack.packb(wrong_major)
+    LocalLogWriter(log_dir).append([bad] * 250)
+    assert ingest_once(log_dir, tmp_path / "rows", flush_rows=100).dead_letters == 250
+    assert sorted(p.name for p in (tmp_path / "rows" / DEAD_LETTER_DIR).iterdir()) == [
+        f"log-0-{a:020d}-{b:020d}.jsonl" for a, b in ((0, 99), (100, 199), (200, 249))]
+    ingest_once(log_dir, tmp_path / "bytes", flush_bytes=60 * len(bad))
+    assert len(list((tmp_path / "bytes" / DEAD_LETTER_DIR).iterdir())) == 5
+
+
+def test_a_second_ingester_of_the_same_log_and_output_is_refused(
+        log_dir: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    truth = write_load(log_dir, rows=2_000, seed=4)
+    first = LocalLogSource(log_dir, data_dir / STATE_DIR)
+    try:
+        argv = ["ingest", "--source", f"file://{log_dir}", "--out", str(data_dir), "--once", "--quiet"]
+        assert main(argv) == 2
+        assert f"another ingester (pid {os.getpid()}) is reading this log into {data_dir}: " \
+               f"it holds {data_dir / STATE_DIR / 'log.lock'}" in capsys.readouterr().err
+        assert parquet_files(data_dir) == []
+        with pytest.raises(ValueError, match=r"log\.lock"):
+            LocalLogSource(log_dir, data_dir / STATE_DIR)
+    finally:
+        first.close()
+    assert main(argv) == 0
+    assert read_rows(data_dir).num_rows == sum(t.rows for t in truth.values())
+
+
 class CrashingSource(LocalLogSource):
     """A source whose process 'dies' at its first commit: files are written, the offset is not."""
 
@@ -119,10 +218,12 @@ class CrashingSource(LocalLogSource):
 
 def test_a_crash_between_file_and_commit_is_rewritten_not_duplicated(log_dir: Path, data_dir: Path) -> None:
     truth = write_load(log_dir, rows=6_000, seed=5)
-    ingester = Ingester(CrashingSource(log_dir, data_dir / STATE_DIR), data_dir, IngestSettings(flush_rows=2_500))
+    source = CrashingSource(log_dir, data_dir / STATE_DIR)
+    ingester = Ingester(source, data_dir, IngestSettings(flush_rows=2_500))
     with pytest.raises(SystemExit):
         ingester.run(once=True)
     ingester.close()
+    source.close()  # the process dies: its lock goes with it
     orphans = parquet_files(data_dir)
     assert len(orphans) == 1
     stats = ingest_once(log_dir, data_dir, flush_rows=2_500)

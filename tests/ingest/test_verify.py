@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from emitter.log import LocalLogWriter
 from ingest.layout import DATA_GLOB
 from ingest.rollup import rollup_path
 from ingest.verify import verify_tree
+from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
-from tests.conftest import write_load
+from tests.conftest import T0, step_event, write_load
 from tests.ingest.conftest import ingest_once
 
 
@@ -34,6 +37,22 @@ def test_a_clean_tree_passes(tree: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert report.clean
     assert main(["verify", "--data", str(tree)]) == 0
     assert capsys.readouterr().out.rstrip().endswith("clean")
+
+
+def test_a_flush_of_steps_without_outcomes_leaves_no_gap(log_dir: Path, data_dir: Path) -> None:
+    times = [T0, T0 + timedelta(minutes=12), T0 + timedelta(minutes=24)]  # each step its own file (10 minutes)
+    LocalLogWriter(log_dir).append([
+        step_event_to_wire(step_event(None if i != 1 else [], event_id=f"e{i}", event_time=t))
+        for i, t in enumerate(times)
+    ])
+    stats = ingest_once(log_dir, data_dir, flush_event_time_s=600)
+    assert (stats.rows, stats.files) == (8, 3)
+    assert [pq.read_metadata(f).num_rows for f in files(data_dir)] == [4, 0, 4]
+    report = verify_tree(data_dir)
+    assert [(p.first, p.last, p.flushes, p.gaps) for p in report.partitions] == [(0, 2, 3, [])]
+    assert report.clean
+    assert main(["rollup", "--data", str(data_dir)]) == 0
+    assert verify_tree(data_dir).rollups.clean
 
 
 def test_a_missing_file_is_a_gap(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:

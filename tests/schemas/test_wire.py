@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgpack
@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 
 from schemas import InvalidRecord, StepEvent, UnsupportedSchemaVersion, decode_step
 from schemas.codes import OUTCOME_DTYPE
-from schemas.wire import FIELDS, step_event_from_wire, step_event_to_wire
+from schemas.wire import (
+    FIELDS,
+    MAX_EVENT_TIME_US,
+    MIN_EVENT_TIME_US,
+    step_event_from_wire,
+    step_event_to_wire,
+)
 from tests.conftest import T0, step_event
 
 K = 5
@@ -95,6 +101,14 @@ def _message(**changes: Any) -> bytes:
         (_message(event_id=None), "'event_id' must be a string"),
         (_message(step_index=-1), "'step_index' must be a non-negative integer"),
         (_message(event_time_us="yesterday"), "'event_time_us' must be an integer"),
+        (_message(step_index=2**63), "'step_index' must be a non-negative integer below 2\\*\\*63"),
+        (_message(step_index=2**64 - 1), "'step_index' must be a non-negative integer below 2\\*\\*63"),
+        (_message(event_time_us=MAX_EVENT_TIME_US + 1), "'event_time_us' must be an integer from 0001-01-01"),
+        (_message(event_time_us=MIN_EVENT_TIME_US - 1), "'event_time_us' must be an integer from 0001-01-01"),
+        (_message(event_time_us=2**64 - 1), "'event_time_us' must be an integer from 0001-01-01"),
+        (_message(dp_rank=2**64 - 1), "invalid step envelope: dp_rank: Input should be less than or equal to 32767"),
+        (_message(drafter_max_len=2**63), "invalid step envelope: drafter_max_len: Input should be less than"),
+        (_message(batch_max_seq_len=2**64 - 1), "'batch_max_seq_len' must be null or an integer in \\[0, 2\\*\\*31\\)"),
         (_message(n=5), "'outcomes' must be n \\* 12 = 60 bytes"),
         (_message(outcomes=b"\x00" * 7), "'outcomes' must be n \\* 12 = 48 bytes"),
         (_message(request_id_offsets=b"\x01\x00\x00\x00" * 5), "must run from 0 to len"),
@@ -107,6 +121,14 @@ def _message(**changes: Any) -> bytes:
 def test_broken_messages_are_rejected_with_the_reason(payload: bytes, reason: str) -> None:
     with pytest.raises(InvalidRecord, match=reason):
         decode_step(payload)
+
+
+def test_the_extreme_step_index_and_event_times_are_accepted() -> None:
+    first = decode_step(_message(step_index=0, event_time_us=MIN_EVENT_TIME_US))
+    last = decode_step(_message(step_index=2**63 - 1, event_time_us=MAX_EVENT_TIME_US))
+    assert first.envelope().event_time == datetime(1, 1, 1, tzinfo=UTC)
+    assert (last.step_index, last.envelope().event_time) == (2**63 - 1, datetime(9999, 12, 31, 23, 59, 59, 999999,
+                                                                                   tzinfo=UTC))
 
 
 def test_unknown_major_version_is_rejected_before_anything_else() -> None:
