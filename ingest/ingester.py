@@ -144,8 +144,10 @@ class Ingester:
                 buffer = self._buffers[partition] = PartitionBuffer(partition, offset)
             buffer.reject(offset, payload, str(exc))
         else:
+            # Forward only: engines whose clocks differ by more than the window, or a replayed spool
+            # next to live steps, must not cut a file at every record.
             if buffer is not None and buffer.first_event_us is not None and \
-                    abs(step.event_time_us - buffer.first_event_us) >= self._rotate_us:
+                    step.event_time_us - buffer.first_event_us >= self._rotate_us:
                 self.flush(partition)
                 buffer = None
             if buffer is None:

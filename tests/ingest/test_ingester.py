@@ -65,6 +65,17 @@ def test_files_rotate_by_event_time_not_only_by_size(log_dir: Path, data_dir: Pa
     ]
 
 
+def test_interleaved_clocks_do_not_cut_a_file_per_step(log_dir: Path, data_dir: Path) -> None:
+    """Two engines on one partition, one clock 20 minutes behind the other (or a replayed spool
+    next to live steps): the file is cut when event time moves the window forward, not per step."""
+    writer = LocalLogWriter(log_dir)
+    writer.append([step_event_to_wire(step_event(event_id=f"e{i}", event_time=T0 + timedelta(minutes=20 * (i % 2))))
+                   for i in range(40)])
+    ingest_once(log_dir, data_dir, flush_event_time_s=600)
+    assert parquet_files(data_dir) == [
+        f"dt=2026-11-30/hour=12/log-0-{a:020d}-{b:020d}.parquet" for a, b in ((0, 0), (1, 39))]
+
+
 def test_running_twice_adds_nothing(log_dir: Path, data_dir: Path) -> None:
     write_load(log_dir, rows=3_000, seed=1)
     first = ingest_once(log_dir, data_dir)
