@@ -6,7 +6,8 @@ Messages go to an idempotent producer (acks=all). What the broker does not ackno
 producer (a restarted broker forgets producer ids, so the old one would fail every send) has
 replayed the spool. Reconnection is attempted with exponential backoff. A full spool drops
 messages, counted in :meth:`KafkaSink.health` and logged, so the engine is never blocked.
-Delivery is at least once: a message whose acknowledgement was lost is replayed.
+Delivery is at least once: a message whose acknowledgement was lost is replayed, and so is one
+whose replay the spool could not record (a full disk; see :meth:`Spool.acknowledge`).
 """
 
 from __future__ import annotations
