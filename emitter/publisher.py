@@ -5,7 +5,9 @@ and counts it). A daemon thread wakes every ``flush_interval_ms``, drains the qu
 batches, builds and encodes the events and hands them to the sink; a failing sink is
 counted, logged once per kind of error, and reopened on the next batch. A second daemon
 thread writes the health record (counters) every ``health_interval_s``, so drops are
-reported even while the sink hangs. ``close`` drains what is queued, within its timeout.
+reported even while the sink hangs. ``close`` drains what is queued, within its timeout:
+from then on the sink makes no new connection attempt (the Kafka sink spools instead), and
+the steps it has not taken when the timeout ends are counted as ``dropped_at_close``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class PublisherHealth:
     empty_steps: int = 0  # steps in which no request was verified (nothing to send)
     dropped_queue_full: int = 0
     dropped_sink_error: int = 0
+    dropped_at_close: int = 0  # queued or being sent when close stopped waiting
     sink_errors: int = 0
 
 
@@ -57,6 +60,9 @@ class EventPublisher:
         self._sink: Sink | None = None
         self._sink_health: dict[str, int] = {}
         self._errors_seen: set[str] = set()
+        self._lock = threading.Lock()  # close and the publisher thread count the batch in flight
+        self._in_flight = 0  # steps drained from the queue and not yet counted
+        self._abandoned = False  # close stopped waiting: the thread sends no further batch
         self._closed = threading.Event()
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="specmetrics-publisher", daemon=True)
@@ -79,8 +85,13 @@ class EventPublisher:
             return
         self._stopping.set()
         self._thread.join(timeout_s)
-        if self._thread.is_alive():
-            logger.warning("specmetrics: the sink is stalled; %d queued step(s) are not sent", len(self._queue))
+        with self._lock:
+            self._abandoned = self._thread.is_alive()
+            unsent = self._in_flight + len(self._queue) if self._abandoned else 0
+            self.health.dropped_at_close += unsent
+        if self._abandoned:
+            logger.warning("specmetrics: the sink is stalled (not done within %.1f s); %d step(s) are not sent "
+                           "(counted as dropped_at_close)", timeout_s, unsent)
         self._closed.set()
         self.report()
 
@@ -92,18 +103,32 @@ class EventPublisher:
             stopping = self._stopping.wait(interval)
             while batch := self._drain(self._settings.batch_steps):
                 self._send(batch)
+                if self._abandoned:
+                    break
             if stopping:
                 self._close_sink()
                 return
 
     def _drain(self, limit: int) -> list[Any]:
         batch: list[Any] = []
-        try:
-            while len(batch) < limit:
-                batch.append(self._queue.popleft())
-        except IndexError:
-            pass
+        with self._lock:
+            if self._abandoned:
+                return batch
+            try:
+                while len(batch) < limit:
+                    batch.append(self._queue.popleft())
+            except IndexError:
+                pass
+            self._in_flight = len(batch)
         return batch
+
+    def _count(self, counter: str, steps: int) -> None:
+        """Count ``steps`` of the batch in flight (close may have counted them as dropped already)."""
+        with self._lock:
+            setattr(self.health, counter, getattr(self.health, counter) + steps)
+            self._in_flight -= steps
+            if self._abandoned:
+                self.health.dropped_at_close -= steps
 
     def _send(self, batch: list[Any]) -> None:
         empty = 0  # steps of this batch with nothing to send; every other step is sent or dropped
@@ -121,13 +146,15 @@ class EventPublisher:
                 return
             if self._sink is None:
                 self._sink = self._open_sink()
+            if self._stopping.is_set():
+                self._sink.stop_connecting()
             for key, messages in by_engine.items():
                 self._sink.send(key, messages)
             self._sink.flush()
             self._sink_health = self._sink.health()
-            self.health.sent_steps += len(batch) - empty
+            self._count("sent_steps", len(batch) - empty)
         except Exception as exc:
-            self.health.dropped_sink_error += len(batch) - empty
+            self._count("dropped_sink_error", len(batch) - empty)
             self.health.sink_errors += 1
             kind = type(exc).__name__
             if kind not in self._errors_seen:
@@ -136,7 +163,7 @@ class EventPublisher:
                              "works again", kind, exc)
             self._close_sink()
         finally:
-            self.health.empty_steps += empty
+            self._count("empty_steps", empty)
 
     def _close_sink(self) -> None:
         if self._sink is not None:
@@ -157,7 +184,7 @@ class EventPublisher:
         health["queued_steps"] = len(self._queue)
         if self._sink_health:
             health["sink"] = self._sink_health
-        dropped = health["dropped_queue_full"] + health["dropped_sink_error"]
+        dropped = sum(count for name, count in health.items() if name.startswith("dropped_"))
         (logger.warning if dropped else logger.info)("specmetrics health: %s", health)
         if self._settings.health_file is not None:
             try:

@@ -5,6 +5,9 @@ files and the dead letters of that offset range durably (on a writer thread), th
 the offset after it (on the polling thread: Kafka consumers are single-threaded). A crash
 between the two leaves files past the committed offset, which are removed when the
 partition is next assigned (``remove_uncommitted``) and rewritten under the same names.
+A partition that moved on while this ingester was evicted (a commit refused, or partitions
+reported lost) may have a new owner already, which removed what was past its last commit
+before this one wrote it: such files are removed here, and buffers dropped unwritten.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +27,9 @@ from ingest.batch import DeadLetter, PartitionBuffer
 from ingest.output import (
     FileName,
     ParquetOptions,
+    WrittenFile,
     remove_uncommitted,
+    remove_written,
     write_dead_letters,
     write_partitioned,
 )
@@ -58,6 +63,7 @@ class _Flush:
     event_time_us: np.ndarray
     dead_letters: list[DeadLetter]
     first_event_us: int | None
+    written: list[WrittenFile] = field(default_factory=list)  # filled by the writer thread
 
 
 class Ingester:
@@ -77,10 +83,11 @@ class Ingester:
         )
         self._next: dict[int, int] = {}  # per owned partition: the next offset to consume
         self._buffers: dict[int, PartitionBuffer] = {}
+        self._refused: set[int] = set()  # partitions whose commit was refused: nothing is stored until reassigned
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specmetrics-writer")
         self._in_flight: tuple[Future[None], dict[int, int], _Flush] | None = None
         self._rotate_us = int(self.settings.flush_event_time_s * 1_000_000)
-        source.listen(self._assigned, self._revoked)
+        source.listen(self._assigned, self._revoked, self._lost)
 
     def run(self, once: bool, progress: Callable[[IngestStats], None] | None = None,
             should_stop: Callable[[], bool] = lambda: False,
@@ -122,15 +129,34 @@ class Ingester:
         for partition, offset in committed.items():
             self._buffers.pop(partition, None)
             self._next[partition] = offset
+            self._refused.discard(partition)
 
     def _revoked(self, partitions: list[int]) -> None:
         for partition in partitions:
             self.flush(partition)
         self.wait()
+        self._forget(partitions)
+
+    def _lost(self, partitions: list[int]) -> None:
+        """Evicted: what is not committed of these partitions is their new owner's to store.
+        Buffers are dropped unwritten; a flush of theirs in flight is removed, not committed."""
+        logger.warning("lost partitions %s of %s (this ingester was evicted from its group); what it had not "
+                       "committed of them is dropped, for their new owner to store", partitions, self.source.name)
+        self._forget(partitions)
+        if self._in_flight is not None and not self._in_flight[1].keys().isdisjoint(partitions):
+            (future, _, work), self._in_flight = self._in_flight, None
+            future.exception()  # waits; a failed write changes nothing, its data is dropped anyway
+            remove_written(work.written)
+
+    def _forget(self, partitions: list[int]) -> None:
         for partition in partitions:
+            self._buffers.pop(partition, None)
             self._next.pop(partition, None)
+            self._refused.discard(partition)
 
     def _consume(self, partition: int, offset: int, payload: bytes) -> None:
+        if partition in self._refused:
+            return
         buffer = self._buffers.get(partition)
         expected = buffer.end_offset + 1 if buffer else self._next.get(partition, offset)
         if offset < expected:
@@ -170,6 +196,8 @@ class Ingester:
         name = FileName(self.source.name, partition, buffer.start_offset, buffer.end_offset)
         table, event_time_us = buffer.build()
         self.wait()
+        if partition in self._refused:  # the commit of its previous flush was refused just now
+            return
         work = _Flush(name, table, event_time_us, buffer.dead_letters, buffer.first_event_us)
         self._in_flight = (self._writer.submit(self._write, work), {partition: buffer.end_offset + 1}, work)
 
@@ -178,8 +206,11 @@ class Ingester:
         if self._in_flight is not None:
             (future, next_offsets, work), self._in_flight = self._in_flight, None
             future.result()
-            self.source.commit(next_offsets)
+            if not self.source.commit(next_offsets):
+                self._commit_refused(next_offsets, work)
+                return
             self._next.update(next_offsets)
+            self.stats.files += sum(file.path.suffix == ".parquet" for file in work.written)
             self.stats.rows += work.table.num_rows
             self.stats.dead_letters += len(work.dead_letters)
             self.stats.flushes += 1
@@ -193,6 +224,17 @@ class Ingester:
             if self._dead_letter_topic is not None:
                 self._dead_letter_topic.close()
 
+    def _commit_refused(self, next_offsets: dict[int, int], work: _Flush) -> None:
+        """This ingester was evicted (or its group is rebalancing): the partition's next owner
+        reads it from its last commit, and may have done so already. The flush's files go, and
+        nothing more of the partition is stored until it is assigned again."""
+        removed = remove_written(work.written)
+        self._forget(list(next_offsets))
+        self._refused.update(next_offsets)
+        logger.warning("the group refused the commit of %s (this ingester was evicted, or the group is rebalancing); "
+                       "%d file(s) of that flush removed, for the partition's next owner to write", next_offsets,
+                       len(removed))
+
     def _reap(self) -> None:
         """Commit the flush in flight if it is done, without waiting."""
         if self._in_flight is not None and self._in_flight[0].done():
@@ -201,10 +243,11 @@ class Ingester:
     def _write(self, work: _Flush) -> None:
         if work.table.num_rows or not work.dead_letters:
             # Steps without outcomes alone still get a (row-less) file: verify finds covered offsets by file name.
-            self.stats.files += len(write_partitioned(self.out, work.name, work.table, work.event_time_us,
-                                                      self._options, work.first_event_us))
+            for path in write_partitioned(self.out, work.name, work.table, work.event_time_us, self._options,
+                                          work.first_event_us):
+                work.written.append(WrittenFile.of(path))
         if work.dead_letters:
-            write_dead_letters(self.out, work.name, work.dead_letters)
+            work.written.append(WrittenFile.of(write_dead_letters(self.out, work.name, work.dead_letters)))
             for letter in work.dead_letters:
                 logger.warning("dead letter at %s partition %d offset %d: %s",
                                work.name.source, letter.partition, letter.offset, letter.reason)

@@ -104,6 +104,36 @@ def write_dead_letters(out: Path, name: FileName, letters: list[DeadLetter]) -> 
     return path
 
 
+@dataclass(frozen=True, slots=True)
+class WrittenFile:
+    """A file as this process wrote it: another writer that renames its own file onto the
+    same path gives that path another inode and modification time."""
+
+    path: Path
+    inode: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, path: Path) -> WrittenFile:
+        stat = path.stat()
+        return cls(path, stat.st_ino, stat.st_mtime_ns)
+
+
+def remove_written(files: list[WrittenFile]) -> list[Path]:
+    """Delete the files of a flush whose commit was refused, unless they were replaced since:
+    the partition's new owner may already have rewritten the same name, and that one stays."""
+    removed = []
+    for file in files:
+        try:
+            stat = file.path.stat()
+        except FileNotFoundError:  # the new owner removed it (remove_uncommitted)
+            continue
+        if (stat.st_ino, stat.st_mtime_ns) == (file.inode, file.mtime_ns):
+            file.path.unlink(missing_ok=True)
+            removed.append(file.path)
+    return removed
+
+
 def remove_uncommitted(out: Path, source: str, committed: dict[int, int]) -> list[Path]:
     """Delete files of ``source`` (data, their rollups, dead letters) that start at or after the
     committed offset of their partition (a flush that crashed before its commit), and stray

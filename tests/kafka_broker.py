@@ -4,6 +4,7 @@ skipped for lack of a broker (see DESIGN.md section 6 for its quirks)."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import time
@@ -52,6 +53,15 @@ class TansuBroker:
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError(f"tansu did not listen on {self.bootstrap} within 10 s")
+
+    def pause(self) -> None:
+        """SIGSTOP: the kernel still accepts connections, the broker answers nothing (a hung broker)."""
+        assert self._process is not None
+        self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self._process is not None:
+            self._process.send_signal(signal.SIGCONT)
 
     def stop(self) -> None:
         if self._process is not None:

@@ -22,6 +22,11 @@ class Sink(ABC):
     def flush(self) -> None:
         """Block until everything sent so far is durable. The default does nothing."""
 
+    def stop_connecting(self) -> None:
+        """The owner is shutting down: from now on, never wait for a connection to be made.
+        What cannot go over an open connection is kept locally (the Kafka spool) for the next
+        start. The default does nothing."""
+
     @abstractmethod
     def close(self) -> None:
         """Flush and release resources."""

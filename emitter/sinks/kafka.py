@@ -4,9 +4,12 @@ Messages go to an idempotent producer (acks=all). What the broker does not ackno
 ``request_timeout_s`` (unreachable, restarted, timed out) is appended to the on-disk
 :class:`~emitter.sinks.spool.Spool`, in order, and so is everything after it until a new
 producer (a restarted broker forgets producer ids, so the old one would fail every send) has
-replayed the spool. Reconnection is attempted with exponential backoff. A full spool drops
-messages, counted in :meth:`KafkaSink.health` and logged, so the engine is never blocked.
-Delivery is at least once: a message whose acknowledgement was lost is replayed.
+replayed the spool. Reconnection is attempted with exponential backoff, and not at all after
+:meth:`KafkaSink.stop_connecting` (shutdown: the spool keeps what the open connection cannot
+take at once). A full spool drops messages, counted in :meth:`KafkaSink.health` and logged, so
+the engine is never blocked.
+Delivery is at least once: a message whose acknowledgement was lost is replayed, and so is one
+whose replay the spool could not record (a full disk; see :meth:`Spool.acknowledge`).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ class KafkaSink(Sink):
         self._backoff_s = 0.5
         self._outage_logged = False
         self._full_logged = False
+        self._connecting = True  # False once the owner shuts down: no more connection attempts
 
     def send(self, key: bytes, messages: Sequence[bytes]) -> None:
         if not self._unflushed and not self._ready():
@@ -93,11 +97,14 @@ class KafkaSink(Sink):
             self._to_spool(failed)
         self._broken = False
 
+    def stop_connecting(self) -> None:
+        self._connecting = False
+
     def close(self) -> None:
         try:
             self.flush()
             if self.spool.pending:
-                self._retry_at = 0.0  # one last attempt, whatever the backoff says
+                self._retry_at = 0.0  # one last attempt, whatever the backoff says (none when shutting down)
                 if not self._ready():
                     logger.warning("specmetrics: %d message(s) stay in the spool %s for the next start",
                                    self.spool.pending, self.spool.directory)
@@ -111,6 +118,8 @@ class KafkaSink(Sink):
 
     def _ready(self) -> bool:
         """Connected, with an empty spool (connecting and replaying it first if due)."""
+        if not self._connecting and (self._producer is None or self.spool.pending):
+            return False  # shutting down: a connection attempt or a replay would outlast it; the spool keeps them
         if self._producer is None:
             if time.monotonic() < self._retry_at:
                 return False

@@ -10,6 +10,9 @@ from typing import NamedTuple
 OnAssigned = Callable[[dict[int, int]], None]
 #: Called with the partitions this reader is about to lose; must flush and commit them.
 OnRevoked = Callable[[list[int]], None]
+#: Called with the partitions this reader has lost already (evicted from its group): another
+#: reader may own them, so nothing of them may be written or committed any more.
+OnLost = Callable[[list[int]], None]
 
 
 class SourceRecord(NamedTuple):
@@ -42,10 +45,12 @@ class Source(ABC):
         """For each assigned partition, the next offset to read (0 for a new consumer)."""
 
     @abstractmethod
-    def commit(self, next_offsets: dict[int, int]) -> None:
-        """Durably record that everything before ``next_offsets`` is stored."""
+    def commit(self, next_offsets: dict[int, int]) -> bool:
+        """Durably record that everything before ``next_offsets`` is stored. False when the
+        commit was refused because this reader no longer owns the partitions (evicted, or its
+        group is rebalancing): nothing was committed, and they will be assigned again."""
 
-    def listen(self, assigned: OnAssigned, revoked: OnRevoked) -> None:
+    def listen(self, assigned: OnAssigned, revoked: OnRevoked, lost: OnLost) -> None:
         """Register the assignment callbacks. The default: every partition is this reader's
         for good, so ``assigned`` is called once, now."""
         assigned(self.committed())

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from kafka.errors import CommitFailedError, KafkaError
+from kafka.errors import CommitFailedError, KafkaError, RebalanceInProgressError
 from kafka.structs import OffsetAndMetadata
 
 from emitter.kafka import KafkaAddress, KafkaSettings, ensure_topic
 from ingest.durable import fsync_dir, write_atomically
-from ingest.sources.base import OnAssigned, OnRevoked, Source, SourceRecord
+from ingest.sources.base import OnAssigned, OnLost, OnRevoked, Source, SourceRecord
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +25,9 @@ class KafkaSource(Source):
     kafka-python runs rebalance callbacks on its network thread, where no blocking consumer
     call is allowed. So a revocation is handled there (the ingester flushes; the commit is
     sent asynchronously, ahead of the rejoin), and an assignment is only noted there and
-    handed to the ingester on the polling thread, before any record of it.
+    handed to the ingester on the polling thread, before any record of it. A member that was
+    evicted (its session expired) learns it when it rejoins: its partitions are reported lost,
+    not revoked, since their new owner may have read and stored them already.
     """
 
     def __init__(self, address: KafkaAddress, group: str, state_dir: Path,
@@ -52,10 +54,11 @@ class KafkaSource(Source):
         self._in_rebalance = False
         self._assigned: OnAssigned = lambda committed: None
         self._revoked: OnRevoked = lambda partitions: None
+        self._lost: OnLost = lambda partitions: None
         self._consumer.subscribe([address.topic], listener=_Listener(self))
 
-    def listen(self, assigned: OnAssigned, revoked: OnRevoked) -> None:
-        self._assigned, self._revoked = assigned, revoked
+    def listen(self, assigned: OnAssigned, revoked: OnRevoked, lost: OnLost) -> None:
+        self._assigned, self._revoked, self._lost = assigned, revoked, lost
 
     def poll(self, max_records: int, timeout_s: float) -> list[SourceRecord]:
         batches = self._consumer.poll(timeout_ms=int(timeout_s * 1000), max_records=max_records)
@@ -68,15 +71,16 @@ class KafkaSource(Source):
     def committed(self) -> dict[int, int]:
         return {tp.partition: self._committed(tp) for tp in self._consumer.assignment()}
 
-    def commit(self, next_offsets: dict[int, int]) -> None:
+    def commit(self, next_offsets: dict[int, int]) -> bool:
         offsets = {TopicPartition(self.address.topic, p): OffsetAndMetadata(o, "", -1) for p, o in next_offsets.items()}
         if self._in_rebalance:
             self._consumer.commit_async(offsets, callback=_log_failed_commit)
-            return
+            return True
         try:
             self._consumer.commit(offsets)
-        except CommitFailedError as exc:
-            _log_failed_commit(offsets, exc)
+        except (CommitFailedError, RebalanceInProgressError):
+            return False
+        return True
 
     def at_end(self) -> bool:
         if not self._joined or self._newly_assigned is not None:
@@ -109,8 +113,8 @@ class KafkaSource(Source):
 
 def _log_failed_commit(offsets: dict[TopicPartition, OffsetAndMetadata], response: object) -> None:
     if isinstance(response, Exception):
-        # The group moved on without us: the files stay, and the partitions' new owner
-        # removes and rewrites everything past their last commit.
+        # Sent while the partitions are revoked, before the rejoin: their new owner is assigned
+        # them after this file is durable, and removes and rewrites everything past their last commit.
         logger.warning("commit of %s failed (%s); the new owner rewrites past the last commit",
                        {tp.partition: o.offset for tp, o in offsets.items()}, response)
 
@@ -149,6 +153,12 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
                 self.source._revoked(sorted(tp.partition for tp in revoked))
             finally:
                 self.source._in_rebalance = False
+
+    def on_partitions_lost(self, lost: set[TopicPartition]) -> None:
+        # kafka-python's default treats them as revoked: the ingester would write (and try to
+        # commit) data that the partitions' new owner may have stored already.
+        if lost:
+            self.source._lost(sorted(tp.partition for tp in lost))
 
     def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         self.source._joined = True

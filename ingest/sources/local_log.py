@@ -49,8 +49,9 @@ class LocalLogSource(Source):
         except FileNotFoundError:
             return {0: 0}
 
-    def commit(self, next_offsets: dict[int, int]) -> None:
+    def commit(self, next_offsets: dict[int, int]) -> bool:
         write_atomically(self._state_file, json.dumps({str(p): o for p, o in next_offsets.items()}).encode())
+        return True
 
     def close(self) -> None:
         """Release the output's lock."""

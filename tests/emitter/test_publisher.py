@@ -7,11 +7,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from emitter.publisher import EventPublisher
 from emitter.settings import EmitterSettings
 from emitter.sinks import open_sink
+from emitter.sinks.spool import Spool
 from schemas.wire import OutcomeColumns
 from tests.ingest.conftest import ingest_once, read_rows
+from tests.kafka_broker import TansuBroker, free_port
 
 
 def event(i: int) -> tuple[dict[str, Any], OutcomeColumns]:
@@ -63,3 +67,39 @@ def test_a_failing_sink_is_counted_and_retried(tmp_path: Path) -> None:
     assert (pub.health.sink_errors, pub.health.dropped_sink_error, pub.health.sent_steps) == (1, 1, 1)
     ingest_once(blocker / "log", tmp_path / "data")
     assert read_rows(tmp_path / "data")["step_index"].to_pylist() == [2]
+
+
+def test_a_close_during_a_broker_outage_spools_every_step_without_waiting_for_the_broker(tmp_path: Path) -> None:
+    pub = publisher(f"kafka://127.0.0.1:{free_port()}/steps", flush_interval_ms=100)  # nothing listens there
+    for i in range(200):
+        pub.publish(i)
+    started = time.monotonic()
+    pub.close(5.0)  # as the plugin does at EngineCore.shutdown; one connection attempt takes 10 s
+    assert time.monotonic() - started < 2.5
+    assert (pub.health.sent_steps, pub.health.dropped_at_close) == (200, 0)
+    spool = Spool(tmp_path / "spool" / "steps-default", 1 << 30)  # what the next start replays
+    assert spool.pending == 200
+
+
+def test_steps_a_hung_broker_holds_past_the_close_timeout_are_counted_as_dropped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("SPECMETRICS_KAFKA_REQUEST_TIMEOUT_S", "3")
+    broker = TansuBroker().start()
+    broker.pause()
+    health_file = tmp_path / "health.json"
+    try:
+        pub = publisher(broker.url("steps"), flush_interval_ms=20, health_file=health_file)
+        pub.publish(0)
+        time.sleep(0.5)  # step 0 is in the sink's first connection attempt, which the broker never answers
+        for i in range(1, 21):
+            pub.publish(i)
+        pub.close(1.0)
+        assert pub.health.dropped_at_close == 21 and "21 step(s) are not sent" in caplog.text
+        assert json.loads(health_file.read_text())["dropped_at_close"] == 21
+        deadline = time.monotonic() + 15
+        while pub.health.sent_steps == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)  # the attempt times out and step 0 is spooled after all: no longer counted as dropped
+        assert (pub.health.sent_steps, pub.health.dropped_at_close) == (1, 20)
+    finally:
+        broker.resume()
+        broker.stop()

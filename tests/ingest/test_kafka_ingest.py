@@ -216,3 +216,47 @@ def test_bad_kafka_urls_are_clear_errors(url: str, tmp_path: Path, capsys: pytes
     assert ingest(url, tmp_path / "out") == 2
     err = capsys.readouterr().err
     assert "error:" in err and "pw" not in err
+
+
+@pytest.mark.parametrize(("idle_flush_s", "handled_as"), [
+    ("600", "lost partitions [0, 1, 2]"),  # it learns of the eviction when it polls: its partitions are lost
+    ("3", "the group refused the commit"),  # it flushes (idle) on waking, before it polls: the commit is refused
+])
+def test_an_evicted_ingester_leaves_no_file_of_what_it_buffered(
+        kafka_url: str, tmp_path: Path, idle_flush_s: str, handled_as: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first ingester reads everything and is stopped (SIGSTOP: no heartbeats) before it
+    flushes; the group evicts it and a second ingester takes the partitions and stores them.
+    What the first one had buffered is the new owner's: when it wakes up, it must leave no file of it."""
+    monkeypatch.setenv("SPECMETRICS_KAFKA_SESSION_TIMEOUT_MS", "2000")
+    monkeypatch.setenv("SPECMETRICS_KAFKA_HEARTBEAT_INTERVAL_MS", "500")
+    truth = loadgen(kafka_url, tmp_path / "truth.json", "--rows", "20000", "--engines", "3", "--seed", "11")
+    out, log = tmp_path / "out", tmp_path / "first.log"
+    assigned = "ingest.sources.kafka: assigned partitions"
+
+    def caught_up() -> bool:  # lag 0 once assigned: every record is read (lag is 0 before, too)
+        return " lag 0 record(s)" in log.read_text().partition(assigned)[2]
+
+    with log.open("wb") as stderr:
+        first = subprocess.Popen(
+            [sys.executable, "-m", "specmetrics.cli", "-v", "ingest", "--source", kafka_url, "--out", str(out),
+             "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "SPECMETRICS_INGEST_FLUSH_IDLE_S": idle_flush_s,
+                 "SPECMETRICS_INGEST_LOG_INTERVAL_S": "0.2"})
+    try:
+        deadline = time.monotonic() + 60
+        while not caught_up() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        first.send_signal(signal.SIGSTOP)
+        assert caught_up() and not list(out.glob(DATA_GLOB))  # everything is buffered, nothing flushed
+        assert ingest(kafka_url, out, "--flush-rows", "2000") == 0  # joins once the first one's session expired
+        first.send_signal(signal.SIGCONT)
+        while log.read_text().count(assigned) < 2 and time.monotonic() < deadline + 60:
+            time.sleep(0.1)  # the first one noticed the eviction and rejoined
+        assert log.read_text().count(assigned) == 2
+    finally:
+        first.send_signal(signal.SIGCONT)
+        first.send_signal(signal.SIGTERM)
+        first.wait(60)
+    assert first.returncode == 0, log.read_text()[-3000:]
+    assert_exactly_once(out, truth)
+    assert handled_as in log.read_text()

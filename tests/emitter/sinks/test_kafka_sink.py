@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,3 +121,53 @@ def test_a_full_spool_drops_and_counts_without_raising(own_broker: TansuBroker, 
     assert health["spooled"] + health["dropped_spool_full"] == 20
     assert health["dropped_spool_full"] >= 16 and health["spooled"] >= 2
     assert "cannot spool" in caplog.text and caplog.text.count("cannot spool") == 1
+
+
+# Runs as root of a user namespace of its own, where it can mount a 1 MiB tmpfs: a real full disk.
+_FULL_DISK = """
+import errno, json, os, subprocess, sys
+from pathlib import Path
+from emitter.kafka import KafkaAddress, KafkaSettings
+from emitter.sinks.kafka import KafkaSink
+from emitter.sinks.spool import Spool
+
+disk, url = Path(sys.argv[1]), sys.argv[2]
+if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)]).returncode:
+    sys.exit(77)
+spool = Spool(disk / "e", 1 << 30)  # left by an outage: more than one replay batch
+spool.append([(b"e", b"old:%d" % i) for i in range(5000)])
+spool.close()
+fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+for chunk in (65536, 4096, 1):
+    try:
+        while True:
+            os.write(fd, bytes(chunk))
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+sink = KafkaSink(KafkaAddress.parse(url), KafkaSettings(spool_dir=disk, request_timeout_s=5), disk / "e")
+for i in range(3):
+    sink.send(b"e", [b"new:%d" % i])
+    sink.flush()
+sink.close()
+print(json.dumps(sink.health()))
+"""
+
+
+def test_a_full_disk_does_not_stop_the_spool_from_draining(kafka_url: str, tmp_path: Path) -> None:
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        pytest.skip("needs unshare and mount to give the spool a full disk of its own")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", sys.executable, "-c", _FULL_DISK,
+                           str(disk), kafka_url], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                          capture_output=True, text=True, timeout=120, check=False)
+    if proc.returncode == 77 or "unshare: " in proc.stderr:
+        pytest.skip(f"no tmpfs in a user namespace here: {proc.stderr.strip()[-200:]}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    health = json.loads(proc.stdout.splitlines()[-1])
+    assert (health["replayed"], health["delivered"], health["spool_pending"]) == (5000, 3, 0)
+    assert "cannot record the replay position" in proc.stderr
+    address = KafkaAddress.parse(kafka_url)
+    expected = [f"old:{i}".encode() for i in range(5000)] + [f"new:{i}".encode() for i in range(3)]
+    assert by_key(read_topic(address.bootstrap_servers[0], address.topic)) == {b"e": expected}  # each once
