@@ -64,8 +64,10 @@ def _install(module: str, lost: str, install: Callable[[ModuleType], list[str]])
         return [lost]
 
 
-def publisher() -> EventPublisher:
-    """This process's publisher (created on first use; flushed and closed at exit)."""
+def publisher(dp_rank: int = 0) -> EventPublisher:
+    """This process's publisher (created on first use; flushed and closed at exit). Data-parallel
+    engines run one per process: rank N > 0 gets a spool folder and health file of its own
+    (``-dpN``), so they do not share one, and a restart finds its spool again."""
     with _state.lock:
         if _state.publisher is None:
             settings = _state.settings or EmitterSettings()
@@ -73,6 +75,12 @@ def publisher() -> EventPublisher:
             if not url:
                 raise RuntimeError("SPECMETRICS_SINK is not set")
             name = settings.engine_label or socket.gethostname()  # stable: a restart replays its Kafka spool
+            if dp_rank:
+                name = f"{name}-dp{dp_rank}"
+                if settings.health_file is not None:
+                    health = settings.health_file
+                    settings = settings.model_copy(
+                        update={"health_file": health.with_name(f"{health.stem}-dp{dp_rank}{health.suffix}")})
             _state.publisher = EventPublisher(lambda: open_sink(url, name), settings, StepEvents())
             atexit.register(flush)
         return _state.publisher

@@ -42,13 +42,12 @@ class EngineObserver:
 
         config = scheduler.vllm_config
         spec = config.speculative_config
-        parallel = config.parallel_config
         drafter = getattr(spec, "draft_model_config", None)
         served = config.model_config.served_model_name
         self.context: dict[str, Any] = {
             "boot": uuid.uuid4().hex[:16],
             "engine_instance": settings.engine_label or f"{socket.gethostname()}-{os.getpid()}",
-            "dp_rank": int(getattr(parallel, "data_parallel_index", getattr(parallel, "data_parallel_rank", 0)) or 0),
+            "dp_rank": data_parallel_rank(config),
             "model": str(served[0] if isinstance(served, list | tuple) else served or config.model_config.model),
             "vllm_version": vllm_version(),
             "method": str(spec.method),
@@ -103,6 +102,11 @@ class EngineObserver:
             self.max_model_len, self.num_sampled, k_schedule, self.asynchronous, outputs, self.decision)))
 
 
+def data_parallel_rank(config: Any) -> int:
+    parallel = config.parallel_config
+    return int(getattr(parallel, "data_parallel_index", getattr(parallel, "data_parallel_rank", 0)) or 0)
+
+
 def decoding_without_drafts(requests: dict[str, Any], so: Any) -> dict[str, int]:
     """The decoding requests scheduled for one token (no draft slot) -> their computed positions
     once the step runs, read right after ``schedule`` (for the max-length clamp). C-level length
@@ -130,7 +134,7 @@ def grammar_truncations(requests: dict[str, Any], ids: list[str], proposed: list
     return cut
 
 
-def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], flush: Callable[[], None]
+def install(settings: EmitterSettings, publisher: Callable[[int], EventPublisher], flush: Callable[[], None]
             ) -> list[str]:
     """Wrap the V1 scheduler (``AsyncScheduler`` inherits these) and flush before the engine core
     shuts down; returns what cannot be observed."""
@@ -149,7 +153,7 @@ def install(settings: EmitterSettings, publisher: Callable[[], EventPublisher], 
         if found is False:
             spec = scheduler.vllm_config.speculative_config
             found = None if spec is None or not spec.num_speculative_tokens else EngineObserver(
-                scheduler, settings, publisher())
+                scheduler, settings, publisher(data_parallel_rank(scheduler.vllm_config)))
             setattr(scheduler, OBSERVER_ATTR, found)
         return found  # type: ignore[no-any-return]
 
