@@ -4,10 +4,12 @@ Messages go to an idempotent producer (acks=all). What the broker does not ackno
 ``request_timeout_s`` (unreachable, restarted, timed out) is appended to the on-disk
 :class:`~emitter.sinks.spool.Spool`, in order, and so is everything after it until a new
 producer (a restarted broker forgets producer ids, so the old one would fail every send) has
-replayed the spool. Reconnection is attempted with exponential backoff, and not at all after
-:meth:`KafkaSink.stop_connecting` (shutdown: the spool keeps what the open connection cannot
-take at once). A full spool drops messages, counted in :meth:`KafkaSink.health` and logged, so
-the engine is never blocked.
+replayed the spool, ``REPLAY_BATCH`` messages per :meth:`KafkaSink.send`: new steps keep flowing
+into the spool behind them meanwhile (only when the spool cannot take them, full or on a full
+disk, does the rest of the replay go first). Reconnection is attempted with exponential
+backoff, and not at all after :meth:`KafkaSink.stop_connecting` (shutdown: the spool keeps what
+the open connection cannot take at once). A full spool drops messages, counted in
+:meth:`KafkaSink.health` and logged, so the engine is never blocked.
 Delivery is at least once: a message whose acknowledgement was lost is replayed, and so is one
 whose replay the spool could not record (a full disk; see :meth:`Spool.acknowledge`).
 """
@@ -29,7 +31,7 @@ from emitter.sinks.base import Sink
 from emitter.sinks.spool import Spool, SpoolFull
 
 logger = logging.getLogger("vllm.specmetrics")
-REPLAY_BATCH = 2_000
+REPLAY_BATCH = 2_000  # spooled messages replayed per send: the publisher thread is back within a few seconds
 _MAX_UNFLUSHED = 10_000
 
 
@@ -60,8 +62,7 @@ class KafkaSink(Sink):
         self._connecting = True  # False once the owner shuts down: no more connection attempts
 
     def send(self, key: bytes, messages: Sequence[bytes]) -> None:
-        if not self._unflushed and not self._ready():
-            self._to_spool([(key, m) for m in messages])
+        if not self._unflushed and not self._ready() and self._spool_behind_replay([(key, m) for m in messages]):
             return
         for message in messages:
             future = None
@@ -105,7 +106,9 @@ class KafkaSink(Sink):
             self.flush()
             if self.spool.pending:
                 self._retry_at = 0.0  # one last attempt, whatever the backoff says (none when shutting down)
-                if not self._ready():
+                while self._connecting and not self._ready() and self._producer is not None:
+                    pass  # replayed chunk by chunk; a failed chunk disconnects
+                if self.spool.pending:
                     logger.warning("specmetrics: %d message(s) stay in the spool %s for the next start",
                                    self.spool.pending, self.spool.directory)
         finally:
@@ -133,8 +136,29 @@ class KafkaSink(Sink):
                 return False
         return self._replay()
 
+    def _spool_behind_replay(self, items: list[tuple[bytes, bytes]]) -> bool:
+        """Spool ``items`` while the broker is out or the spool is being replayed: True when done
+        (spooled, or dropped and counted). False when the spool cannot take them but the broker
+        can: then the replay is finished first, and the caller sends them."""
+        if self._producer is None or not self._connecting:
+            self._to_spool(items)
+            return True
+        try:
+            self.spool.append(items)
+            self.stats.spooled += len(items)
+            return True
+        except (SpoolFull, OSError):
+            pass
+        while not self._replay() and self._producer is not None:
+            pass
+        if self._producer is None:  # the broker failed during the replay
+            self._to_spool(items)
+            return True
+        return False
+
     def _replay(self) -> bool:
-        while items := self.spool.peek(REPLAY_BATCH):
+        """Replay up to ``REPLAY_BATCH`` spooled messages; True when the spool is empty."""
+        if items := self.spool.peek(REPLAY_BATCH):
             assert self._producer is not None
             try:
                 futures = [self._producer.send(self.address.topic, value=v, key=k) for k, v in items]
@@ -148,6 +172,8 @@ class KafkaSink(Sink):
             self.stats.replayed += delivered
             if delivered < len(futures):
                 self._disconnect()
+                return False
+            if self.spool.pending:
                 return False
         if self._outage_logged:
             logger.warning("specmetrics: Kafka at %s is reachable again; the spool is replayed",

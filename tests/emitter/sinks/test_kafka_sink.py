@@ -16,7 +16,8 @@ from kafka import KafkaConsumer, TopicPartition
 
 from emitter.kafka import KafkaAddress, KafkaSettings
 from emitter.sinks import open_sink
-from emitter.sinks.kafka import KafkaSink
+from emitter.sinks.kafka import REPLAY_BATCH, KafkaSink
+from emitter.sinks.spool import Spool
 from tests.kafka_broker import TansuBroker
 
 
@@ -128,7 +129,8 @@ _FULL_DISK = """
 import errno, json, os, subprocess, sys
 from pathlib import Path
 from emitter.kafka import KafkaAddress, KafkaSettings
-from emitter.sinks.kafka import KafkaSink
+from emitter.sinks.kafka import REPLAY_BATCH, KafkaSink
+from emitter.sinks.spool import Spool
 from emitter.sinks.spool import Spool
 
 disk, url = Path(sys.argv[1]), sys.argv[2]
@@ -166,8 +168,54 @@ def test_a_full_disk_does_not_stop_the_spool_from_draining(kafka_url: str, tmp_p
         pytest.skip(f"no tmpfs in a user namespace here: {proc.stderr.strip()[-200:]}")
     assert proc.returncode == 0, proc.stderr[-3000:]
     health = json.loads(proc.stdout.splitlines()[-1])
-    assert (health["replayed"], health["delivered"], health["spool_pending"]) == (5000, 3, 0)
+    # New messages go behind the replay while the spool's last page has room, else straight to the broker after it
+    assert (health["replayed"] + health["delivered"], health["dropped_spool_full"], health["spool_pending"]) == \
+        (5003, 0, 0)
     assert "cannot record the replay position" in proc.stderr
     address = KafkaAddress.parse(kafka_url)
     expected = [f"old:{i}".encode() for i in range(5000)] + [f"new:{i}".encode() for i in range(3)]
     assert by_key(read_topic(address.bootstrap_servers[0], address.topic)) == {b"e": expected}  # each once
+
+
+def left_in_spool(settings: KafkaSettings, n: int) -> int:
+    """What an earlier process left after an outage: ``n`` messages in the engine's spool; its size."""
+    spool = Spool(settings.spool_dir / "e", settings.spool_max_bytes)
+    spool.append([(b"e", m) for m in messages("old", n)])
+    spool.close()
+    return spool.size_bytes
+
+
+def test_the_spool_is_replayed_a_bounded_chunk_per_send_while_new_messages_queue_behind(
+        kafka_url: str, tmp_path: Path) -> None:
+    settings = KafkaSettings(spool_dir=tmp_path / "spool")
+    left_in_spool(settings, 3 * REPLAY_BATCH + 500)
+    sink = KafkaSink(KafkaAddress.parse(kafka_url), settings, settings.spool_dir / "e")
+    sink.send(b"e", messages("new", 1))
+    sink.flush()
+    health = sink.health()  # the publisher thread is back after one chunk, not after the whole spool
+    assert (health["replayed"], health["spooled"], health["spool_pending"]) == (REPLAY_BATCH, 1, 2 * REPLAY_BATCH + 501)
+    sent = 1
+    while sink.health()["spool_pending"]:
+        sink.send(b"e", messages("new", 1, sent))
+        sink.flush()
+        sent += 1
+    assert sent == 4 and sink.health()["replayed"] == 3 * REPLAY_BATCH + 503
+    sink.close()
+    address = KafkaAddress.parse(kafka_url)
+    assert by_key(read_topic(address.bootstrap_servers[0], address.topic)) == \
+        {b"e": messages("old", 3 * REPLAY_BATCH + 500) + messages("new", 4)}
+
+
+def test_when_the_spool_cannot_take_new_messages_the_replay_finishes_first_and_drops_nothing(
+        kafka_url: str, tmp_path: Path) -> None:
+    settings = KafkaSettings(spool_dir=tmp_path / "spool")
+    full = settings.model_copy(update={"spool_max_bytes": left_in_spool(settings, 2 * REPLAY_BATCH)})
+    sink = KafkaSink(KafkaAddress.parse(kafka_url), full, settings.spool_dir / "e")  # no room for a new message
+    sink.send(b"e", messages("new", 1))
+    sink.flush()
+    sink.close()
+    health = sink.health()
+    assert (health["replayed"], health["delivered"], health["dropped_spool_full"]) == (2 * REPLAY_BATCH, 1, 0)
+    address = KafkaAddress.parse(kafka_url)
+    assert by_key(read_topic(address.bootstrap_servers[0], address.topic)) == \
+        {b"e": messages("old", 2 * REPLAY_BATCH) + messages("new", 1)}
