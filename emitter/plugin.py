@@ -30,6 +30,7 @@ logger = logging.getLogger("vllm.specmetrics")  # among vLLM's own log lines, sa
 class _PluginState:
     settings: EmitterSettings | None = None
     publisher: EventPublisher | None = None
+    engines: int = 0  # engine cores of this process that publish (several may run in one process)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -50,7 +51,7 @@ def register() -> None:
     # The two sides install apart: a worker module that does not import must not cost the scheduler's events.
     missing = _install("emitter.vllm.worker", "skipped_for_length", lambda worker: worker.install())
     missing += _install("emitter.vllm.scheduler", "all outcomes",
-                        lambda scheduler: scheduler.install(settings, publisher, flush))
+                        lambda scheduler: scheduler.install(settings, attach, detach))
     if missing:
         logger.warning("specmetrics: installed without: %s", ", ".join(missing))
 
@@ -84,6 +85,23 @@ def publisher(dp_rank: int = 0) -> EventPublisher:
             _state.publisher = EventPublisher(lambda: open_sink(url, name), settings, StepEvents())
             atexit.register(flush)
         return _state.publisher
+
+
+def attach(dp_rank: int = 0) -> EventPublisher:
+    """The publisher, for one more engine core of this process (see :func:`detach`)."""
+    found = publisher(dp_rank)
+    with _state.lock:
+        _state.engines += 1
+    return found
+
+
+def detach() -> None:
+    """An engine core shuts down: flush once the last one of this process has."""
+    with _state.lock:
+        _state.engines = max(_state.engines - 1, 0)
+        last = _state.engines == 0
+    if last:
+        flush()
 
 
 def flush(timeout_s: float = 5.0) -> None:

@@ -76,6 +76,8 @@ class EventPublisher:
         if len(self._queue) < self._limit:
             self._queue.append(step)
             self.health.published_steps += 1
+        elif self._stopping.is_set():  # closed (its limit is 0): nothing would send it any more
+            self.health.dropped_at_close += 1
         else:
             self.health.dropped_queue_full += 1
 
@@ -84,6 +86,7 @@ class EventPublisher:
         if self._closed.is_set():
             return
         self._stopping.set()
+        self._limit = 0  # steps published from now on are dropped and counted
         self._thread.join(timeout_s)
         with self._lock:
             self._abandoned = self._thread.is_alive()

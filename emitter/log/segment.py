@@ -70,7 +70,8 @@ def scan_valid_end(path: Path, base_offset: int, known: tuple[int, int] = (0, -1
     is a ``(valid bytes, next offset)`` already checked, to scan only what follows it."""
     start, offset = known if known[1] >= 0 else (0, base_offset)
     with path.open("rb") as file:
-        file.seek(start)
+        if start:
+            file.seek(start)
         data = file.read()
     position = 0
     while True:

@@ -134,10 +134,11 @@ def grammar_truncations(requests: dict[str, Any], ids: list[str], proposed: list
     return cut
 
 
-def install(settings: EmitterSettings, publisher: Callable[[int], EventPublisher], flush: Callable[[], None]
+def install(settings: EmitterSettings, attach: Callable[[int], EventPublisher], detach: Callable[[], None]
             ) -> list[str]:
-    """Wrap the V1 scheduler (``AsyncScheduler`` inherits these) and flush before the engine core
-    shuts down; returns what cannot be observed."""
+    """Wrap the V1 scheduler (``AsyncScheduler`` inherits these) and, when an engine core that
+    published shuts down, let go of the publisher (the last one flushes it); returns what cannot
+    be observed."""
     from vllm.v1.core.sched.scheduler import Scheduler
     from vllm.v1.engine.core import EngineCore
 
@@ -153,7 +154,7 @@ def install(settings: EmitterSettings, publisher: Callable[[int], EventPublisher
         if found is False:
             spec = scheduler.vllm_config.speculative_config
             found = None if spec is None or not spec.num_speculative_tokens else EngineObserver(
-                scheduler, settings, publisher(data_parallel_rank(scheduler.vllm_config)))
+                scheduler, settings, attach(data_parallel_rank(scheduler.vllm_config)))
             setattr(scheduler, OBSERVER_ATTR, found)
         return found  # type: ignore[no-any-return]
 
@@ -229,7 +230,9 @@ def install(settings: EmitterSettings, publisher: Callable[[int], EventPublisher
     def make_shutdown(original: Callable[..., Any]) -> Callable[..., Any]:
         def shutdown(self: Any, *args: Any, **kwargs: Any) -> Any:
             try:  # first: vLLM may kill the process while its executor shuts down
-                flush()
+                scheduler = getattr(self, "scheduler", None)
+                if scheduler is not None and scheduler.__dict__.get(OBSERVER_ATTR):  # this engine published
+                    detach()
             except Exception as exc:
                 shutdown_guard.failed(exc)
             return original(self, *args, **kwargs)

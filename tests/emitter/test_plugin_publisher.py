@@ -27,3 +27,20 @@ def test_each_data_parallel_rank_has_its_own_spool_folder_and_health_file(
     assert [p.name for p in (tmp_path / "spool").iterdir()] == [f"{topic}-vllm-0{suffix}"]
     assert json.loads((tmp_path / f"health{suffix}.json").read_text())["dropped_queue_full"] == 0
     assert not (tmp_path / ("health.json" if suffix else "health-dp2.json")).exists()
+
+
+def test_the_publisher_closes_when_the_last_engine_core_of_the_process_shuts_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two engines in one process (in-process engine cores): the first one's shutdown must not close
+    the publisher the other still publishes into; after the last one, a late step is counted."""
+    settings = EmitterSettings(sink=(tmp_path / "log").as_uri(), flush_interval_ms=10)
+    monkeypatch.setattr(plugin, "_state", plugin._PluginState(settings=settings))
+    first, second = plugin.attach(), plugin.attach()
+    assert first is second
+    plugin.detach()
+    first.publish(1)  # the second engine goes on
+    plugin.detach()
+    first.publish(2)
+    assert (first.health.published_steps, first.health.dropped_at_close) == (1, 1)
+    assert plugin._state.publisher is None
