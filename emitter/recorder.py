@@ -49,7 +49,7 @@ class RawStep(NamedTuple):
     sampled_before: list[int]  # len of each sampled list before stop handling
     sampled_after: list[int]  # ... and after (what was emitted)
     decoding_without_drafts: dict[str, int]  # request -> computed positions, for 1-token decode steps
-    proposed: tuple[list[str], list[list[int]]] | None  # the drafts proposed after the previous step
+    proposed: tuple[list[str], list[int]] | None  # request ids and draft counts proposed after the previous step
     truncated: dict[str, tuple[int, int]]  # (proposed, kept) where the grammar truncated them
     max_model_len: int
     num_sampled: int  # tokens sampled per step without drafts (1)
@@ -93,8 +93,8 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
             row = (SKIPPED, 0, k, k - pad, pad, acc)
         elif k == 0:
             if proposals is None:
-                ids_, lists = raw.proposed or ([], [])
-                proposals = dict(zip(ids_, map(len, lists), strict=False))
+                ids_, counts = raw.proposed or ([], [])
+                proposals = dict(zip(ids_, counts, strict=False))
             why = _k_zero_reason(raw, request_id, proposals)
             row = (K_ZERO, why, 0, 0, proposed - kept if why == GRAMMAR_TRUNCATED else 0, 0)
         elif pad:

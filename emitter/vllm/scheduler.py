@@ -58,7 +58,7 @@ class EngineObserver:
         self.max_model_len = int(scheduler.max_model_len)
         self.num_sampled = int(getattr(scheduler, "num_sampled_tokens_per_step", 1))
         self.decision: tuple[bool, int, int] | None = None  # the worker's, see DraftDecision
-        self.proposed: Any = None  # the last DraftTokenIds (req_ids, draft_token_ids)
+        self.proposed: tuple[list[str], list[int]] | None = None  # the last proposal: request ids, draft counts
         self.truncated: dict[str, tuple[int, int]] = {}
         self.k_schedule: int | None = None  # the K the last step's schedule chose (dynamic K), for the next
         # Async scheduling hands the scheduler placeholders, never the drafter's proposals.
@@ -98,7 +98,7 @@ class EngineObserver:
         self.publisher.publish((self.context, (
             step_index, time_ns() // 1000, previous, so.num_scheduled_tokens, so.scheduled_spec_decode_tokens,
             so.num_invalid_spec_tokens, mro.req_id_to_index, sampled_before, list(map(len, mro.sampled_token_ids)),
-            without, None if proposed is None else (proposed.req_ids, proposed.draft_token_ids), truncated,
+            without, proposed, truncated,
             self.max_model_len, self.num_sampled, k_schedule, self.asynchronous, outputs, self.decision)))
 
 
@@ -211,10 +211,12 @@ def install(settings: EmitterSettings, attach: Callable[[int], EventPublisher], 
                 try:
                     obs = observer(self)
                     if obs is not None:
-                        # The worker's lists are not changed afterwards: count them off the engine thread.
-                        obs.proposed = draft_token_ids
+                        # Copied now (C-level passes): with the in-process engine core, the V1 runner
+                        # hands over its live input_batch.req_ids, which the next steps reorder.
+                        counts = list(map(len, draft_token_ids.draft_token_ids))
+                        obs.proposed = (list(draft_token_ids.req_ids), counts)
                         grammar = self.structured_output_manager.backend is not None
-                        proposed = list(map(len, draft_token_ids.draft_token_ids)) if grammar else None
+                        proposed = counts if grammar else None
                 except Exception as exc:
                     drafts_guard.failed(exc)
             result = original(self, draft_token_ids)

@@ -14,7 +14,7 @@ def raw(**changes: Any) -> RawStep:
         "step_index": 9, "event_time_us": 1_700_000_000_000_000, "decision": DraftDecision(True, 40, 96),
         "num_scheduled": {"d": 4, "p": 30, "z": 1}, "scheduled_drafts": {"d": [5, 6, 7]}, "pads": None,
         "row_of": {"d": 0, "p": 1, "z": 2}, "sampled_before": [3, 1, 1], "sampled_after": [3, 1, 1],
-        "decoding_without_drafts": {"z": 50}, "proposed": (["d", "z"], [[1, 2, 3], []]), "truncated": {},
+        "decoding_without_drafts": {"z": 50}, "proposed": (["d", "z"], [3, 0]), "truncated": {},
         "max_model_len": 512, "num_sampled": 1, "k_schedule": 3, "asynchronous": False,
         "engine_outputs": None, "batch_decision": None,
     }
@@ -44,8 +44,8 @@ def test_async_pads_and_sync_truncation_are_grammar_invalid() -> None:
 
 def test_k_zero_reasons() -> None:
     assert rows(raw(truncated={"z": (3, 0)}))["z"][:5] == ("k_zero", "grammar_truncated", 0, 0, 3)
-    assert rows(raw(proposed=(["z"], [[4, 5, 6]]), decoding_without_drafts={"z": 511}))["z"][1] == "length_trim"
-    assert rows(raw(proposed=(["z"], [[4, 5, 6]])))["z"][1] == "schedule"
+    assert rows(raw(proposed=(["z"], [3]), decoding_without_drafts={"z": 511}))["z"][1] == "length_trim"
+    assert rows(raw(proposed=(["z"], [3])))["z"][1] == "schedule"
     assert rows(raw(proposed=None))["z"][1] == "unknown"
     # Dynamic K: the previous step's schedule chose K = 0, so the drafter proposed nothing (sync) or the
     # scheduler left no placeholder (async): the reason is the schedule, not the drafter.
