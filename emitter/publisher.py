@@ -71,15 +71,17 @@ class EventPublisher:
                                                daemon=True)
         self._health_thread.start()
 
-    def publish(self, step: Any) -> None:
-        """Hand over one step; never blocks. Called on the engine thread."""
+    def publish(self, step: Any) -> bool:
+        """Hand over one step; never blocks. Called on the engine thread. False: dropped."""
         if len(self._queue) < self._limit:
             self._queue.append(step)
             self.health.published_steps += 1
-        elif self._stopping.is_set():  # closed (its limit is 0): nothing would send it any more
+            return True
+        if self._stopping.is_set():  # closed (its limit is 0): nothing would send it any more
             self.health.dropped_at_close += 1
         else:
             self.health.dropped_queue_full += 1
+        return False
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Send what is queued (waiting at most ``timeout_s``), write a last health record."""
@@ -109,6 +111,8 @@ class EventPublisher:
                 if self._abandoned:
                     break
             if stopping:
+                if self._sink is not None:  # even with nothing left to send: close must not connect
+                    self._sink.stop_connecting()
                 self._close_sink()
                 return
 

@@ -11,7 +11,7 @@ per request on the publisher's thread."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from schemas.codes import KIND_CODE, REASON_CODE
 from schemas.events import KZeroReason, OutcomeKind
@@ -55,8 +55,9 @@ class RawStep(NamedTuple):
     num_sampled: int  # tokens sampled per step without drafts (1)
     k_schedule: int | None  # the previous step's SchedulerOutput.num_spec_tokens_to_schedule: the K it chose
     asynchronous: bool  # async scheduling: placeholders for every decoding request, no proposal lists
-    engine_outputs: Any  # what update_from_output returned: {client: EngineCoreOutputs}, the requests it processed
+    processed: list[str] | None  # async: the requests update_from_output returned an output for (None: all)
     batch_decision: DraftDecision | None  # made after this step: the drafts of the requests it scheduled
+    after_drop: bool  # this engine's previous step was dropped from a full queue
 
 
 def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None = None) -> OutcomeColumns:
@@ -74,7 +75,7 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
     accepted: list[int] = []
     emitted: list[int] = []
     proposals: dict[str, int] | None = None  # built on the first request without drafts
-    processed = processed_request_ids(raw.engine_outputs)
+    processed = None if raw.processed is None else set(raw.processed)
     for request_id, num_scheduled in raw.num_scheduled.items():
         drafts = raw.scheduled_drafts.get(request_id)
         if not drafts and (num_scheduled != 1 or request_id not in raw.decoding_without_drafts):
@@ -112,23 +113,6 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
         accepted.append(row[5])
         emitted.append(raw.sampled_after[i])
     return OutcomeColumns(ids, kind, reason, k_sched, k_valid, k_invalid, accepted, emitted)
-
-
-def processed_request_ids(engine_outputs: Any) -> set[str] | None:
-    """The requests ``update_from_output`` processed: it returns an ``EngineCoreOutput`` for each
-    request it took the sampled tokens of, and skips those gone or finished before their step came
-    back. None when the outputs are not the expected ``{client: EngineCoreOutputs}``."""
-    if not isinstance(engine_outputs, dict):
-        return None
-    return {output.request_id for client in engine_outputs.values() for output in client.outputs}
-
-
-def finished_request_ids(engine_outputs: Any) -> list[str]:
-    """The requests that finished at this step (their ``EngineCoreOutput`` has a finish reason)."""
-    if not isinstance(engine_outputs, dict):
-        return []
-    return [output.request_id for client in engine_outputs.values() for output in client.outputs
-            if output.finish_reason is not None]
 
 
 def _k_zero_reason(raw: RawStep, request_id: str, proposals: dict[str, int]) -> int:

@@ -3,9 +3,10 @@
 The worker decides batch-wide after each step whether the drafter ran (``DraftDecision``); the
 drafts a request verifies come from the last step that scheduled it, which is not always the
 previous step (the token budget may leave a request out of a step). So the decision that applies
-to a request is remembered per engine and request, and forgotten when the request finishes (and
-past a cap, which requests aborted without a last output would otherwise grow without bound, all
-but those of the current step).
+to a request is remembered per engine and request. Past a cap (finished requests are not
+tracked) only the current step's requests are kept; after a step dropped from a full queue none
+are (the dropped step's decisions are unknown), and requests fall back to the previous step's
+decision, which the engine thread always carries.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from itertools import repeat
 from typing import Any
 
-from emitter.recorder import DraftDecision, RawStep, finished_request_ids, step_outcomes
+from emitter.recorder import DraftDecision, RawStep, step_outcomes
 from schemas.wire import OutcomeColumns
 
 Event = tuple[dict[str, Any], OutcomeColumns]
@@ -33,10 +34,10 @@ class StepEvents:
         decision = _decision(raw.decision)
         boot = str(context["boot"])
         held = self._held.setdefault(boot, {})
+        if raw.after_drop:
+            held.clear()
         outcomes = step_outcomes(raw._replace(decision=decision), held)
         held.update(zip(raw.num_scheduled, repeat(_decision(raw.batch_decision))))
-        for request_id in finished_request_ids(raw.engine_outputs):
-            held.pop(request_id, None)
         if len(held) > self._max_requests:
             self._held[boot] = {request_id: held[request_id] for request_id in raw.num_scheduled}
         if not outcomes.request_id:

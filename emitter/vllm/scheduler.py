@@ -16,6 +16,7 @@ import os
 import socket
 import uuid
 from collections.abc import Callable
+from operator import attrgetter
 from time import time_ns
 from typing import Any
 
@@ -26,6 +27,7 @@ from emitter.vllm.worker import DECISION_ATTR
 
 OBSERVER_ATTR = "_specmetrics_observer"
 TAG_ATTR = "specmetrics_step"  # (step index, decoding requests without a draft slot), set by schedule
+REQUEST_ID = attrgetter("request_id")
 NONE_WITHOUT_DRAFTS: dict[str, int] = {}  # shared, never written: most steps have no such request
 
 
@@ -37,7 +39,7 @@ class EngineObserver:
     :func:`emitter.recorder.step_outcomes` on the publisher's thread.
     """
 
-    def __init__(self, scheduler: Any, settings: EmitterSettings, publisher: EventPublisher) -> None:
+    def __init__(self, scheduler: Any, settings: EmitterSettings, attach: Callable[[int], EventPublisher]) -> None:
         from vllm.v1.core.sched.async_scheduler import AsyncScheduler
 
         config = scheduler.vllm_config
@@ -54,7 +56,6 @@ class EngineObserver:
             "num_spec_tokens": int(spec.num_speculative_tokens),
             "drafter_max_len": int(drafter.max_model_len if drafter is not None else config.model_config.max_model_len),
         }
-        self.publisher = publisher
         self.max_model_len = int(scheduler.max_model_len)
         self.num_sampled = int(getattr(scheduler, "num_sampled_tokens_per_step", 1))
         self.decision: tuple[bool, int, int] | None = None  # the worker's, see DraftDecision
@@ -63,6 +64,9 @@ class EngineObserver:
         self.k_schedule: int | None = None  # the K the last step's schedule chose (dynamic K), for the next
         # Async scheduling hands the scheduler placeholders, never the drafter's proposals.
         self.asynchronous = isinstance(scheduler, AsyncScheduler)
+        self.after_drop = False  # the last step published was dropped from a full queue
+        self.detached = False
+        self.publisher = attach(self.context["dp_rank"])  # last: an engine is counted once it observes
 
     def tag(self, scheduler: Any, so: Any) -> tuple[int, dict[str, int]]:
         """What ``schedule`` notes on its output: the step index, and the decoding requests it left
@@ -95,11 +99,15 @@ class EngineObserver:
         if seen is None:
             return
         sampled_before, (step_index, without) = seen
-        self.publisher.publish((self.context, (
+        # Async only (vLLM skips requests finished while their step was in flight): the ids, not the
+        # outputs, which hold token lists and logprobs a stalled queue would keep alive.
+        processed = [rid for eco in outputs.values() for rid in map(REQUEST_ID, eco.outputs)] \
+            if self.asynchronous and isinstance(outputs, dict) else None
+        self.after_drop = not self.publisher.publish((self.context, (
             step_index, time_ns() // 1000, previous, so.num_scheduled_tokens, so.scheduled_spec_decode_tokens,
             so.num_invalid_spec_tokens, mro.req_id_to_index, sampled_before, list(map(len, mro.sampled_token_ids)),
-            without, proposed, truncated,
-            self.max_model_len, self.num_sampled, k_schedule, self.asynchronous, outputs, self.decision)))
+            without, proposed, truncated, self.max_model_len, self.num_sampled, k_schedule, self.asynchronous,
+            processed, self.decision, self.after_drop)))
 
 
 def data_parallel_rank(config: Any) -> int:
@@ -154,7 +162,7 @@ def install(settings: EmitterSettings, attach: Callable[[int], EventPublisher], 
         if found is False:
             spec = scheduler.vllm_config.speculative_config
             found = None if spec is None or not spec.num_speculative_tokens else EngineObserver(
-                scheduler, settings, attach(data_parallel_rank(scheduler.vllm_config)))
+                scheduler, settings, attach)
             setattr(scheduler, OBSERVER_ATTR, found)
         return found  # type: ignore[no-any-return]
 
@@ -233,7 +241,9 @@ def install(settings: EmitterSettings, attach: Callable[[int], EventPublisher], 
         def shutdown(self: Any, *args: Any, **kwargs: Any) -> Any:
             try:  # first: vLLM may kill the process while its executor shuts down
                 scheduler = getattr(self, "scheduler", None)
-                if scheduler is not None and scheduler.__dict__.get(OBSERVER_ATTR):  # this engine published
+                obs = None if scheduler is None else scheduler.__dict__.get(OBSERVER_ATTR)
+                if obs and not obs.detached:  # this engine published, and is let go of once
+                    obs.detached = True
                     detach()
             except Exception as exc:
                 shutdown_guard.failed(exc)

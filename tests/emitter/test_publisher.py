@@ -81,6 +81,19 @@ def test_a_close_during_a_broker_outage_spools_every_step_without_waiting_for_th
     assert spool.pending == 200
 
 
+def test_a_close_with_nothing_queued_during_an_outage_does_not_try_the_broker_again(tmp_path: Path) -> None:
+    pub = publisher(f"kafka://127.0.0.1:{free_port()}/steps", flush_interval_ms=50)  # nothing listens there
+    pub.publish(0)
+    deadline = time.monotonic() + 30
+    while pub.health.sent_steps == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)  # spooled
+    time.sleep(1.5)  # the sink's reconnection pause has passed: a close that connects would wait 10 s
+    started = time.monotonic()
+    pub.close(5.0)
+    assert time.monotonic() - started < 2.5 and not pub._thread.is_alive()
+    assert Spool(tmp_path / "spool" / "steps-default", 1 << 30).pending == 1
+
+
 def test_steps_a_hung_broker_holds_past_the_close_timeout_are_counted_as_dropped(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("SPECMETRICS_KAFKA_REQUEST_TIMEOUT_S", "3")

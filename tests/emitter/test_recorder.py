@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 from emitter.recorder import DraftDecision, RawStep, step_outcomes
@@ -16,7 +15,7 @@ def raw(**changes: Any) -> RawStep:
         "row_of": {"d": 0, "p": 1, "z": 2}, "sampled_before": [3, 1, 1], "sampled_after": [3, 1, 1],
         "decoding_without_drafts": {"z": 50}, "proposed": (["d", "z"], [3, 0]), "truncated": {},
         "max_model_len": 512, "num_sampled": 1, "k_schedule": 3, "asynchronous": False,
-        "engine_outputs": None, "batch_decision": None,
+        "processed": None, "batch_decision": None, "after_drop": False,
     }
     fields.update(changes)
     return RawStep(**fields)
@@ -68,6 +67,5 @@ def test_nothing_verified_means_no_outcome() -> None:
 def test_requests_vllm_did_not_process_have_no_outcome() -> None:
     """Async scheduling: "d" finished or was aborted while its step was in flight, so vLLM's
     update_from_output returned no output for it (and counted nothing)."""
-    outputs = {0: SimpleNamespace(outputs=[SimpleNamespace(request_id="z"), SimpleNamespace(request_id="p")])}
-    assert set(rows(raw(engine_outputs=outputs))) == {"z"}
-    assert set(rows(raw(engine_outputs={}))) == set()
+    assert set(rows(raw(processed=["z", "p"]))) == {"z"}
+    assert set(rows(raw(processed=[]))) == set()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 from emitter.step_events import StepEvents
@@ -34,14 +33,12 @@ def test_event_envelope_carries_the_decision_that_produced_the_drafts() -> None:
 
 
 def step(scheduled: list[str], decision: tuple[bool, int, int], made: tuple[bool, int, int],
-         finished: tuple[str, ...] = ()) -> dict[str, Any]:
+         after_drop: bool = False) -> dict[str, Any]:
     """A step verifying 3 drafts of each request in ``scheduled``."""
-    outputs = {0: SimpleNamespace(outputs=[SimpleNamespace(request_id=r, finish_reason="stop" if r in finished
-                                                           else None) for r in scheduled])}
     return {"num_scheduled": dict.fromkeys(scheduled, 4), "scheduled_drafts": {r: [0, 0, 0] for r in scheduled},
             "row_of": {r: i for i, r in enumerate(scheduled)}, "sampled_before": [1] * len(scheduled),
             "sampled_after": [1] * len(scheduled), "decoding_without_drafts": {}, "decision": decision,
-            "batch_decision": made, "engine_outputs": outputs}
+            "batch_decision": made, "after_drop": after_drop}
 
 
 def test_a_request_left_out_of_a_step_verifies_the_drafts_of_the_last_step_that_scheduled_it() -> None:
@@ -51,10 +48,15 @@ def test_a_request_left_out_of_a_step_verifies_the_drafts_of_the_last_step_that_
     events = StepEvents()
     assert kinds(events, **step(["x", "y"], FITS, SKIPS)) == {"x": "drafted", "y": "drafted"}
     assert kinds(events, **step(["x"], SKIPS, FITS)) == {"x": "skipped_for_length"}
-    assert kinds(events, **step(["x", "y"], FITS, FITS, finished=("y",))) == {
-        "x": "drafted", "y": "skipped_for_length"}
-    # y finished: forgotten, so a request of that id later starts from the previous step's decision.
-    assert kinds(events, **step(["y"], FITS, FITS)) == {"y": "drafted"}
+    assert kinds(events, **step(["x", "y"], FITS, FITS)) == {"x": "drafted", "y": "skipped_for_length"}
+
+
+def test_after_a_dropped_step_the_previous_step_s_decision_applies() -> None:
+    """x's skip was decided after step 1; step 2 (the drafter ran for x after it) was dropped from a
+    full queue. At step 3 the remembered decision is stale: the engine's previous one applies."""
+    events = StepEvents()
+    kinds(events, **step(["x"], FITS, SKIPS))
+    assert kinds(events, **step(["x"], FITS, FITS, after_drop=True)) == {"x": "drafted"}
 
 
 def test_each_engine_keeps_its_own_requests_and_past_the_cap_only_the_current_step_s() -> None:

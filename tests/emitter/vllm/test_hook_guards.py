@@ -72,3 +72,24 @@ def test_worker_hooks_that_cannot_install_leave_the_scheduler_hooks_installed(
     messages = [r.getMessage() for r in caplog.records]
     assert "specmetrics: could not install emitter.vllm.worker; vLLM runs without it" in messages
     assert messages[-1] == "specmetrics: installed without: skipped_for_length"
+
+
+def test_an_engine_is_counted_once_it_observes_and_let_go_of_once(
+    tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The observer attaches to the publisher last, so an observer that fails to start leaves no
+    count behind (the engine's shutdown would otherwise never flush)."""
+    from emitter import plugin
+    from emitter.settings import EmitterSettings
+
+    monkeypatch.setattr(plugin, "_state", plugin._PluginState(settings=EmitterSettings(sink=(tmp_path / "l").as_uri())))
+    sched = build(Scheduler, model_cache / "tiny-llama-target")
+    with monkeypatch.context() as patch:
+        patch.setattr(scheduler_hooks, "vllm_version", lambda: 1 // 0)  # the observer's start fails
+        with pytest.raises(ZeroDivisionError):
+            scheduler_hooks.EngineObserver(sched, EmitterSettings(), plugin.attach)
+    assert plugin._state.engines == 0
+    observer = scheduler_hooks.EngineObserver(sched, EmitterSettings(), plugin.attach)
+    assert plugin._state.engines == 1 and observer.publisher is plugin._state.publisher
+    plugin.detach()
+    assert plugin._state.engines == 0 and plugin._state.publisher is None
