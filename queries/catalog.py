@@ -89,8 +89,7 @@ def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
     root = root.resolve()
     con = duckdb.connect(":memory:", config={"python_enable_replacements": False})
     try:
-        has_files = _create_source(con, root)
-        has_files |= _create_rollup_source(con, root)
+        has_files = _create_sources(con, root)
         for statement in view_statements(con):
             con.execute(statement)
         con.execute("SET TimeZone = 'UTC'")  # event times are UTC; so are naive window bounds
@@ -184,22 +183,20 @@ def view_statements(con: duckdb.DuckDBPyConnection) -> list[str]:
     return statements
 
 
-def _create_source(con: duckdb.DuckDBPyConnection, root: Path) -> bool:
-    """Create :data:`SOURCE_VIEW`; whether the tree holds Parquet files."""
-    if _create_tree_view(con, root, DATA_GLOB, SOURCE_VIEW):
-        comment_source(con)
-        return True
-    _create_empty_source(con)
-    return False
-
-
-def _create_rollup_source(con: duckdb.DuckDBPyConnection, root: Path) -> bool:
-    """Create :data:`ROLLUP_SOURCE_VIEW` (after :data:`SOURCE_VIEW`); whether the tree holds rollups."""
-    if _create_tree_view(con, root, ROLLUP_GLOB, ROLLUP_SOURCE_VIEW):
-        comment_rollup_source(con)
-        return True
-    create_empty_rollup_source(con)
-    return False
+def _create_sources(con: duckdb.DuckDBPyConnection, root: Path) -> bool:
+    """Create :data:`SOURCE_VIEW` and then :data:`ROLLUP_SOURCE_VIEW` (an empty one is typed after
+    the source), each over its files or empty; whether the tree holds any files."""
+    found = False
+    for glob, view, comment, create_empty in (
+        (DATA_GLOB, SOURCE_VIEW, comment_source, _create_empty_source),
+        (ROLLUP_GLOB, ROLLUP_SOURCE_VIEW, comment_rollup_source, create_empty_rollup_source),
+    ):
+        if _create_tree_view(con, root, glob, view):
+            comment(con)
+            found = True
+        else:
+            create_empty(con)
+    return found
 
 
 def _create_tree_view(con: duckdb.DuckDBPyConnection, root: Path, glob: str, view: str) -> bool:
