@@ -42,7 +42,7 @@ class StepEvents:
             self._held[boot] = {request_id: held[request_id] for request_id in raw.num_scheduled}
         if not outcomes.request_id:
             return None
-        envelope = {**context, "event_id": f"{context['boot']}-{raw.step_index}", "step_index": raw.step_index,
+        envelope = {**context, "event_id": f"{boot}-{raw.step_index}", "step_index": raw.step_index,
                     "event_time_us": raw.event_time_us, "batch_max_seq_len": None}
         del envelope["boot"]
         if decision is not None:

@@ -7,6 +7,7 @@ import os
 import re
 from urllib.parse import urlparse
 
+from emitter.log.address import local_log_dir
 from emitter.sinks.base import Sink
 from emitter.sinks.local_log import LocalLogSink
 
@@ -17,9 +18,7 @@ def open_sink(url: str, name: str = "default") -> Sink:
     picks this writer's spool folder, so use a stable engine label)."""
     parsed = urlparse(url)
     if parsed.scheme == "file":
-        if not parsed.path or parsed.netloc not in ("", "localhost"):
-            raise ValueError("a local log URL looks like file:///absolute/dir (no host, no user)")
-        return LocalLogSink(parsed.path)
+        return LocalLogSink(local_log_dir(parsed))
     if parsed.scheme == "kafka":
         from emitter.kafka import KafkaAddress, KafkaSettings
         from emitter.sinks.kafka import KafkaSink

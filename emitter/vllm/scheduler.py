@@ -44,12 +44,13 @@ class EngineObserver:
 
         config = scheduler.vllm_config
         spec = config.speculative_config
+        parallel = config.parallel_config
         drafter = getattr(spec, "draft_model_config", None)
         served = config.model_config.served_model_name
         self.context: dict[str, Any] = {
             "boot": uuid.uuid4().hex[:16],
             "engine_instance": settings.engine_label or f"{socket.gethostname()}-{os.getpid()}",
-            "dp_rank": data_parallel_rank(config),
+            "dp_rank": int(getattr(parallel, "data_parallel_index", getattr(parallel, "data_parallel_rank", 0)) or 0),
             "model": str(served[0] if isinstance(served, list | tuple) else served or config.model_config.model),
             "vllm_version": vllm_version(),
             "method": str(spec.method),
@@ -71,9 +72,7 @@ class EngineObserver:
     def tag(self, scheduler: Any, so: Any) -> tuple[int, dict[str, int]]:
         """What ``schedule`` notes on its output: the step index, and the decoding requests it left
         without a draft slot (read now: async scheduling moves them on before the output returns)."""
-        if len(so.scheduled_spec_decode_tokens) < len(so.num_scheduled_tokens):
-            return int(scheduler.current_step), decoding_without_drafts(scheduler.requests, so)
-        return int(scheduler.current_step), NONE_WITHOUT_DRAFTS
+        return int(scheduler.current_step), decoding_without_drafts(scheduler.requests, so)
 
     def before(self, scheduler: Any, so: Any, mro: Any) -> tuple[list[int], tuple[int, dict[str, int]]] | None:
         """Read what vLLM is about to change: sampled lengths before stop handling; and the tag of
@@ -110,24 +109,20 @@ class EngineObserver:
             processed, self.decision, self.after_drop)))
 
 
-def data_parallel_rank(config: Any) -> int:
-    parallel = config.parallel_config
-    return int(getattr(parallel, "data_parallel_index", getattr(parallel, "data_parallel_rank", 0)) or 0)
-
-
 def decoding_without_drafts(requests: dict[str, Any], so: Any) -> dict[str, int]:
     """The decoding requests scheduled for one token (no draft slot) -> their computed positions
     once the step runs, read right after ``schedule`` (for the max-length clamp). C-level length
     checks first: the loop runs only in steps where some request got no draft slot."""
     drafts, num_scheduled = so.scheduled_spec_decode_tokens, so.num_scheduled_tokens
+    if len(drafts) >= len(num_scheduled):
+        return NONE_WITHOUT_DRAFTS
     without: dict[str, int] = {}
-    if len(drafts) < len(num_scheduled):
-        for request_id, n in num_scheduled.items():
-            if n == 1 and request_id not in drafts:
-                request = requests.get(request_id)
-                # Past the prompt: decoding (a last prefill chunk of one token ends at the prompt).
-                if request is not None and request.num_computed_tokens > request.num_prompt_tokens:
-                    without[request_id] = request.num_computed_tokens
+    for request_id, n in num_scheduled.items():
+        if n == 1 and request_id not in drafts:
+            request = requests.get(request_id)
+            # Past the prompt: decoding (a last prefill chunk of one token ends at the prompt).
+            if request is not None and request.num_computed_tokens > request.num_prompt_tokens:
+                without[request_id] = request.num_computed_tokens
     return without
 
 

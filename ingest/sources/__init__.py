@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlparse
 
+from emitter.log.address import local_log_dir
 from ingest.sources.base import Source, SourceRecord
 from ingest.sources.local_log import LocalLogSource
 
@@ -14,9 +15,7 @@ def open_source(url: str, state_dir: Path, group: str = "specmetrics-ingest") ->
     ``kafka://host:9092/topic`` a topic read as a member of consumer group ``group``."""
     parsed = urlparse(url)
     if parsed.scheme == "file":
-        if not parsed.path or parsed.netloc not in ("", "localhost"):
-            raise ValueError("a local log URL looks like file:///absolute/dir (no host, no user)")
-        return LocalLogSource(parsed.path, state_dir)
+        return LocalLogSource(local_log_dir(parsed), state_dir)
     if parsed.scheme == "kafka":
         from emitter.kafka import KafkaAddress
         from ingest.sources.kafka import KafkaSource
