@@ -26,6 +26,7 @@ LENGTH_TRIM = REASON_CODE[KZeroReason.LENGTH_TRIM]
 GRAMMAR_TRUNCATED = REASON_CODE[KZeroReason.GRAMMAR_TRUNCATED]
 SCHEDULE = REASON_CODE[KZeroReason.SCHEDULE]
 UNKNOWN = REASON_CODE[KZeroReason.UNKNOWN]
+VERIFY_BUDGET = REASON_CODE[KZeroReason.VERIFY_BUDGET]
 
 
 class DraftDecision(NamedTuple):
@@ -58,6 +59,7 @@ class RawStep(NamedTuple):
     processed: list[str] | None  # async: the requests update_from_output returned an output for (None: all)
     batch_decision: DraftDecision | None  # made after this step: the drafts of the requests it scheduled
     after_drop: bool  # this engine's previous step was dropped from a full queue
+    verify_budget: tuple[int, int] | None  # V2 adaptive verification: (drafts verified, scheduled) this step
 
 
 def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None = None) -> OutcomeColumns:
@@ -76,6 +78,7 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
     emitted: list[int] = []
     proposals: dict[str, int] | None = None  # built on the first request without drafts
     processed = None if raw.processed is None else set(raw.processed)
+    none_verified = raw.verify_budget is not None and raw.verify_budget[0] == 0
     for request_id, num_scheduled in raw.num_scheduled.items():
         drafts = raw.scheduled_drafts.get(request_id)
         if not drafts and (num_scheduled != 1 or request_id not in raw.decoding_without_drafts):
@@ -92,6 +95,8 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
         decision = held.get(request_id, raw.decision)
         if decision is not None and not decision.fits:
             row = (SKIPPED, 0, k, k - pad, pad, acc)
+        elif k and none_verified:  # scheduled (vLLM counts them), none verified
+            row = (K_ZERO, VERIFY_BUDGET, k, k - pad, pad, 0)
         elif k == 0:
             if proposals is None:
                 ids_, counts = raw.proposed or ([], [])

@@ -43,13 +43,19 @@ class StepEvents:
         if not outcomes.request_id:
             return None
         envelope = {**context, "event_id": f"{boot}-{raw.step_index}", "step_index": raw.step_index,
-                    "event_time_us": raw.event_time_us, "batch_max_seq_len": None}
+                    "event_time_us": raw.event_time_us, "batch_max_seq_len": None,
+                    "drafts_verified": _partly_verified(raw.verify_budget)}
         del envelope["boot"]
         if decision is not None:
             envelope["drafter_max_len"] = decision.drafter_max_len
             if decision.max_seq_len >= 0:
                 envelope["batch_max_seq_len"] = decision.max_seq_len
         return envelope, outcomes
+
+
+def _partly_verified(budget: tuple[int, int] | None) -> int | None:
+    """The step's verified drafts when adaptive verification verified some, not all, of those scheduled."""
+    return budget[0] if budget is not None and 0 < budget[0] < budget[1] else None
 
 
 def _decision(value: Any) -> DraftDecision | None:

@@ -221,6 +221,8 @@ def _repeat_ints(per_step: Sequence[int | None] | np.ndarray, dtype: type, step_
     """Per-step integers repeated per row; ``None`` becomes null."""
     if isinstance(per_step, np.ndarray) or None not in per_step:
         return pa.array(np.asarray(per_step, dtype=dtype)[step_of_row])
+    if per_step.count(None) == len(per_step):
+        return pa.nulls(len(step_of_row), pa.from_numpy_dtype(dtype))
     nulls = np.array([v is None for v in per_step])
     values: np.ndarray = np.array([0 if v is None else v for v in per_step], dtype=dtype)
     return pa.array(values[step_of_row], mask=nulls[step_of_row])
@@ -247,6 +249,7 @@ def _record_batch(
         ("drafter_max_len", [c.drafter_max_len for c in contexts], np.int32),
         ("step_index", [s.step_index for s in steps], np.int64),
         ("batch_max_seq_len", [s.batch_max_seq_len for s in steps], np.int32),
+        ("drafts_verified", [s.drafts_verified for s in steps], np.int32),
         ("log_offset", offsets, np.int64),
     ):
         columns[name] = _repeat_ints(values, dtype, step_of_row)

@@ -52,6 +52,7 @@ PUBLIC_VIEWS: tuple[str, ...] = (
     "skips_by_context",
     "k_zero_reasons",
     "grammar_invalid",
+    "adaptive_verification",
 )
 #: Table macros users call: the time-window variant of each view, and the timeline.
 PUBLIC_MACROS: tuple[str, ...] = (

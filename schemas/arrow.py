@@ -26,6 +26,7 @@ OUTCOME_SCHEMA = pa.schema(
         pa.field("step_index", pa.int64(), nullable=False),
         pa.field("event_time", pa.timestamp("us"), nullable=False),
         pa.field("batch_max_seq_len", pa.int32()),
+        pa.field("drafts_verified", pa.int32()),
         pa.field("log_partition", pa.int32(), nullable=False),
         pa.field("log_offset", pa.int64(), nullable=False),
         pa.field("request_id", pa.string(), nullable=False),

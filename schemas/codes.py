@@ -21,6 +21,7 @@ REASON_CODES: tuple[KZeroReason | None, ...] = (
     KZeroReason.GRAMMAR_TRUNCATED,
     KZeroReason.SCHEDULE,
     KZeroReason.UNKNOWN,
+    KZeroReason.VERIFY_BUDGET,
 )
 KIND_CODE = {kind: code for code, kind in enumerate(KIND_CODES)}
 REASON_CODE = {reason: code for code, reason in enumerate(REASON_CODES)}

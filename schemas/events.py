@@ -38,6 +38,7 @@ class KZeroReason(StrEnum):
     GRAMMAR_TRUNCATED = "grammar_truncated"
     SCHEDULE = "schedule"
     UNKNOWN = "unknown"
+    VERIFY_BUDGET = "verify_budget"
 
 
 class _Outcome(BaseModel):
@@ -106,20 +107,41 @@ class GrammarInvalid(_Outcome):
 
 
 class KZero(_Outcome):
-    """Speculation is on but no draft slot was scheduled for the request."""
+    """Speculation is on but the target verified no draft of the request: none was scheduled, or
+    (reason ``verify_budget``, schema 1.1) the runner's adaptive verification verified none of
+    the scheduled drafts, which vLLM still counts (``k_sched``, ``k_valid``)."""
 
     kind: Literal["k_zero"] = "k_zero"
-    reason: KZeroReason = Field(description="Why nothing was scheduled, where known.")
+    reason: KZeroReason = Field(description="Why no draft was verified, where known.")
+    k_sched: NonNegInt = Field(
+        default=0, description="Draft slots scheduled but not verified (reason verify_budget only)."
+    )
+    k_valid: NonNegInt = Field(
+        default=0, description="k_sched minus -1 pads, as vLLM counts them (reason verify_budget only)."
+    )
     k_invalid: NonNegInt = Field(
-        default=0, description="Drafts the grammar truncated (reason grammar_truncated only)."
+        default=0,
+        description="Drafts the grammar truncated (reason grammar_truncated), or the -1 pads among the "
+        "unverified slots (reason verify_budget).",
     )
 
     @model_validator(mode="after")
     def _check(self) -> KZero:
-        if self.k_invalid and self.reason is not KZeroReason.GRAMMAR_TRUNCATED:
-            raise ValueError("k_invalid > 0 is only allowed with reason 'grammar_truncated'")
-        if self.reason is KZeroReason.GRAMMAR_TRUNCATED and not self.k_invalid:
-            raise ValueError("reason 'grammar_truncated' needs k_invalid > 0")
+        if self.reason is KZeroReason.VERIFY_BUDGET:
+            if not self.k_sched:
+                raise ValueError("reason 'verify_budget' needs k_sched > 0")
+            if self.k_valid + self.k_invalid != self.k_sched:
+                raise ValueError(
+                    f"reason 'verify_budget' needs k_valid + k_invalid == k_sched, got "
+                    f"{self.k_valid} + {self.k_invalid} != {self.k_sched}"
+                )
+        else:
+            if self.k_sched or self.k_valid:
+                raise ValueError("k_sched and k_valid > 0 are only allowed with reason 'verify_budget'")
+            if self.k_invalid and self.reason is not KZeroReason.GRAMMAR_TRUNCATED:
+                raise ValueError("k_invalid > 0 is only allowed with reason 'grammar_truncated' or 'verify_budget'")
+            if self.reason is KZeroReason.GRAMMAR_TRUNCATED and not self.k_invalid:
+                raise ValueError("reason 'grammar_truncated' needs k_invalid > 0")
         _check_emitted(self.emitted, 0)
         return self
 
@@ -161,6 +183,14 @@ class StepEnvelope(EngineContext):
     event_time: AwareDatetime = Field(description="When the step's output was processed (UTC).")
     batch_max_seq_len: Length | None = Field(
         default=None, description="Longest sequence in the batch, as the drafter-fit check saw it."
+    )
+    drafts_verified: Length | None = Field(
+        default=None,
+        description="Schema 1.1: the draft tokens the target verified at this step, over the whole "
+        "batch, when the runner verified only some of those scheduled (adaptive verification; which "
+        "request's drafts were left out stays on the GPU, so the outcomes' k_valid are upper bounds). "
+        "Null when every scheduled draft was verified, or none was (those outcomes are k_zero, "
+        "reason verify_budget).",
     )
 
     @field_validator("event_time")

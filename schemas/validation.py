@@ -12,6 +12,7 @@ from schemas.events import KZeroReason
 
 _DRAFTED, _SKIPPED, _GRAMMAR, _KZERO = range(4)
 _TRUNCATED = REASON_CODE[KZeroReason.GRAMMAR_TRUNCATED]
+_BUDGET = REASON_CODE[KZeroReason.VERIFY_BUDGET]
 
 
 def outcome_rule_violations(
@@ -26,6 +27,8 @@ def outcome_rule_violations(
     k_sched, k_valid, k_invalid = cols["k_sched"], cols["k_valid"], cols["k_invalid"]
     accepted, emitted = cols["accepted"], cols["emitted"]
     drafted, skipped, grammar, kzero = (kind == _DRAFTED), (kind == _SKIPPED), (kind == _GRAMMAR), (kind == _KZERO)
+    budget = kzero & (reason == _BUDGET)
+    unscheduled = kzero & (reason != _BUDGET)
     counts_negative = (k_sched < 0) | (k_valid < 0) | (k_invalid < 0) | (accepted < 0) | (emitted < 0)
     return [
         (f"unknown outcome kind code (known: 0..{len(KIND_CODES) - 1})", kind >= len(KIND_CODES)),
@@ -42,10 +45,13 @@ def outcome_rule_violations(
          grammar & ((k_sched <= 0) | (k_invalid <= 0) | ((k_sched != k_valid) & (k_sched != k_valid + k_invalid)))),
         (f"unknown k_zero reason code (known: 1..{len(REASON_CODES) - 1})",
          kzero & ((reason == 0) | (reason >= len(REASON_CODES)))),
-        ("k_zero needs k_sched == k_valid == accepted == 0",
-         kzero & ((k_sched != 0) | (k_valid != 0) | (accepted != 0))),
-        ("k_zero has k_invalid > 0 exactly when the reason is grammar_truncated",
-         kzero & ((k_invalid > 0) != (reason == _TRUNCATED))),
+        ("k_zero needs accepted == 0", kzero & (accepted != 0)),
+        ("k_zero needs k_sched == k_valid == 0 unless the reason is verify_budget",
+         unscheduled & ((k_sched != 0) | (k_valid != 0))),
+        ("k_zero has k_invalid > 0 exactly when the reason is grammar_truncated (or verify_budget)",
+         unscheduled & ((k_invalid > 0) != (reason == _TRUNCATED))),
+        ("k_zero with reason verify_budget needs k_sched > 0 and k_valid + k_invalid == k_sched",
+         budget & ((k_sched <= 0) | (k_valid + k_invalid != k_sched))),
     ]
 
 

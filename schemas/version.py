@@ -10,12 +10,16 @@ The rule (see README "Schema versions"):
   original bytes are kept and can be re-ingested after upgrading).
 * Anything else (renaming, removing, changing a meaning or a type) is a new major version.
   A reader rejects every major version other than its own with a clear reason.
+
+History: 1.0 the first contract; 1.1 adds the ``k_zero`` reason ``verify_budget`` (with
+``k_sched``/``k_valid``/``k_invalid`` on such outcomes) and the envelope field ``drafts_verified``
+(Model Runner V2's adaptive verification).
 """
 
 from __future__ import annotations
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 0
+SCHEMA_MINOR = 1
 SCHEMA_VERSION = f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 

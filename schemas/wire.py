@@ -27,6 +27,7 @@ Message layout: a msgpack array, fields by position (:data:`FIELDS`)::
                            k_sched, k_valid, k_invalid, accepted, emitted int16 LE
     14 request_id_offsets  bytes: n + 1 int32 LE offsets into request_id_data, from 0
     15 request_id_data     bytes: UTF-8 request ids concatenated
+    16 drafts_verified     int or nil (schema 1.1; optional: a 1.0 message ends at field 15)
 
 An array, not a map, because it decodes three times faster (BENCHMARKS.md). Additive changes
 append fields; readers ignore fields past the ones they know.
@@ -54,7 +55,7 @@ from schemas.events import (
     StepEvent,
 )
 from schemas.validation import invalid_outcome_rows
-from schemas.version import SCHEMA_VERSION, check_schema_version
+from schemas.version import SCHEMA_MAJOR, SCHEMA_VERSION, check_schema_version
 
 FIELDS = (
     "schema_version",
@@ -73,8 +74,11 @@ FIELDS = (
     "outcomes",
     "request_id_offsets",
     "request_id_data",
+    "drafts_verified",
 )
-ENVELOPE_KEYS = FIELDS[1:12]
+#: The fields every message of this major version has; later ones are optional.
+REQUIRED_FIELDS = 16
+ENVELOPE_KEYS = (*FIELDS[1:12], "drafts_verified")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 #: The event times a reader accepts: years 1 to 9999 (UTC), what a Python datetime holds (the
@@ -115,6 +119,7 @@ class WireStep(NamedTuple):
     request_id_data: bytes
     request_id_offsets: bytes
     outcomes: bytes
+    drafts_verified: int | None = None
 
     def envelope(self) -> StepEnvelope:
         """The envelope as the pydantic contract."""
@@ -124,19 +129,20 @@ class WireStep(NamedTuple):
             "step_index": self.step_index,
             "event_time": _EPOCH + timedelta(microseconds=self.event_time_us),
             "batch_max_seq_len": self.batch_max_seq_len,
+            "drafts_verified": self.drafts_verified,
         })
 
 
 def encode_step(envelope: dict[str, Any], outcomes: OutcomeColumns) -> bytes:
-    """Encode one step. ``envelope`` holds :data:`ENVELOPE_KEYS`."""
+    """Encode one step. ``envelope`` holds :data:`ENVELOPE_KEYS` (``drafts_verified`` may be absent)."""
     ids = [rid.encode() for rid in outcomes.request_id]
     offsets = np.zeros(len(ids) + 1, dtype=OFFSET_DTYPE)
     np.cumsum([len(i) for i in ids], out=offsets[1:])
     packed = np.empty(len(ids), dtype=OUTCOME_DTYPE)
     for name in OUTCOME_COLUMNS:
         packed[name] = getattr(outcomes, name)
-    message = [SCHEMA_VERSION, *(envelope[key] for key in ENVELOPE_KEYS), len(ids), packed.tobytes(),
-               offsets.tobytes(), b"".join(ids)]
+    message = [SCHEMA_VERSION, *(envelope[key] for key in ENVELOPE_KEYS[:-1]), len(ids), packed.tobytes(),
+               offsets.tobytes(), b"".join(ids), envelope.get("drafts_verified")]
     encoded: bytes = msgpack.packb(message, use_bin_type=True)
     return encoded
 
@@ -155,8 +161,9 @@ def decode_step(payload: bytes) -> WireStep:
     if type(message) is not tuple:
         raise InvalidRecord(f"step message must be a msgpack array, got {type(message).__name__}")
     check_schema_version(message[0] if message else None)
-    if len(message) < len(FIELDS):
-        raise InvalidRecord(f"step message has {len(message)} fields; schema {SCHEMA_VERSION} needs {len(FIELDS)}")
+    if len(message) < REQUIRED_FIELDS:
+        raise InvalidRecord(
+            f"step message has {len(message)} fields; schema {SCHEMA_MAJOR}.x needs at least {REQUIRED_FIELDS}")
     context = _engine_context(message)
     event_id, step_index, event_time, batch_max, n, outcomes, offsets, data = message[1], *message[9:16]
     if type(event_id) is not str or not 0 < len(event_id) <= 128:
@@ -168,6 +175,9 @@ def decode_step(payload: bytes) -> WireStep:
                             f"{MIN_EVENT_TIME_US} to {MAX_EVENT_TIME_US}, got {event_time!r}")
     if batch_max is not None and (type(batch_max) is not int or not 0 <= batch_max < 2**31):
         raise InvalidRecord(f"'batch_max_seq_len' must be null or an integer in [0, 2**31), got {batch_max!r}")
+    verified = message[16] if len(message) > REQUIRED_FIELDS else None
+    if verified is not None and (type(verified) is not int or not 0 <= verified < 2**31):
+        raise InvalidRecord(f"'drafts_verified' must be null or an integer in [0, 2**31), got {verified!r}")
     if type(n) is not int or n < 0:
         raise InvalidRecord(f"'n' must be a non-negative integer, got {n!r}")
     if type(outcomes) is not bytes or len(outcomes) != n * OUTCOME_DTYPE.itemsize:
@@ -176,7 +186,7 @@ def decode_step(payload: bytes) -> WireStep:
         raise InvalidRecord("'request_id_offsets' must be n + 1 int32 values and 'request_id_data' bytes")
     if offsets[:4] != b"\0\0\0\0" or int.from_bytes(offsets[-4:], "little") != len(data):
         raise InvalidRecord("'request_id_offsets' must run from 0 to len(request_id_data)")
-    return WireStep(context, event_id, step_index, event_time, batch_max, n, data, offsets, outcomes)
+    return WireStep(context, event_id, step_index, event_time, batch_max, n, data, offsets, outcomes, verified)
 
 
 _CONTEXT_FIELDS = (0, 2, 3, 4, 5, 6, 7, 8)
@@ -229,7 +239,7 @@ def _outcome_row(o: Outcome) -> tuple[int, ...]:
         return (1, 0, o.k_sched, o.k_valid, o.k_sched - o.k_valid, o.accepted, o.emitted)
     if isinstance(o, GrammarInvalid):
         return (2, 0, o.k_sched, o.k_valid, o.k_invalid, o.accepted, o.emitted)
-    return (3, REASON_CODE[o.reason], 0, 0, o.k_invalid, 0, o.emitted)
+    return (3, REASON_CODE[o.reason], o.k_sched, o.k_valid, o.k_invalid, 0, o.emitted)
 
 
 def step_event_from_wire(payload: bytes) -> StepEvent:
@@ -261,7 +271,8 @@ def _outcome_dict(request_id: str, row: dict[str, int]) -> dict[str, Any]:
     kind = KIND_CODES[row["kind"]]
     base: dict[str, Any] = {"kind": kind.value, "request_id": request_id, "emitted": row["emitted"]}
     if kind is OutcomeKind.K_ZERO:
-        return {**base, "reason": REASON_CODES[row["reason"]], "k_invalid": row["k_invalid"]}
+        return {**base, "reason": REASON_CODES[row["reason"]],
+                **{name: row[name] for name in ("k_sched", "k_valid", "k_invalid")}}
     fields = {
         OutcomeKind.DRAFTED: ("k_valid", "accepted"),
         OutcomeKind.SKIPPED_FOR_LENGTH: ("k_sched", "k_valid", "accepted"),

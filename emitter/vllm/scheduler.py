@@ -7,7 +7,8 @@ lengths before vLLM truncates at stop tokens (``accepted``) and after (``emitted
 a grammar, how many it kept. ``schedule`` tags its output with the step index and the decoding
 requests it left without a draft slot, and its
 ``num_spec_tokens_to_schedule`` (dynamic K) sizes the drafts verified at the next step. The
-worker's drafting decision arrives on the ``ModelRunnerOutput``.
+worker's drafting decision (V1) and adaptive verification's budget (V2) arrive on the
+``ModelRunnerOutput``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from emitter.publisher import EventPublisher
 from emitter.settings import EmitterSettings
 from emitter.vllm.patching import Guard, vllm_version, wrap
 from emitter.vllm.worker import DECISION_ATTR
+from emitter.vllm.worker_v2 import BUDGET_ATTR
 
 OBSERVER_ATTR = "_specmetrics_observer"
 TAG_ATTR = "specmetrics_step"  # (step index, decoding requests without a draft slot), set by schedule
@@ -106,7 +108,7 @@ class EngineObserver:
             step_index, time_ns() // 1000, previous, so.num_scheduled_tokens, so.scheduled_spec_decode_tokens,
             so.num_invalid_spec_tokens, mro.req_id_to_index, sampled_before, list(map(len, mro.sampled_token_ids)),
             without, proposed, truncated, self.max_model_len, self.num_sampled, k_schedule, self.asynchronous,
-            processed, self.decision, self.after_drop)))
+            processed, self.decision, self.after_drop, getattr(mro, BUDGET_ATTR, None))))
 
 
 def decoding_without_drafts(requests: dict[str, Any], so: Any) -> dict[str, int]:

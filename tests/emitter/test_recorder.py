@@ -15,7 +15,7 @@ def raw(**changes: Any) -> RawStep:
         "row_of": {"d": 0, "p": 1, "z": 2}, "sampled_before": [3, 1, 1], "sampled_after": [3, 1, 1],
         "decoding_without_drafts": {"z": 50}, "proposed": (["d", "z"], [3, 0]), "truncated": {},
         "max_model_len": 512, "num_sampled": 1, "k_schedule": 3, "asynchronous": False,
-        "processed": None, "batch_decision": None, "after_drop": False,
+        "processed": None, "batch_decision": None, "after_drop": False, "verify_budget": None,
     }
     fields.update(changes)
     return RawStep(**fields)
@@ -39,6 +39,13 @@ def test_skip_decision_marks_every_verified_request() -> None:
 def test_async_pads_and_sync_truncation_are_grammar_invalid() -> None:
     assert rows(raw(pads={"d": 2}))["d"] == ("grammar_invalid", None, 3, 1, 2, 2, 3)
     assert rows(raw(truncated={"d": (5, 3)}))["d"] == ("grammar_invalid", None, 3, 3, 2, 2, 3)
+
+
+def test_a_zero_verify_budget_makes_scheduled_drafts_k_zero_verify_budget() -> None:
+    got = rows(raw(verify_budget=(0, 3), pads={"d": 1}, sampled_before=[1, 1, 1], sampled_after=[1, 1, 1]))
+    assert got == {"d": ("k_zero", "verify_budget", 3, 2, 1, 0, 1), "z": ("k_zero", "no_proposal", 0, 0, 0, 0, 1)}
+    # a partial budget leaves the outcomes as they are (the step's total goes in the envelope)
+    assert rows(raw(verify_budget=(2, 3)))["d"] == ("drafted", None, 3, 3, 0, 2, 3)
 
 
 def test_k_zero_reasons() -> None:

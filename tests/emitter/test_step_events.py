@@ -29,7 +29,18 @@ def test_event_envelope_carries_the_decision_that_produced_the_drafts() -> None:
     assert event is not None
     envelope, _ = event
     assert envelope == {"engine_instance": "e", "dp_rank": 1, "drafter_max_len": 100, "event_id": "abc-9",
-                        "step_index": 9, "event_time_us": 1_700_000_000_000_000, "batch_max_seq_len": 130}
+                        "step_index": 9, "event_time_us": 1_700_000_000_000_000, "batch_max_seq_len": 130,
+                        "drafts_verified": None}
+
+
+def test_envelope_carries_the_verified_total_only_when_some_drafts_were_left_out() -> None:
+    context = {"boot": "abc", "engine_instance": "e", "dp_rank": 0}
+    verified = {}
+    for budget in (None, (0, 3), (2, 3), (3, 3)):
+        event = StepEvents()((context, tuple(raw(verify_budget=budget))))
+        assert event is not None
+        verified[budget] = event[0]["drafts_verified"]
+    assert verified == {None: None, (0, 3): None, (2, 3): 2, (3, 3): None}
 
 
 def step(scheduled: list[str], decision: tuple[bool, int, int], made: tuple[bool, int, int],

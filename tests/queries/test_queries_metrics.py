@@ -24,7 +24,7 @@ def con(connect_rows: Any, outcomes: Any) -> Any:
     c: dict[str, Any] = {"engine_instance": "c", "dp_rank": 0, "model": "other"}
     rows = [
         # engine A, K = 3: 12 request-steps
-        o.drafted(3, 2, event_time=DAY1, **a),
+        o.drafted(3, 2, event_time=DAY1, drafts_verified=2, **a),  # adaptive verification: 2 of 3 verified
         o.drafted(3, 0, event_time=DAY1, **a),
         o.drafted(2, 2, event_time=DAY1, **a),
         o.skipped(3, 0, event_time=DAY1, **a),  # placeholders, rejected

@@ -18,7 +18,7 @@ from queries import connect, run_query
 
 #: (engine_instance, method, K): groups of different K side by side.
 GROUPS = [("a", "draft_model", 1), ("a", "draft_model", 3), ("b", "ngram", 4)]
-REASONS = ["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown"]
+REASONS = ["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown", "verify_budget"]
 TIMES = [datetime(2025, 1, 1, 10, 5), datetime(2025, 1, 1, 11, 59), datetime(2025, 1, 2, 0, 0)]
 Key = tuple[str, str, str, int]
 
@@ -48,7 +48,11 @@ def outcome(draw: st.DrawFn) -> dict[str, Any]:
         k_valid = k_sched = 0
         reason = draw(st.sampled_from(REASONS))
         k_invalid = draw(st.integers(1, k)) if reason == "grammar_truncated" else 0
-    accepted = draw(st.integers(0, k_valid))
+        if reason == "verify_budget":  # scheduled, none verified: vLLM counts them
+            k_sched = draw(st.integers(1, k))
+            k_valid = draw(st.integers(0, k_sched))
+            k_invalid = k_sched - k_valid
+    accepted = 0 if kind == "k_zero" else draw(st.integers(0, k_valid))
     return {
         "engine_instance": instance, "method": method, "num_spec_tokens": k, "kind": kind,
         "k_zero_reason": reason, "k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_invalid,
@@ -79,6 +83,7 @@ def expected(rows: list[dict[str, Any]]) -> dict[Key, dict[Any, int]]:
                 g[("v_acc", i)] += 1
         g["skipped_sched"] += r["kind"] == "skipped_for_length" and r["k_sched"] > 0
         g["all_invalid"] += r["kind"] == "grammar_invalid" and r["k_valid"] == 0
+        g["unverified"] += r["k_zero_reason"] == "verify_budget"
         g["grammar"] += r["kind"] == "grammar_invalid"
         g["k_zero"] += r["kind"] == "k_zero"
     return out
@@ -105,7 +110,7 @@ def check(con: Any, rows: list[dict[str, Any]]) -> None:
         assert (v["num_drafts"], v["num_draft_tokens"], v["num_accepted_tokens"]) == (
             g["v_drafts"], g["v_tokens"], g["v_accepted"])
         # vLLM's extra drafts are exactly the placeholder and all-invalid request-steps
-        assert v["num_drafts"] == c["num_drafts"] + g["skipped_sched"] + g["all_invalid"]
+        assert v["num_drafts"] == c["num_drafts"] + g["skipped_sched"] + g["all_invalid"] + g["unverified"]
         for m in (c, v):
             assert (m["acceptance_rate"] is None) == (m["num_draft_tokens"] == 0)
             assert (m["mean_acceptance_length"] is None) == (m["num_drafts"] == 0)
@@ -144,7 +149,7 @@ def check_breakdowns(con: Any, key: Key, g: dict[Any, int], c: dict[str, Any], v
     """The views past the foundation set agree with the totals of acceptance and acceptance_vllm."""
     k = key[3]
     [diff] = by_group(con, "acceptance_diff")[key]
-    assert diff["extra_vllm_drafts"] == g["skipped_sched"] + g["all_invalid"]
+    assert diff["extra_vllm_drafts"] == g["skipped_sched"] + g["all_invalid"] + g["unverified"]
     assert (diff["num_drafts"], diff["vllm_num_drafts"]) == (c["num_drafts"], v["num_drafts"])
     if c["acceptance_rate"] is not None and v["acceptance_rate"] is not None:
         assert diff["acceptance_rate_diff"] == pytest.approx(c["acceptance_rate"] - v["acceptance_rate"])

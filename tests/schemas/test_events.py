@@ -33,7 +33,13 @@ def test_valid_event_keeps_every_kind() -> None:
         ({"kind": "grammar_invalid", "request_id": "r", "k_sched": 2, "k_valid": 1, "k_invalid": 2, "accepted": 0,
           "emitted": 1}, "k_sched (2) must equal k_valid (1) (sync) or k_valid + k_invalid (3) (async)"),
         ({"kind": "k_zero", "request_id": "r", "reason": "schedule", "k_invalid": 2, "emitted": 1},
-         "k_invalid > 0 is only allowed with reason 'grammar_truncated'"),
+         "k_invalid > 0 is only allowed with reason 'grammar_truncated' or 'verify_budget'"),
+        ({"kind": "k_zero", "request_id": "r", "reason": "schedule", "k_sched": 2, "k_valid": 2, "emitted": 1},
+         "k_sched and k_valid > 0 are only allowed with reason 'verify_budget'"),
+        ({"kind": "k_zero", "request_id": "r", "reason": "verify_budget", "emitted": 1},
+         "reason 'verify_budget' needs k_sched > 0"),
+        ({"kind": "k_zero", "request_id": "r", "reason": "verify_budget", "k_sched": 3, "k_valid": 3, "k_invalid": 1,
+          "emitted": 1}, "reason 'verify_budget' needs k_valid + k_invalid == k_sched, got 3 + 1 != 3"),
         ({"kind": "k_zero", "request_id": "r", "reason": "grammar_truncated", "emitted": 1},
          "reason 'grammar_truncated' needs k_invalid > 0"),
         ({"kind": "k_zero", "request_id": "r", "reason": "bored", "emitted": 1}, "Input should be 'no_proposal'"),
@@ -80,7 +86,7 @@ def test_json_schema_lists_the_four_kinds_and_the_reasons() -> None:
     schema = step_event_json_schema()
     text = json.dumps(schema)
     for name in ("drafted", "skipped_for_length", "grammar_invalid", "k_zero", "no_proposal", "length_trim",
-                 "grammar_truncated", "schedule", "unknown"):
+                 "grammar_truncated", "schedule", "unknown", "verify_budget", "drafts_verified"):
         assert f'"{name}"' in text
     outcomes = schema["properties"]["outcomes"]["items"]  # type: ignore[index]
     assert outcomes["discriminator"]["propertyName"] == "kind"

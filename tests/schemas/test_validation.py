@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from schemas import StepEvent, decode_step
-from schemas.codes import KIND_CODES, OUTCOME_COLUMNS, OUTCOME_DTYPE, REASON_CODES
+from schemas.codes import KIND_CODES, OUTCOME_COLUMNS, OUTCOME_DTYPE, REASON_CODE, REASON_CODES
+from schemas.events import KZeroReason
 from schemas.validation import invalid_outcome_rows
 from schemas.wire import _outcome_dict, step_event_to_wire
 from tests.conftest import step_event
@@ -18,9 +19,10 @@ from tests.schemas.test_wire import K as K_WIRE
 from tests.schemas.test_wire import step_events
 
 K = 4
+VERIFY_BUDGET = REASON_CODE[KZeroReason.VERIFY_BUDGET]
 rows = st.fixed_dictionaries({
     "kind": st.integers(0, 4),
-    "reason": st.integers(0, 6),
+    "reason": st.integers(0, 7),
     "k_sched": st.integers(-1, K + 1),
     "k_valid": st.integers(-1, K + 1),
     "k_invalid": st.integers(-1, K + 1),
@@ -39,7 +41,7 @@ def pydantic_accepts(row: dict[str, int]) -> bool:
         0: {"k_sched": row["k_valid"], "k_invalid": 0, "reason": 0},
         1: {"k_invalid": row["k_sched"] - row["k_valid"], "reason": 0},
         2: {"reason": 0},
-        3: {"k_sched": 0, "k_valid": 0, "accepted": 0},
+        3: {"accepted": 0} if row["reason"] == VERIFY_BUDGET else {"k_sched": 0, "k_valid": 0, "accepted": 0},
     }[row["kind"]]
     if any(row[name] != value for name, value in implied.items()):
         return False

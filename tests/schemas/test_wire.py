@@ -45,8 +45,13 @@ def outcomes(draw: st.DrawFn, request_id: str) -> dict[str, Any]:
         k_sched = k_valid + k_invalid if padded else k_valid
         fields = {"k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_invalid, "accepted": accepted}
     else:
-        reason = draw(st.sampled_from(["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown"]))
+        reason = draw(st.sampled_from(["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown",
+                                       "verify_budget"]))
         fields = {"reason": reason, "k_invalid": draw(st.integers(1, K)) if reason == "grammar_truncated" else 0}
+        if reason == "verify_budget":
+            k_sched = draw(st.integers(1, K))
+            k_valid = draw(st.integers(0, k_sched))
+            fields |= {"k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_sched - k_valid}
         accepted = 0
     emitted = draw(st.integers(0, accepted + 1))
     return {"kind": kind, "request_id": request_id, "emitted": emitted, **fields}
@@ -62,6 +67,7 @@ def step_events(draw: st.DrawFn) -> StepEvent:
         event_time=T0 + timedelta(microseconds=draw(st.integers(-(10**15), 10**15))),
         drafter_max_len=draw(st.none() | st.integers(1, 2**31 - 1)),
         batch_max_seq_len=draw(st.none() | st.integers(0, 2**31 - 1)),
+        drafts_verified=draw(st.none() | st.integers(0, 2**31 - 1)),
         engine_instance=draw(st.text(min_size=1, max_size=20)),
         dp_rank=draw(st.integers(0, 64)),
     )
@@ -97,7 +103,7 @@ def _message(**changes: Any) -> bytes:
     [
         (b"\xc1garbage", "not a msgpack step message"),
         (msgpack.packb({"a": 1}), "step message must be a msgpack array, got dict"),
-        (msgpack.packb(["1.0", "e", "x"]), "step message has 3 fields; schema 1.0 needs 16"),
+        (msgpack.packb(["1.0", "e", "x"]), "step message has 3 fields; schema 1.x needs at least 16"),
         (_message(event_id=None), "'event_id' must be a string"),
         (_message(step_index=-1), "'step_index' must be a non-negative integer"),
         (_message(event_time_us="yesterday"), "'event_time_us' must be an integer"),
@@ -141,6 +147,21 @@ def test_readers_ignore_fields_appended_by_a_later_minor_version() -> None:
     message[0] = "1.3"
     message.append({"a": "future field"})
     assert decode_step(msgpack.packb(message)).context.schema_version == "1.3"
+
+
+def test_a_schema_1_0_message_without_drafts_verified_is_read() -> None:
+    message = msgpack.unpackb(step_event_to_wire(step_event(drafts_verified=7)))
+    assert len(message) == len(FIELDS) and message[FIELDS.index("drafts_verified")] == 7
+    message[0] = "1.0"
+    step = decode_step(msgpack.packb(message[:-1]))
+    assert step.drafts_verified is None
+    assert step.envelope().drafts_verified is None and step.envelope().schema_version == "1.0"
+
+
+@pytest.mark.parametrize("value", [-1, 2**31, "3", 1.5])
+def test_drafts_verified_out_of_range_is_rejected(value: object) -> None:
+    with pytest.raises(InvalidRecord, match="'drafts_verified' must be null or an integer in"):
+        decode_step(_message(drafts_verified=value))
 
 
 def test_bad_outcome_values_are_reported_by_row() -> None:

@@ -21,13 +21,20 @@
 --   dt, hour                         the hive partition (UTC date and hour of event_time); filter on
 --                                    them to read fewer files
 --   batch_max_seq_len                longest sequence in the batch, as the drafter-fit check saw it
+--   drafts_verified                  draft tokens the target verified in the whole step, when adaptive
+--                                    verification (Model Runner V2) verified only some of those
+--                                    scheduled: the rows' k_valid are then upper bounds (see the view
+--                                    adaptive_verification); NULL otherwise, and in files written
+--                                    before schema 1.1
 --   log_partition, log_offset        where the step event sat in the log it was ingested from
 --   request_id                       vLLM request id
 --   kind                             'drafted' | 'skipped_for_length' | 'grammar_invalid' | 'k_zero'
 --   k_zero_reason                    NULL unless kind = 'k_zero': 'no_proposal', 'length_trim',
---                                    'grammar_truncated', 'schedule', 'unknown'
+--                                    'grammar_truncated', 'schedule', 'unknown', 'verify_budget'
+--                                    (drafts scheduled, none verified: adaptive verification)
 --   k_sched                          draft slots scheduled (placeholders and -1 pads included)
---   k_valid                          drafts the target really verified (k_sched minus -1 pads)
+--   k_valid                          k_sched minus -1 pads: the drafts the target verified, except
+--                                    for k_zero 'verify_budget' (none verified; vLLM counts them)
 --   k_invalid                        drafts invalidated by the grammar
 --   accepted                         drafts accepted (len(sampled_token_ids) - 1)
 --   emitted                          tokens committed after stop handling
@@ -52,6 +59,7 @@ SELECT
     CAST(dt AS DATE) AS dt,
     CAST(hour AS INTEGER) AS hour,
     CAST(batch_max_seq_len AS INTEGER) AS batch_max_seq_len,
+    CAST(drafts_verified AS INTEGER) AS drafts_verified,
     CAST(log_partition AS INTEGER) AS log_partition,
     CAST(log_offset AS BIGINT) AS log_offset,
     CAST(request_id AS VARCHAR) AS request_id,
@@ -64,7 +72,8 @@ SELECT
     CAST(emitted AS INTEGER) AS emitted,
     COALESCE(kind = 'drafted' OR (kind = 'grammar_invalid' AND k_valid > 0), false) AS is_draft,
     COALESCE(k_sched > 0, false) AS is_vllm_draft
-FROM raw_request_outcomes;
+-- Files written before schema 1.1 have no drafts_verified column: BY NAME fills it with NULL.
+FROM (FROM raw_request_outcomes UNION ALL BY NAME SELECT CAST(NULL AS INTEGER) AS drafts_verified WHERE false);
 
 COMMENT ON VIEW request_steps IS 'One row per request outcome (request-step): typed counts, partition keys, is_draft (corrected) and is_vllm_draft (vLLM 0.32.0) flags.';
 

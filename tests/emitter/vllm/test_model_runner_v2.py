@@ -5,21 +5,24 @@ What runs here (no GPU): ``DraftTokensHandler.set_draft_tokens``/``get_draft_tok
 without structured output (the -1 lists V2 hands the sync scheduler), the scheduler's dynamic K
 (``num_speculative_tokens_per_batch_size`` -> ``num_spec_tokens_to_schedule``, including 0),
 ``grammar_invalid_drafts`` (which drafts V2 verifies against a permissive grammar row) and
-``_assign_draft_token_budget`` (adaptive verification's per-request draft admission), on real
-``InputBatch`` objects built by ``InputBatch.make_dummy`` on the CPU. The schedulers take their
+``AdaptiveVerificationManager.reallocate_drafts`` (adaptive verification's budget and per-request
+draft admission, ``torch.compile`` on the CPU), on real ``InputBatch`` objects built by
+``InputBatch.make_dummy`` on the CPU. The schedulers take their
 V2 branches: ``VllmConfig`` refuses V2 without Triton (``config/vllm.py:3190``), so each scheduler
 gets the flag that its ``__init__`` reads from the config once (``scheduler.py:363``).
 
 What cannot run without CUDA and is not faked here: ``DraftTokensHandler.__init__`` (creates a
 CUDA stream and event; the handler is built without it, and the branch driven never uses
 them), its structured-output copy, ``AsyncOutput`` (a CUDA event in ``__init__`` and
-``get_output``), the speculators' ``propose`` (Triton kernels), ``expand_idx_mapping`` (Triton)
-and ``AdaptiveVerificationManager`` (CUDA streams). ``scripts/gpu_check.sh`` runs them on a GPU.
+``get_output``), the speculators' ``propose`` (Triton kernels), ``expand_idx_mapping`` (Triton),
+``AdaptiveVerificationManager.__init__`` (CUDA streams) and ``get_num_tokens`` (profiled cost
+tables), and the body of V2's ``sample_tokens``. ``scripts/gpu_check.sh`` runs them on a GPU.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -31,10 +34,14 @@ from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput
 from vllm.v1.structured_output.utils import strip_speculative_padding
 from vllm.v1.worker.gpu.input_batch import InputBatch, InputBuffers
-from vllm.v1.worker.gpu.spec_decode.adaptive_verification import _assign_draft_token_budget
+from vllm.v1.worker.gpu.model_runner import ExecuteModelState
+from vllm.v1.worker.gpu.model_runner import GPUModelRunner as V2ModelRunner
+from vllm.v1.worker.gpu.spec_decode.adaptive_verification import AdaptiveVerificationManager
 from vllm.v1.worker.gpu.spec_decode.utils import DraftTokensHandler
 from vllm.v1.worker.gpu.structured_outputs import grammar_invalid_drafts
 
+from emitter.vllm import worker_v2
+from queries import connect, run_query
 from tests.emitter.vllm.schedulers import K, add_counters, build, hook_plugin, request, views
 
 # Dynamic K: a lone request gets K = 3 drafts, a batch of two or more gets none.
@@ -181,33 +188,116 @@ def test_v2_async_in_flight_placeholders_grammar_pads_and_dynamic_k_zero(
     ]
 
 
-def test_adaptive_verification_trims_on_the_device_and_the_vllm_view_still_matches(
+def adaptive_verification(confidences: list[float]) -> AdaptiveVerificationManager:
+    """A real manager on the CPU holding the state ``reallocate_drafts`` reads: per-request draft
+    confidences (as ``record_confidences`` leaves them) and its output buffers. Its ``__init__`` makes
+    CUDA streams and events, and ``get_num_tokens`` needs profiled cost tables: the step's budget is
+    set as ``get_num_tokens`` stashes it (``_batch_budget``)."""
+    manager = AdaptiveVerificationManager.__new__(AdaptiveVerificationManager)
+    n = len(confidences)
+    manager.num_speculative_steps, manager.num_bonus_tokens = K, 1
+    manager._confidence_probs = torch.tensor([[c] * K for c in confidences], dtype=torch.float32)
+    manager._batch_draft_capacity = torch.empty(n, dtype=torch.int32)
+    manager._num_non_draft_tokens = torch.empty(n, dtype=torch.int32)
+    manager._cu_num_logits = torch.empty(n + 1, dtype=torch.int32)
+    manager.query_start_loc = torch.zeros(n + 2, dtype=torch.int32)
+    return manager
+
+
+def test_adaptive_verification_budget_reaches_the_events(
     tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Production path: ``AdaptiveVerificationManager.reallocate_drafts`` ->
-    ``_assign_draft_token_budget`` (the uncompiled function; V2 runs it through ``torch.compile``)
-    admitting fewer drafts than scheduled, then ``Scheduler.update_from_output`` counting them.
+    """Production path: V2 ``prepare_inputs`` -> ``AdaptiveVerificationManager.reallocate_drafts``
+    (real, with ``_assign_draft_token_budget`` through ``torch.compile`` on the CPU) admitting a
+    budget of 4, 0, then all 9 of the scheduled drafts -> V2 ``sample_tokens`` -> the step's
+    ``ModelRunnerOutput`` -> ``Scheduler.update_from_output`` (V2 branch), with the plugin's worker
+    hooks (``emitter.vllm.worker_v2``) on the manager and on V2's ``sample_tokens``.
 
-    The admitted counts stay on the device, so vLLM and the events both count the scheduled
-    drafts: the vLLM-compatible view matches, and a request verified with no draft admitted is
-    recorded as ``drafted`` with ``k_valid`` = 3 (the known gap, README "Supported versions")."""
+    Stand-in: the body of ``sample_tokens`` (GPU sampling) returns the output ``AsyncOutput.get_output``
+    would, for the batch ``execute_model`` left in ``execute_model_state``.
+
+    vLLM counts every scheduled draft; the events count them in the vLLM-compatible view too, but a
+    step with budget 0 is ``k_zero``/``verify_budget`` (no draft verified) and a step with a partial
+    budget carries its verified total, which gives the exact acceptance rate."""
+    monkeypatch.setattr(AdaptiveVerificationManager, "reallocate_drafts", AdaptiveVerificationManager.reallocate_drafts)
+    outputs: list[ModelRunnerOutput] = []
+
+    def sample_tokens(self: V2ModelRunner, grammar_output: object) -> ModelRunnerOutput:
+        self.execute_model_state = None
+        return outputs.pop(0)
+
+    monkeypatch.setattr(V2ModelRunner, "sample_tokens", sample_tokens)
+    assert worker_v2.install() == []
     log = hook_plugin(tmp_path, monkeypatch)
     sched = build(Scheduler, model_cache / "tiny-llama-target")
     sched.use_v2_model_runner = True
-    for r in ("r0", "r1"):
+    ids = ["r0", "r1", "r2"]
+    for r in ids:
         sched.add_request(request(r))
+    runner = V2ModelRunner.__new__(V2ModelRunner)
+    runner.adaptive_verification = adaptive_verification([0.9, 0.2, 0.5])
     totals: dict[str, int] = {}
     so = sched.schedule()  # prefill
     add_counters(totals, sched.update_from_output(so, sampled_output(so, {})))
     sched.update_draft_token_ids(v2_drafts(so))
-    so = sched.schedule()
-    assert {r: len(d) for r, d in so.scheduled_spec_decode_tokens.items()} == {"r0": K, "r1": K}
-    capacities = torch.tensor([K, K], dtype=torch.int32)  # enters as the scheduled drafts per request
-    _assign_draft_token_budget(torch.tensor([[0.9] * K, [0.2] * K]), torch.tensor([0, 1]), capacities,
-                               draft_budget=K, num_steps=K)
-    admitted = dict(zip(["r0", "r1"], capacities.tolist(), strict=True))
-    assert admitted == {"r0": 3, "r1": 0}  # r1's drafts were scheduled, none verified
-    add_counters(totals, sched.update_from_output(so, sampled_output(so, {"r0": 2, "r1": admitted["r1"]})))
+    admitted: list[list[int]] = []
+    for budget, accepted in ((4, {"r0": 2, "r2": 1}), (0, {}), (9, {"r0": 3, "r1": 0, "r2": 1})):
+        so = sched.schedule()
+        drafts = {r: len(d) for r, d in so.scheduled_spec_decode_tokens.items()}
+        assert drafts == dict.fromkeys(ids, K)
+        runner.adaptive_verification._batch_budget = (drafts, dict.fromkeys(ids, 1), budget)
+        idx_mapping = torch.arange(3)
+        runner.adaptive_verification.reallocate_drafts(ids, idx_mapping)
+        admitted.append(runner.adaptive_verification._batch_draft_capacity.tolist())
+        batch = dataclasses.replace(input_batch(ids), idx_mapping=idx_mapping)
+        runner.execute_model_state = ExecuteModelState(batch, None, None, None, None, None, set(), None, None, K)
+        outputs.append(sampled_output(so, accepted))
+        add_counters(totals, sched.update_from_output(so, runner.sample_tokens(None)))
+        sched.update_draft_token_ids(v2_drafts(so))
+    # The survival-ranked admission: r0's drafts first, then r2's first one.
+    assert admitted == [[3, 0, 1], [0, 0, 0], [3, 3, 3]]
     vllm_view, rows = views(tmp_path, log)
-    assert vllm_view == [totals] == [{"num_drafts": 2, "num_draft_tokens": 6, "num_accepted_tokens": 2}]
-    assert [row[1:] for row in rows] == [("r0", "drafted", None, 3, 3, 0, 2), ("r1", "drafted", None, 3, 3, 0, 0)]
+    assert vllm_view == [totals] == [{"num_drafts": 9, "num_draft_tokens": 27, "num_accepted_tokens": 7}]
+    assert rows == [
+        (2, "r0", "drafted", None, 3, 3, 0, 2), (2, "r1", "drafted", None, 3, 3, 0, 0),
+        (2, "r2", "drafted", None, 3, 3, 0, 1),
+        (3, "r0", "k_zero", "verify_budget", 3, 3, 0, 0), (3, "r1", "k_zero", "verify_budget", 3, 3, 0, 0),
+        (3, "r2", "k_zero", "verify_budget", 3, 3, 0, 0),
+        (4, "r0", "drafted", None, 3, 3, 0, 3), (4, "r1", "drafted", None, 3, 3, 0, 0),
+        (4, "r2", "drafted", None, 3, 3, 0, 1),
+    ]
+    con = connect(tmp_path / "data")
+    verified = run_query(con, "SELECT step_index, any_value(drafts_verified) AS v FROM request_steps "
+                              "GROUP BY step_index ORDER BY step_index").to_pylist()
+    assert verified == [{"step_index": 2, "v": 4}, {"step_index": 3, "v": None}, {"step_index": 4, "v": None}]
+    exact = run_query(con, "SELECT draft_tokens_scheduled, draft_tokens_verified, num_accepted_tokens, "
+                           "acceptance_rate_verified FROM adaptive_verification").to_pylist()
+    assert exact == [{"draft_tokens_scheduled": 9, "draft_tokens_verified": 4, "num_accepted_tokens": 3,
+                      "acceptance_rate_verified": 0.75}]
+    corrected = run_query(con, "SELECT num_drafts, num_draft_tokens FROM acceptance").to_pylist()
+    assert corrected == [{"num_drafts": 6, "num_draft_tokens": 18}]  # the budget-0 step is no draft
+    con.close()
+
+
+def test_a_failing_v2_worker_hook_stops_and_the_output_passes_through(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The ``sample_tokens`` wrapper meets a batch it cannot read: it logs once, stops observing,
+    and hands vLLM its output unchanged, then and at every later step."""
+    output = ModelRunnerOutput(req_ids=["r0"], req_id_to_index={"r0": 0}, sampled_token_ids=[[5]])
+
+    def sample_tokens(self: V2ModelRunner, grammar_output: object) -> ModelRunnerOutput:
+        return output
+
+    monkeypatch.setattr(V2ModelRunner, "sample_tokens", sample_tokens)
+    assert worker_v2.install() == []
+    runner = V2ModelRunner.__new__(V2ModelRunner)
+    runner.adaptive_verification = adaptive_verification([0.5])
+    runner.execute_model_state = "not a state"  # type: ignore[assignment]
+    for _ in range(2):
+        setattr(runner.adaptive_verification, "_specmetrics_last_budget", (None, 1, 3))
+        with caplog.at_level(logging.ERROR, logger="vllm.specmetrics"):
+            assert runner.sample_tokens(None) is output
+    assert not hasattr(output, worker_v2.BUDGET_ATTR)
+    assert [r.getMessage().split(" failed")[0] for r in caplog.records] == [
+        "specmetrics: observing adaptive verification's draft budget (Model Runner V2 worker)"]

@@ -1,0 +1,69 @@
+"""Worker side under Model Runner V2: adaptive verification's draft budget rides back to the
+engine core on the step's output.
+
+``AdaptiveVerificationManager.reallocate_drafts`` (method dspark with
+``enable_adaptive_verification``) verifies ``draft_budget`` of the step's scheduled drafts; which
+requests' drafts it admits is decided on the GPU and never reaches the host, but the budget and
+the scheduled total do (``_batch_budget``, stashed by ``get_num_tokens`` in the same step). The
+wrapper keeps ``(draft_budget, scheduled)`` with the step's ``idx_mapping``; V2's
+``sample_tokens`` attaches it to the ``ModelRunnerOutput`` of the same batch (the one its
+``execute_model_state`` holds), where the scheduler hook reads it. Plain host ints: no GPU read,
+no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from emitter.vllm.patching import Guard, wrap
+
+BUDGET_ATTR = "specmetrics_verify_budget"  # (draft_budget, scheduled drafts) on the ModelRunnerOutput
+_LAST = "_specmetrics_last_budget"  # (idx_mapping, draft_budget, scheduled) on the manager
+
+
+def install() -> list[str]:
+    """Wrap V2's adaptive verification and ``sample_tokens``; returns what could not be observed."""
+    from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+    from vllm.v1.worker.gpu.model_runner import GPUModelRunner
+    from vllm.v1.worker.gpu.spec_decode.adaptive_verification import AdaptiveVerificationManager
+
+    guard = Guard("adaptive verification's draft budget (Model Runner V2 worker)")
+
+    def make_reallocate(original: Callable[..., Any]) -> Callable[..., Any]:
+        def reallocate_drafts(self: Any, req_ids: list[str], idx_mapping: Any) -> Any:
+            budget = getattr(self, "_batch_budget", None) if guard.enabled else None  # consumed by the call
+            result = original(self, req_ids, idx_mapping)
+            if budget is not None:
+                try:
+                    setattr(self, _LAST, (idx_mapping, int(budget[2]), sum(budget[0].values())))
+                except Exception as exc:
+                    guard.failed(exc)
+            return result
+
+        return reallocate_drafts
+
+    def make_sample(original: Callable[..., Any]) -> Callable[..., Any]:
+        def sample_tokens(self: Any, grammar_output: Any, *args: Any, **kwargs: Any) -> Any:
+            state = getattr(self, "execute_model_state", None) if guard.enabled else None
+            output = original(self, grammar_output, *args, **kwargs)
+            manager = getattr(self, "adaptive_verification", None)
+            if state is not None and manager is not None and guard.enabled:
+                try:
+                    last = manager.__dict__.pop(_LAST, None)
+                    target = getattr(output, "model_runner_output", output)  # AsyncOutput: the same object later
+                    if (last is not None and last[0] is state.input_batch.idx_mapping and target is not None
+                            and target is not EMPTY_MODEL_RUNNER_OUTPUT):
+                        setattr(target, BUDGET_ATTR, last[1:])
+                except Exception as exc:
+                    guard.failed(exc)
+            return output
+
+        return sample_tokens
+
+    observes = "adaptive verification's verified drafts (k_zero verify_budget, drafts_verified)"
+    if wrap(AdaptiveVerificationManager, "reallocate_drafts", ("self", "req_ids", "idx_mapping"), observes,
+            make_reallocate) and wrap(GPUModelRunner, "sample_tokens", ("self", "grammar_output"), observes,
+                                      make_sample):
+        return []
+    return ["verify_budget"]

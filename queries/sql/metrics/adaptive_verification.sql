@@ -1,0 +1,59 @@
+-- adaptive_verification: acceptance over the steps where the runner verified only some drafts.
+--
+-- Model Runner V2's adaptive verification (vLLM 0.32.0, method dspark) picks a draft budget per
+-- step and admits the best draft slots on the GPU; which requests' drafts were left out never
+-- reaches the host, but the step's total does (drafts_verified). Over those steps the rows' k_valid
+-- are upper bounds, so acceptance computed from them (the view acceptance, and vLLM's own counters)
+-- is too low; accepted / drafts_verified is the exact pooled rate. Steps whose budget was 0 are
+-- k_zero rows with reason 'verify_budget' (see k_zero_reasons), not counted here. One row per group
+-- with such steps.
+--
+-- Example:
+--   SELECT engine_id, acceptance_rate_scheduled, acceptance_rate_verified FROM adaptive_verification
+--
+-- Columns:
+--   engine_id, model, method, num_spec_tokens   the group
+--   steps                        steps with a partial budget (BIGINT)
+--   draft_tokens_scheduled       sum of k_valid over their drafts (corrected definition; BIGINT)
+--   draft_tokens_verified        sum of the steps' drafts_verified (BIGINT)
+--   num_accepted_tokens          sum of accepted over their drafts (BIGINT)
+--   acceptance_rate_scheduled    num_accepted_tokens / draft_tokens_scheduled (DOUBLE; NULL when 0)
+--   acceptance_rate_verified     num_accepted_tokens / draft_tokens_verified: the exact rate (DOUBLE;
+--                                NULL when 0)
+--
+-- adaptive_verification_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end);
+-- the view adaptive_verification is it over all time.
+CREATE OR REPLACE MACRO adaptive_verification_between(t0, t1) AS TABLE
+WITH steps AS (
+    SELECT
+        engine_id,
+        model,
+        method,
+        num_spec_tokens,
+        any_value(drafts_verified) AS drafts_verified,
+        sum(k_valid) FILTER (WHERE is_draft) AS draft_tokens_scheduled,
+        sum(accepted) FILTER (WHERE is_draft) AS num_accepted_tokens
+    FROM request_steps_between(t0, t1)
+    WHERE drafts_verified IS NOT NULL
+    GROUP BY engine_id, model, method, num_spec_tokens, event_id
+)
+SELECT
+    engine_id,
+    model,
+    method,
+    num_spec_tokens,
+    CAST(count(*) AS BIGINT) AS steps,
+    CAST(coalesce(sum(draft_tokens_scheduled), 0) AS BIGINT) AS draft_tokens_scheduled,
+    CAST(sum(drafts_verified) AS BIGINT) AS draft_tokens_verified,
+    CAST(coalesce(sum(num_accepted_tokens), 0) AS BIGINT) AS num_accepted_tokens,
+    sum(num_accepted_tokens) / nullif(sum(draft_tokens_scheduled), 0) AS acceptance_rate_scheduled,
+    sum(num_accepted_tokens) / nullif(sum(drafts_verified), 0) AS acceptance_rate_verified
+FROM steps
+GROUP BY engine_id, model, method, num_spec_tokens;
+
+CREATE OR REPLACE VIEW adaptive_verification AS
+FROM adaptive_verification_between(NULL, NULL)
+ORDER BY engine_id, model, method, num_spec_tokens;
+
+COMMENT ON MACRO TABLE adaptive_verification_between IS 'Steps where adaptive verification verified only some scheduled drafts: drafts scheduled vs verified, and the exact acceptance rate over them; window t0 <= event_time < t1.';
+COMMENT ON VIEW adaptive_verification IS 'Steps where adaptive verification verified only some scheduled drafts: drafts scheduled vs verified, and the exact acceptance rate over them.';

@@ -1,0 +1,79 @@
+"""Schema 1.1 (adaptive verification): k_zero 'verify_budget' rows, the step's drafts_verified, and
+trees written before 1.1 (no drafts_verified column), alone or next to newer files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from queries import connect, run_query
+from queries.export import export_database
+from schemas.arrow import OUTCOME_SCHEMA
+
+
+def budget_zero(outcomes: Any, k_sched: int, k_invalid: int = 0, **kw: Any) -> dict[str, Any]:
+    """Drafts scheduled (vLLM counts them), none verified."""
+    return outcomes.row(kind="k_zero", k_zero_reason="verify_budget", k_sched=k_sched, k_valid=k_sched - k_invalid,
+                        k_invalid=k_invalid, accepted=0, **kw)
+
+
+def test_verify_budget_rows_count_for_vllm_only(connect_rows: Any, outcomes: Any) -> None:
+    con = connect_rows([outcomes.drafted(3, 3), budget_zero(outcomes, 3), budget_zero(outcomes, 3, k_invalid=1)])
+    corrected = run_query(con, "SELECT num_drafts, num_draft_tokens, num_accepted_tokens FROM acceptance").to_pylist()
+    vllm = run_query(con, "SELECT num_drafts, num_draft_tokens, num_accepted_tokens FROM acceptance_vllm").to_pylist()
+    assert corrected == [{"num_drafts": 1, "num_draft_tokens": 3, "num_accepted_tokens": 3}]
+    assert vllm == [{"num_drafts": 3, "num_draft_tokens": 3 + 3 + 2, "num_accepted_tokens": 3}]
+    reasons = run_query(con, "SELECT k_zero_reason, request_steps, share_of_request_steps FROM k_zero_reasons")
+    assert reasons.to_pylist() == [{"k_zero_reason": "verify_budget", "request_steps": 2,
+                                    "share_of_request_steps": pytest.approx(2 / 3)}]
+
+
+def test_partial_budget_steps_give_the_exact_rate(connect_rows: Any, outcomes: Any) -> None:
+    con = connect_rows([
+        # step 1: 6 drafts scheduled, 4 verified, 3 accepted
+        outcomes.drafted(3, 2, event_id="s1", request_id="a", drafts_verified=4),
+        outcomes.drafted(3, 1, event_id="s1", request_id="b", drafts_verified=4),
+        outcomes.k_zero("no_proposal", event_id="s1", request_id="c", drafts_verified=4),
+        # step 2: 3 scheduled, 1 verified, 0 accepted
+        outcomes.drafted(3, 0, event_id="s2", request_id="a", drafts_verified=1),
+        # step 3: every draft verified (NULL): not a partial step
+        outcomes.drafted(3, 3, event_id="s3", request_id="a"),
+    ])
+    rows = run_query(con, "SELECT * EXCLUDE (engine_id, model, method, num_spec_tokens) FROM adaptive_verification")
+    assert rows.to_pylist() == [{
+        "steps": 2, "draft_tokens_scheduled": 9, "draft_tokens_verified": 5, "num_accepted_tokens": 3,
+        "acceptance_rate_scheduled": pytest.approx(3 / 9), "acceptance_rate_verified": pytest.approx(3 / 5)}]
+    window = run_query(con, "SELECT steps FROM adaptive_verification_between(?, ?)",
+                       ["2025-01-01 11:00:00", None]).to_pylist()
+    assert window == []
+
+
+def _write_1_0_file(folder: Path, outcomes: Any, name: str) -> None:
+    """A data file as schema 1.0 wrote it: OUTCOME_SCHEMA without drafts_verified."""
+    schema = OUTCOME_SCHEMA.remove(OUTCOME_SCHEMA.get_field_index("drafts_verified"))
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist([outcomes.drafted(3, 2)], schema=schema), folder / name)
+
+
+def test_trees_written_before_schema_1_1_are_read(tmp_path: Path, outcomes: Any) -> None:
+    old = tmp_path / "old"
+    _write_1_0_file(old / "dt=2025-01-01" / "hour=10", outcomes, "old-0.parquet")
+    con = connect(old)
+    assert run_query(con, "SELECT drafts_verified, k_valid FROM request_steps").to_pylist() == [
+        {"drafts_verified": None, "k_valid": 3}]
+    assert run_query(con, "SELECT * FROM adaptive_verification").num_rows == 0
+    db = export_database(old, tmp_path / "old.duckdb")
+    exported = duckdb.connect(str(db), read_only=True)
+    assert exported.sql("SELECT count(*), count(drafts_verified) FROM request_steps").fetchall() == [(1, 0)]
+    exported.close()
+
+    # A 1.1 file next to it: both read, the old rows with NULL.
+    outcomes.write_tree(old, [outcomes.drafted(3, 1, request_id="new", drafts_verified=2)])
+    con = connect(old)
+    rows = run_query(con, "SELECT request_id, drafts_verified FROM request_steps ORDER BY request_id").to_pylist()
+    assert rows == [{"request_id": "new", "drafts_verified": 2}, {"request_id": "req-0", "drafts_verified": None}]
