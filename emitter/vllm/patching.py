@@ -66,3 +66,20 @@ class Guard:
         self.enabled = False
         logger.error("specmetrics: observing %s failed under vLLM %s and is now disabled; vLLM keeps serving "
                      "(%s: %s)", self.what, vllm_version(), type(exc).__name__, exc, exc_info=exc)
+
+
+def attach_to_output(output: Any, name: str, value: Any) -> None:
+    """Set ``name`` on the ``ModelRunnerOutput`` a runner's ``sample_tokens`` returned: the output
+    itself, or the one inside an async wrapper (V1 ``_model_runner_output``, V2 ``AsyncOutput``'s
+    ``model_runner_output``: the object handed to the scheduler later); never on vLLM's shared
+    empty output."""
+    target = getattr(output, "_model_runner_output", getattr(output, "model_runner_output", output))
+    if target is not None and target is not _empty_output():
+        setattr(target, name, value)
+
+
+@functools.cache
+def _empty_output() -> Any:
+    from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+
+    return EMPTY_MODEL_RUNNER_OUTPUT

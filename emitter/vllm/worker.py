@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from emitter.vllm.patching import Guard, wrap
+from emitter.vllm.patching import Guard, attach_to_output, wrap
 
 DECISION_ATTR = "specmetrics_draft_decision"
 _LAST = "_specmetrics_last_decision"
@@ -20,7 +20,6 @@ _LAST = "_specmetrics_last_decision"
 
 def install() -> list[str]:
     """Wrap the V1 model runner; returns what could not be observed."""
-    from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
     from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
     guard = Guard("the drafter-fit decision (worker)")
@@ -46,9 +45,8 @@ def install() -> list[str]:
             if guard.enabled:
                 try:
                     decision = self.__dict__.pop(_LAST, None)
-                    target = getattr(output, "_model_runner_output", output)  # async wrapper: same object later
-                    if decision is not None and target is not None and target is not EMPTY_MODEL_RUNNER_OUTPUT:
-                        setattr(target, DECISION_ATTR, decision)
+                    if decision is not None:
+                        attach_to_output(output, DECISION_ATTR, decision)
                 except Exception as exc:
                     guard.failed(exc)
             return output

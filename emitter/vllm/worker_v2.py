@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from emitter.vllm.patching import Guard, wrap
+from emitter.vllm.patching import Guard, attach_to_output, wrap
 
 BUDGET_ATTR = "specmetrics_verify_budget"  # (draft_budget, scheduled drafts) on the ModelRunnerOutput
 _LAST = "_specmetrics_last_budget"  # (idx_mapping, draft_budget, scheduled) on the manager
@@ -24,7 +24,6 @@ _LAST = "_specmetrics_last_budget"  # (idx_mapping, draft_budget, scheduled) on 
 
 def install() -> list[str]:
     """Wrap V2's adaptive verification and ``sample_tokens``; returns what could not be observed."""
-    from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
     from vllm.v1.worker.gpu.model_runner import GPUModelRunner
     from vllm.v1.worker.gpu.spec_decode.adaptive_verification import AdaptiveVerificationManager
 
@@ -51,10 +50,8 @@ def install() -> list[str]:
             if state is not None and manager is not None and guard.enabled:
                 try:
                     last = manager.__dict__.pop(_LAST, None)
-                    target = getattr(output, "model_runner_output", output)  # AsyncOutput: the same object later
-                    if (last is not None and last[0] is state.input_batch.idx_mapping and target is not None
-                            and target is not EMPTY_MODEL_RUNNER_OUTPUT):
-                        setattr(target, BUDGET_ATTR, last[1:])
+                    if last is not None and last[0] is state.input_batch.idx_mapping:
+                        attach_to_output(output, BUDGET_ATTR, last[1:])
                 except Exception as exc:
                     guard.failed(exc)
             return output
