@@ -82,6 +82,7 @@ def _rows(n: int, hour: int, rng: np.random.Generator) -> pa.Table:
         "step_index": pa.array(step.astype(np.int64)),
         "event_time": event_time,
         "batch_max_seq_len": pa.array(context),
+        "drafts_verified": pa.nulls(n, pa.int32()),
         "log_partition": pa.array(engine.astype(np.int32)),
         "log_offset": pa.array(step.astype(np.int64)),
         "request_id": pc.binary_join_element_wise(

@@ -48,7 +48,7 @@ def outcome_rule_violations(
         ("k_zero needs accepted == 0", kzero & (accepted != 0)),
         ("k_zero needs k_sched == k_valid == 0 unless the reason is verify_budget",
          unscheduled & ((k_sched != 0) | (k_valid != 0))),
-        ("k_zero has k_invalid > 0 exactly when the reason is grammar_truncated (or verify_budget)",
+        ("k_zero has k_invalid > 0 exactly when the reason is grammar_truncated (any k_invalid with verify_budget)",
          unscheduled & ((k_invalid > 0) != (reason == _TRUNCATED))),
         ("k_zero with reason verify_budget needs k_sched > 0 and k_valid + k_invalid == k_sched",
          budget & ((k_sched <= 0) | (k_valid + k_invalid != k_sched))),

@@ -189,7 +189,8 @@ def install(settings: EmitterSettings, attach: Callable[[int], EventPublisher], 
         return schedule
 
     def make_update(original: Callable[..., Any]) -> Callable[..., Any]:
-        def update_from_output(self: Any, scheduler_output: Any, model_runner_output: Any) -> Any:
+        def update_from_output(self: Any, scheduler_output: Any, model_runner_output: Any, *args: Any,
+                               **kwargs: Any) -> Any:
             obs = seen = None
             if update_guard.enabled:
                 try:
@@ -199,7 +200,7 @@ def install(settings: EmitterSettings, attach: Callable[[int], EventPublisher], 
                 except Exception as exc:
                     obs = None
                     update_guard.failed(exc)
-            result = original(self, scheduler_output, model_runner_output)
+            result = original(self, scheduler_output, model_runner_output, *args, **kwargs)
             if obs is not None and update_guard.enabled:
                 try:
                     obs.after(scheduler_output, model_runner_output, seen, result)
@@ -210,7 +211,7 @@ def install(settings: EmitterSettings, attach: Callable[[int], EventPublisher], 
         return update_from_output
 
     def make_drafts(original: Callable[..., Any]) -> Callable[..., Any]:
-        def update_draft_token_ids(self: Any, draft_token_ids: Any) -> Any:
+        def update_draft_token_ids(self: Any, draft_token_ids: Any, *args: Any, **kwargs: Any) -> Any:
             obs = proposed = None
             if drafts_guard.enabled:
                 try:
@@ -224,7 +225,7 @@ def install(settings: EmitterSettings, attach: Callable[[int], EventPublisher], 
                         proposed = counts if grammar else None
                 except Exception as exc:
                     drafts_guard.failed(exc)
-            result = original(self, draft_token_ids)
+            result = original(self, draft_token_ids, *args, **kwargs)
             if obs is not None and proposed is not None and drafts_guard.enabled:
                 try:  # only grammars truncate drafts, and only while the request still holds them
                     obs.truncated = grammar_truncations(self.requests, draft_token_ids.req_ids, proposed)

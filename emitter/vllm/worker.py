@@ -25,8 +25,8 @@ def install() -> list[str]:
     guard = Guard("the drafter-fit decision (worker)")
 
     def make_fits(original: Callable[..., bool]) -> Callable[..., bool]:
-        def _input_fits_in_drafter(self: Any, common_attn_metadata: Any) -> bool:
-            fits = original(self, common_attn_metadata)
+        def _input_fits_in_drafter(self: Any, common_attn_metadata: Any, *args: Any, **kwargs: Any) -> bool:
+            fits = original(self, common_attn_metadata, *args, **kwargs)
             if guard.enabled:
                 try:
                     max_seq_len = -1 if common_attn_metadata is None else int(common_attn_metadata.max_seq_len)

@@ -30,9 +30,9 @@ def install() -> list[str]:
     guard = Guard("adaptive verification's draft budget (Model Runner V2 worker)")
 
     def make_reallocate(original: Callable[..., Any]) -> Callable[..., Any]:
-        def reallocate_drafts(self: Any, req_ids: list[str], idx_mapping: Any) -> Any:
+        def reallocate_drafts(self: Any, req_ids: list[str], idx_mapping: Any, *args: Any, **kwargs: Any) -> Any:
             budget = getattr(self, "_batch_budget", None) if guard.enabled else None  # consumed by the call
-            result = original(self, req_ids, idx_mapping)
+            result = original(self, req_ids, idx_mapping, *args, **kwargs)
             if budget is not None:
                 try:
                     setattr(self, _LAST, (idx_mapping, int(budget[2]), sum(budget[0].values())))

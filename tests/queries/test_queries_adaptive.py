@@ -34,23 +34,32 @@ def test_verify_budget_rows_count_for_vllm_only(connect_rows: Any, outcomes: Any
 
 
 def test_partial_budget_steps_give_the_exact_rate(connect_rows: Any, outcomes: Any) -> None:
+    step_1 = [  # 6 drafts scheduled, 4 verified, 3 accepted (a step's rows share its log offset)
+        outcomes.drafted(3, 2, event_id="s1", log_offset=100, request_id="a", drafts_verified=4),
+        outcomes.drafted(3, 1, event_id="s1", log_offset=100, request_id="b", drafts_verified=4),
+        outcomes.k_zero("no_proposal", event_id="s1", log_offset=100, request_id="c", drafts_verified=4),
+    ]
     con = connect_rows([
-        # step 1: 6 drafts scheduled, 4 verified, 3 accepted
-        outcomes.drafted(3, 2, event_id="s1", request_id="a", drafts_verified=4),
-        outcomes.drafted(3, 1, event_id="s1", request_id="b", drafts_verified=4),
-        outcomes.k_zero("no_proposal", event_id="s1", request_id="c", drafts_verified=4),
+        *step_1,
         # step 2: 3 scheduled, 1 verified, 0 accepted
-        outcomes.drafted(3, 0, event_id="s2", request_id="a", drafts_verified=1),
+        outcomes.drafted(3, 0, event_id="s2", log_offset=101, request_id="a", drafts_verified=1),
         # step 3: every draft verified (NULL): not a partial step
-        outcomes.drafted(3, 3, event_id="s3", request_id="a"),
+        outcomes.drafted(3, 3, event_id="s3", log_offset=102, request_id="a"),
     ])
-    rows = run_query(con, "SELECT * EXCLUDE (engine_id, model, method, num_spec_tokens) FROM adaptive_verification")
-    assert rows.to_pylist() == [{
+    query = "SELECT * EXCLUDE (engine_id, model, method, num_spec_tokens) FROM adaptive_verification"
+    assert run_query(con, query).to_pylist() == [{
         "steps": 2, "draft_tokens_scheduled": 9, "draft_tokens_verified": 5, "num_accepted_tokens": 3,
         "acceptance_rate_scheduled": pytest.approx(3 / 9), "acceptance_rate_verified": pytest.approx(3 / 5)}]
     window = run_query(con, "SELECT steps FROM adaptive_verification_between(?, ?)",
                        ["2025-01-01 11:00:00", None]).to_pylist()
     assert window == []
+
+    # Step 1 delivered twice (at least once): counted twice, numerator and denominator alike.
+    again = [{**row, "log_offset": 200} for row in step_1]
+    con = connect_rows([*step_1, *again], name="twice")
+    assert run_query(con, query).to_pylist() == [{
+        "steps": 2, "draft_tokens_scheduled": 12, "draft_tokens_verified": 8, "num_accepted_tokens": 6,
+        "acceptance_rate_scheduled": pytest.approx(6 / 12), "acceptance_rate_verified": pytest.approx(6 / 8)}]
 
 
 def _write_1_0_file(folder: Path, outcomes: Any, name: str) -> None:

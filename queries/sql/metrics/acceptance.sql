@@ -2,8 +2,10 @@
 --
 -- A draft is a request-step of kind 'drafted', or 'grammar_invalid' with k_valid > 0: steps that
 -- were skipped for length (placeholder drafts), whose drafts were all grammar-invalid, or that
--- scheduled nothing (k_zero) are not drafts. Every group with request-steps has a row, with zero
--- counts and NULL ratios when it has no draft.
+-- verified no draft (k_zero: nothing scheduled, or adaptive verification's budget was 0) are not
+-- drafts. Every group with request-steps has a row, with zero counts and NULL ratios when it has
+-- no draft. In steps where adaptive verification verified only some drafts k_valid overstates
+-- what was verified: see adaptive_verification.
 --
 -- Example:
 --   SELECT engine_id, acceptance_rate, mean_acceptance_length FROM acceptance

@@ -11,8 +11,10 @@
 -- Columns:
 --   engine_id, model, method, num_spec_tokens   the group
 --   num_drafts, vllm_num_drafts                         corrected and vLLM draft counts (BIGINT)
---   extra_vllm_drafts                                   vllm_num_drafts - num_drafts: placeholder and
---                                                       all-invalid request-steps vLLM counted (BIGINT)
+--   extra_vllm_drafts                                   vllm_num_drafts - num_drafts: placeholder,
+--                                                       all-invalid and unverified (k_zero
+--                                                       'verify_budget') request-steps vLLM counted
+--                                                       (BIGINT)
 --   num_draft_tokens, vllm_num_draft_tokens             (BIGINT)
 --   num_accepted_tokens, vllm_num_accepted_tokens       (BIGINT)
 --   acceptance_rate, vllm_acceptance_rate               (DOUBLE; NULL without draft tokens)

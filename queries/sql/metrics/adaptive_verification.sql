@@ -3,10 +3,13 @@
 -- Model Runner V2's adaptive verification (vLLM 0.32.0, method dspark) picks a draft budget per
 -- step and admits the best draft slots on the GPU; which requests' drafts were left out never
 -- reaches the host, but the step's total does (drafts_verified). Over those steps the rows' k_valid
--- are upper bounds, so acceptance computed from them (the view acceptance, and vLLM's own counters)
--- is too low; accepted / drafts_verified is the exact pooled rate. Steps whose budget was 0 are
--- k_zero rows with reason 'verify_budget' (see k_zero_reasons), not counted here. One row per group
--- with such steps.
+-- overstate what was verified, so acceptance computed from them (the view acceptance, and vLLM's
+-- own counters) is too low; accepted / drafts_verified is the pooled rate per verified draft slot.
+-- It is exact unless a slot went to something that has no row or no chance: a -1 grammar pad
+-- (async structured output; vLLM rejects it) or a request that finished or was aborted with its step
+-- in flight (vLLM skips it); those only lower it. Steps whose budget was 0 are k_zero rows with
+-- reason 'verify_budget' (see k_zero_reasons), not counted here. A step stored twice (at-least-once
+-- delivery) counts twice, numerator and denominator alike. One row per group with such steps.
 --
 -- Example:
 --   SELECT engine_id, acceptance_rate_scheduled, acceptance_rate_verified FROM adaptive_verification
@@ -15,11 +18,11 @@
 --   engine_id, model, method, num_spec_tokens   the group
 --   steps                        steps with a partial budget (BIGINT)
 --   draft_tokens_scheduled       sum of k_valid over their drafts (corrected definition; BIGINT)
---   draft_tokens_verified        sum of the steps' drafts_verified (BIGINT)
+--   draft_tokens_verified        sum of the steps' drafts_verified: draft slots verified (BIGINT)
 --   num_accepted_tokens          sum of accepted over their drafts (BIGINT)
 --   acceptance_rate_scheduled    num_accepted_tokens / draft_tokens_scheduled (DOUBLE; NULL when 0)
---   acceptance_rate_verified     num_accepted_tokens / draft_tokens_verified: the exact rate (DOUBLE;
---                                NULL when 0)
+--   acceptance_rate_verified     num_accepted_tokens / draft_tokens_verified: the rate per verified
+--                                slot (DOUBLE; NULL when 0)
 --
 -- adaptive_verification_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end);
 -- the view adaptive_verification is it over all time.
@@ -35,7 +38,8 @@ WITH steps AS (
         sum(accepted) FILTER (WHERE is_draft) AS num_accepted_tokens
     FROM request_steps_between(t0, t1)
     WHERE drafts_verified IS NOT NULL
-    GROUP BY engine_id, model, method, num_spec_tokens, event_id
+    -- per stored copy of a step: a step delivered twice brings its drafts_verified twice too
+    GROUP BY engine_id, model, method, num_spec_tokens, event_id, log_partition, log_offset
 )
 SELECT
     engine_id,

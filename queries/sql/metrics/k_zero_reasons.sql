@@ -1,9 +1,11 @@
 -- k_zero_reasons: why nothing was drafted (K = 0), per group and reason.
 --
 -- One row per group and k_zero_reason with request-steps of kind k_zero. vLLM counts none of
--- these anywhere; the reasons are 'no_proposal' (the proposer had nothing, e.g. ngram without a
--- match), 'length_trim' (no room left before max length), 'grammar_truncated' (the grammar cut
--- every draft before scheduling), 'schedule' (the scheduler gave no draft slots) and 'unknown'.
+-- these but 'verify_budget'; the reasons are 'no_proposal' (the proposer had nothing, e.g. ngram
+-- without a match), 'length_trim' (no room left before max length), 'grammar_truncated' (the
+-- grammar cut every draft before scheduling), 'schedule' (the scheduler gave no draft slots),
+-- 'unknown', and 'verify_budget' (drafts were scheduled, and vLLM counts them, but adaptive
+-- verification's budget for the step was 0: none was verified).
 --
 -- Example:
 --   SELECT k_zero_reason, request_steps, share_of_k_zero FROM k_zero_reasons

@@ -301,3 +301,27 @@ def test_a_failing_v2_worker_hook_stops_and_the_output_passes_through(
     assert not hasattr(output, worker_v2.BUDGET_ATTR)
     assert [r.getMessage().split(" failed")[0] for r in caplog.records] == [
         "specmetrics: observing adaptive verification's draft budget (Model Runner V2 worker)"]
+
+
+def test_worker_hooks_pass_on_parameters_a_later_vllm_adds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``wrap`` checks only the leading parameters: a method that gains one must still get it
+    through the wrappers (else every call would raise into vLLM)."""
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner as V1ModelRunner
+
+    from emitter.vllm import worker
+
+    def reallocate_drafts(self: object, req_ids: list[str], idx_mapping: object, new: int = 0) -> int:
+        return new
+
+    def fits(self: object, common_attn_metadata: object, new: int = 0) -> int:
+        return new
+
+    monkeypatch.setattr(AdaptiveVerificationManager, "reallocate_drafts", reallocate_drafts)
+    monkeypatch.setattr(V1ModelRunner, "_input_fits_in_drafter", fits)
+    monkeypatch.setattr(V1ModelRunner, "sample_tokens", V1ModelRunner.sample_tokens)
+    assert worker_v2.install() == [] and worker.install() == []
+    manager = adaptive_verification([0.5])
+    assert manager.reallocate_drafts(["r0"], None, new=7) == 7  # type: ignore[call-arg]
+    runner = V1ModelRunner.__new__(V1ModelRunner)
+    runner.effective_drafter_max_model_len = 96
+    assert runner._input_fits_in_drafter(None, 5) == 5  # type: ignore[call-arg]
