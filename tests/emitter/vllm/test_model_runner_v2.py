@@ -5,24 +5,28 @@ What runs here (no GPU): ``DraftTokensHandler.set_draft_tokens``/``get_draft_tok
 without structured output (the -1 lists V2 hands the sync scheduler), the scheduler's dynamic K
 (``num_speculative_tokens_per_batch_size`` -> ``num_spec_tokens_to_schedule``, including 0),
 ``grammar_invalid_drafts`` (which drafts V2 verifies against a permissive grammar row) and
-``AdaptiveVerificationManager.reallocate_drafts`` (adaptive verification's budget and per-request
-draft admission, ``torch.compile`` on the CPU), on real ``InputBatch`` objects built by
-``InputBatch.make_dummy`` on the CPU. The schedulers take their
+``AdaptiveVerificationManager.get_num_tokens`` and ``reallocate_drafts`` (adaptive verification's
+budget from vLLM's cost model, and the per-request draft admission, ``torch.compile`` on the CPU),
+on real ``InputBatch`` objects built by ``InputBatch.make_dummy`` on the CPU. The schedulers take their
 V2 branches: ``VllmConfig`` refuses V2 without Triton (``config/vllm.py:3190``), so each scheduler
 gets the flag that its ``__init__`` reads from the config once (``scheduler.py:363``).
 
-What cannot run without CUDA and is not faked here: ``DraftTokensHandler.__init__`` (creates a
-CUDA stream and event; the handler is built without it, and the branch driven never uses
-them), its structured-output copy, ``AsyncOutput`` (a CUDA event in ``__init__`` and
-``get_output``), the speculators' ``propose`` (Triton kernels), ``expand_idx_mapping`` (Triton),
-``AdaptiveVerificationManager.__init__`` (CUDA streams) and ``get_num_tokens`` (profiled cost
-tables), and the body of V2's ``sample_tokens``. ``scripts/gpu_check.sh`` runs them on a GPU.
+What cannot run without CUDA: ``DraftTokensHandler.__init__`` (creates a CUDA stream and event;
+the handler is built without it, and the branch driven never uses them), its structured-output
+copy, ``AsyncOutput`` (a CUDA event in ``__init__`` and ``get_output``), the speculators'
+``propose`` (Triton kernels), ``expand_idx_mapping`` (Triton), ``AdaptiveVerificationManager.__init__``
+(CUDA streams; built without it, the cost tables it would profile given), ``RequestState`` (pinned
+memory; a holder of the arrays the manager reads stands in) and the body of V2's ``sample_tokens``
+(GPU sampling; the adaptive test stands in for it with the output it would return).
+``scripts/gpu_check.sh`` runs V2 and async scheduling end to end on a GPU (not adaptive verification,
+which needs a dspark model).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import types
 from pathlib import Path
 
 import numpy as np
@@ -189,13 +193,19 @@ def test_v2_async_in_flight_placeholders_grammar_pads_and_dynamic_k_zero(
 
 
 def adaptive_verification(confidences: list[float]) -> AdaptiveVerificationManager:
-    """A real manager on the CPU holding the state ``reallocate_drafts`` reads: per-request draft
-    confidences (as ``record_confidences`` leaves them) and its output buffers. Its ``__init__`` makes
-    CUDA streams and events, and ``get_num_tokens`` needs profiled cost tables: the step's budget is
-    set as ``get_num_tokens`` stashes it (``_batch_budget``)."""
+    """A real manager on the CPU holding the state ``get_num_tokens`` and ``reallocate_drafts`` read:
+    per-request draft confidences (as ``record_confidences`` leaves them, on the device and in its
+    host copy) and its output buffers. Its ``__init__`` makes CUDA streams and events, and
+    ``RequestState`` pinned host memory: the request state it reads (slots, computed tokens, prefill
+    lengths) is a plain holder of those arrays. Cost tables are set per step (``cost_tables``)."""
     manager = AdaptiveVerificationManager.__new__(AdaptiveVerificationManager)
     n = len(confidences)
-    manager.num_speculative_steps, manager.num_bonus_tokens = K, 1
+    manager.num_speculative_steps, manager.num_bonus_tokens, manager._max_total_logits = K, 1, 64
+    manager.req_states = types.SimpleNamespace(  # type: ignore[assignment]
+        req_id_to_index={f"r{i}": i for i in range(n)}, num_computed_tokens_np=np.full(n, 20, dtype=np.int32),
+        prefill_len=types.SimpleNamespace(np=np.zeros(n, dtype=np.int32)))
+    manager._stale_confidences = [types.SimpleNamespace(np=np.array([[c] * K for c in confidences]))]  # type: ignore[list-item]
+    manager._stale_idx = 0
     manager._confidence_probs = torch.tensor([[c] * K for c in confidences], dtype=torch.float32)
     manager._batch_draft_capacity = torch.empty(n, dtype=torch.int32)
     manager._num_non_draft_tokens = torch.empty(n, dtype=torch.int32)
@@ -207,9 +217,10 @@ def adaptive_verification(confidences: list[float]) -> AdaptiveVerificationManag
 def test_adaptive_verification_budget_reaches_the_events(
     tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Production path: V2 ``prepare_inputs`` -> ``AdaptiveVerificationManager.reallocate_drafts``
-    (real, with ``_assign_draft_token_budget`` through ``torch.compile`` on the CPU) admitting a
-    budget of 4, 0, then all 9 of the scheduled drafts -> V2 ``sample_tokens`` -> the step's
+    """Production path: V2 ``prepare_inputs`` -> ``AdaptiveVerificationManager.get_num_tokens``
+    (vLLM's cost model picks the step's budget) -> ``reallocate_drafts`` (real, with
+    ``_assign_draft_token_budget`` through ``torch.compile`` on the CPU) admitting a budget of 4,
+    0, then all 9 of the scheduled drafts -> V2 ``sample_tokens`` -> the step's
     ``ModelRunnerOutput`` -> ``Scheduler.update_from_output`` (V2 branch), with the plugin's worker
     hooks (``emitter.vllm.worker_v2``) on the manager and on V2's ``sample_tokens``.
 
@@ -236,6 +247,10 @@ def test_adaptive_verification_budget_reaches_the_events(
         sched.add_request(request(r))
     runner = V2ModelRunner.__new__(V2ModelRunner)
     runner.adaptive_verification = adaptive_verification([0.9, 0.2, 0.5])
+    # Cost tables (ms) that make vLLM's cost model choose a budget of 4, 0, then all 9 drafts: verifying
+    # is free up to 3 non-draft tokens + 4, + 0, + 9 drafts, and costly beyond.
+    def tables(free_drafts: int) -> tuple[np.ndarray, np.ndarray]:
+        return np.zeros(8), np.where(np.arange(16) <= 3 + free_drafts, 1.0, 100.0)
     totals: dict[str, int] = {}
     so = sched.schedule()  # prefill
     add_counters(totals, sched.update_from_output(so, sampled_output(so, {})))
@@ -243,9 +258,11 @@ def test_adaptive_verification_budget_reaches_the_events(
     admitted: list[list[int]] = []
     for budget, accepted in ((4, {"r0": 2, "r2": 1}), (0, {}), (9, {"r0": 3, "r1": 0, "r2": 1})):
         so = sched.schedule()
-        drafts = {r: len(d) for r, d in so.scheduled_spec_decode_tokens.items()}
-        assert drafts == dict.fromkeys(ids, K)
-        runner.adaptive_verification._batch_budget = (drafts, dict.fromkeys(ids, 1), budget)
+        assert {r: len(d) for r, d in so.scheduled_spec_decode_tokens.items()} == dict.fromkeys(ids, K)
+        runner.adaptive_verification.cost_tables = tables(budget)
+        manager = runner.adaptive_verification
+        num_tokens = manager.get_num_tokens(so.num_scheduled_tokens, so.scheduled_spec_decode_tokens)
+        assert num_tokens == 3 + budget  # one non-draft token per request, and the budget vLLM chose
         idx_mapping = torch.arange(3)
         runner.adaptive_verification.reallocate_drafts(ids, idx_mapping)
         admitted.append(runner.adaptive_verification._batch_draft_capacity.tolist())
