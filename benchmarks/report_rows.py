@@ -69,7 +69,7 @@ def _rows(n: int, hour: int, rng: np.random.Generator) -> pa.Table:
     event_time = pa.array(np.datetime64(START, "us") + micros.astype("timedelta64[us]"), pa.timestamp("us"))
     ids = pc.cast(pa.array(step, pa.int64()), pa.string())
     columns = {
-        "schema_version": _dictionary(np.zeros(n), ("1.0",)),
+        "schema_version": _dictionary(np.zeros(n), ("1.1",)),
         "event_id": pc.dictionary_encode(pc.binary_join_element_wise(f"h{hour}-", ids, "")),
         "engine_id": _dictionary(engine, ENGINES),
         "engine_instance": _dictionary(engine, tuple(e.split("/")[0] for e in ENGINES)),
