@@ -59,7 +59,7 @@ class RawStep(NamedTuple):
     processed: list[str] | None  # async: the requests update_from_output returned an output for (None: all)
     batch_decision: DraftDecision | None  # made after this step: the drafts of the requests it scheduled
     after_drop: bool  # this engine's previous step was dropped from a full queue
-    verify_budget: tuple[int, int] | None  # V2 adaptive verification: (drafts verified, scheduled) this step
+    verify_budget: int | None  # V2 adaptive verification: the drafts verified this step, of scheduled_drafts
 
 
 def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None = None) -> OutcomeColumns:
@@ -78,7 +78,7 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
     emitted: list[int] = []
     proposals: dict[str, int] | None = None  # built on the first request without drafts
     processed = None if raw.processed is None else set(raw.processed)
-    none_verified = raw.verify_budget is not None and raw.verify_budget[0] == 0
+    none_verified = raw.verify_budget == 0
     for request_id, num_scheduled in raw.num_scheduled.items():
         drafts = raw.scheduled_drafts.get(request_id)
         if not drafts and (num_scheduled != 1 or request_id not in raw.decoding_without_drafts):

@@ -44,7 +44,7 @@ class StepEvents:
             return None
         envelope = {**context, "event_id": f"{boot}-{raw.step_index}", "step_index": raw.step_index,
                     "event_time_us": raw.event_time_us, "batch_max_seq_len": None,
-                    "drafts_verified": _partly_verified(raw.verify_budget)}
+                    "drafts_verified": _partly_verified(raw.verify_budget, raw.scheduled_drafts)}
         del envelope["boot"]
         if decision is not None:
             envelope["drafter_max_len"] = decision.drafter_max_len
@@ -53,9 +53,11 @@ class StepEvents:
         return envelope, outcomes
 
 
-def _partly_verified(budget: tuple[int, int] | None) -> int | None:
+def _partly_verified(budget: int | None, scheduled_drafts: dict[str, list[int]]) -> int | None:
     """The step's verified drafts when adaptive verification verified some, not all, of those scheduled."""
-    return budget[0] if budget is not None and 0 < budget[0] < budget[1] else None
+    if not budget or budget >= sum(map(len, scheduled_drafts.values())):
+        return None
+    return budget
 
 
 def _decision(value: Any) -> DraftDecision | None:

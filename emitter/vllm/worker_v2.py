@@ -3,9 +3,10 @@ engine core on the step's output.
 
 ``AdaptiveVerificationManager.reallocate_drafts`` (method dspark with
 ``enable_adaptive_verification``) verifies ``draft_budget`` of the step's scheduled drafts; which
-requests' drafts it admits is decided on the GPU and never reaches the host, but the budget and
-the scheduled total do (``_batch_budget``, stashed by ``get_num_tokens`` in the same step). The
-wrapper keeps ``(draft_budget, scheduled)`` with the step's ``idx_mapping``; V2's
+requests' drafts it admits is decided on the GPU and never reaches the host, but the budget does
+(``_batch_budget``, stashed by ``get_num_tokens`` in the same step; the scheduled drafts it is
+compared with are the scheduler's own). The wrapper keeps the budget with the step's
+``idx_mapping``; V2's
 ``sample_tokens`` attaches it to the ``ModelRunnerOutput`` of the same batch (the one its
 ``execute_model_state`` holds), where the scheduler hook reads it. Plain host ints: no GPU read,
 no I/O.
@@ -18,8 +19,8 @@ from typing import Any
 
 from emitter.vllm.patching import Guard, attach_to_output, wrap
 
-BUDGET_ATTR = "specmetrics_verify_budget"  # (draft_budget, scheduled drafts) on the ModelRunnerOutput
-_LAST = "_specmetrics_last_budget"  # (idx_mapping, draft_budget, scheduled) on the manager
+BUDGET_ATTR = "specmetrics_verify_budget"  # the step's draft budget (int) on the ModelRunnerOutput
+_LAST = "_specmetrics_last_budget"  # (idx_mapping, draft_budget) on the manager
 
 
 def install() -> list[str]:
@@ -35,7 +36,7 @@ def install() -> list[str]:
             result = original(self, req_ids, idx_mapping, *args, **kwargs)
             if budget is not None:
                 try:
-                    setattr(self, _LAST, (idx_mapping, int(budget[2]), sum(budget[0].values())))
+                    setattr(self, _LAST, (idx_mapping, int(budget[2])))
                 except Exception as exc:
                     guard.failed(exc)
             return result
@@ -51,7 +52,7 @@ def install() -> list[str]:
                 try:
                     last = manager.__dict__.pop(_LAST, None)
                     if last is not None and last[0] is state.input_batch.idx_mapping:
-                        attach_to_output(output, BUDGET_ATTR, last[1:])
+                        attach_to_output(output, BUDGET_ATTR, last[1])
                 except Exception as exc:
                     guard.failed(exc)
             return output

@@ -36,11 +36,11 @@ def test_event_envelope_carries_the_decision_that_produced_the_drafts() -> None:
 def test_envelope_carries_the_verified_total_only_when_some_drafts_were_left_out() -> None:
     context = {"boot": "abc", "engine_instance": "e", "dp_rank": 0}
     verified = {}
-    for budget in (None, (0, 3), (2, 3), (3, 3)):
+    for budget in (None, 0, 2, 3):  # of the 3 drafts scheduled
         event = StepEvents()((context, tuple(raw(verify_budget=budget))))
         assert event is not None
         verified[budget] = event[0]["drafts_verified"]
-    assert verified == {None: None, (0, 3): None, (2, 3): 2, (3, 3): None}
+    assert verified == {None: None, 0: None, 2: 2, 3: None}
 
 
 def step(scheduled: list[str], decision: tuple[bool, int, int], made: tuple[bool, int, int],

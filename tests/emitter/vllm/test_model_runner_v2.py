@@ -312,7 +312,7 @@ def test_a_failing_v2_worker_hook_stops_and_the_output_passes_through(
     runner.adaptive_verification = adaptive_verification([0.5])
     runner.execute_model_state = "not a state"  # type: ignore[assignment]
     for _ in range(2):
-        setattr(runner.adaptive_verification, "_specmetrics_last_budget", (None, 1, 3))
+        setattr(runner.adaptive_verification, "_specmetrics_last_budget", (None, 1))
         with caplog.at_level(logging.ERROR, logger="vllm.specmetrics"):
             assert runner.sample_tokens(None) is output
     assert not hasattr(output, worker_v2.BUDGET_ATTR)
