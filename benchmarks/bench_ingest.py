@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from benchmarks.args import positive_int
 from emitter.loadgen import LoadSpec, run_load
 from emitter.sinks import LocalLogSink
 from ingest import Ingester, IngestSettings
@@ -46,11 +47,11 @@ def plain_write_seconds(table: pa.Table, path: Path, settings: IngestSettings) -
     return time.perf_counter() - start
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=4_000_000)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--rows", type=positive_int, default=4_000_000)
+    parser.add_argument("--rounds", type=positive_int, default=3)
+    args = parser.parse_args(argv)
     settings = IngestSettings()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from kafka import KafkaConsumer, KafkaProducer
 
+from benchmarks.args import positive_int
 from emitter.kafka import KafkaAddress, KafkaSettings, ensure_topic
 from emitter.loadgen import LoadSpec, run_load
 from emitter.log import LocalLogReader
@@ -98,13 +99,13 @@ def naive_baseline(broker: TansuBroker, rows: int, settings: KafkaSettings, out:
     return len(parsed) / seconds
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=4_000_000)
-    parser.add_argument("--batch-size", type=int, default=256, help="Request outcomes per step message.")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--naive-rows", type=int, default=200_000)
-    args = parser.parse_args()
+    parser.add_argument("--rows", type=positive_int, default=4_000_000)
+    parser.add_argument("--batch-size", type=positive_int, default=256, help="Request outcomes per step message.")
+    parser.add_argument("--rounds", type=positive_int, default=3)
+    parser.add_argument("--naive-rows", type=positive_int, default=200_000)
+    args = parser.parse_args(argv)
     settings = IngestSettings()
     with tempfile.TemporaryDirectory() as tmp, TansuBroker() as broker:
         root = Path(tmp)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import sys
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -23,7 +24,8 @@ from typing import Any
 
 import duckdb
 
-from benchmarks.report_rows import build_tree
+from benchmarks.args import positive_int
+from benchmarks.report_rows import BATCH, FILES, build_tree, whole_steps
 from ingest.rollup import build_missing, check_rollups, rollups_cover
 from queries import connect
 from queries.report import Window, collect
@@ -128,14 +130,20 @@ def best(fn: Callable[[Path], dict[str, Any]], root: Path, rounds: int) -> tuple
     return min(times), result
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=100_000_000)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rows", type=positive_int, default=100_000_000)
+    parser.add_argument("--rounds", type=positive_int, default=2)
     parser.add_argument("--dir", type=Path, default=Path("/var/tmp/specmetrics-bench"),
                         help="Where the generated tree is kept between runs (~1 GB at 100M rows).")
-    args = parser.parse_args()
-    root = build_tree(args.dir / f"rows-{args.rows}", args.rows)
+    args = parser.parse_args(argv)
+    rows = whole_steps(args.rows)
+    if rows == 0:
+        parser.error(f"--rows must be at least {FILES * BATCH:,}: {FILES} files of whole {BATCH}-request steps")
+    if rows != args.rows:
+        print(f"--rows {args.rows:,} rounded down to {rows:,}: {FILES} files of whole {BATCH}-request steps",
+              file=sys.stderr)
+    root = build_tree(args.dir / f"rows-{rows}", rows)
     start = time.perf_counter()
     built = len(build_missing(root))
     rollup_build_s = time.perf_counter() - start
@@ -152,7 +160,7 @@ def main() -> None:
     pandas_s, by_pandas = best(pandas_report, root, args.rounds)
     agree = got == by_raw == by_polars == by_pandas
     print(json.dumps({
-        "rows": args.rows, "floor_s": round(floor_s, 3), "report_s": round(report_s, 3),
+        "rows": rows, "floor_s": round(floor_s, 3), "report_s": round(report_s, 3),
         "report_raw_s": round(raw_s, 3), "polars_s": round(polars_s, 3), "pandas_s": round(pandas_s, 3),
         "report_over_floor": round(report_s / floor_s, 2), "report_raw_over_floor": round(raw_s / floor_s, 2),
         "pandas_over_report": round(pandas_s / report_s, 2), "polars_over_report": round(polars_s / report_s, 2),

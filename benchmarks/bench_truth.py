@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.args import positive_int
 from emitter.loadgen import EngineTruth, LoadSpec, run_load
 from emitter.sinks import LocalLogSink
 from ingest import Ingester, IngestSettings
@@ -62,10 +63,10 @@ def differences(data: Path, truth: dict[str, EngineTruth]) -> list[str]:
     return wrong
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    args = parser.parse_args()
+    parser.add_argument("--rows", type=positive_int, default=10_000_000)
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         start = time.perf_counter()

@@ -18,6 +18,7 @@ import msgpack
 import numpy as np
 import pyarrow as pa
 
+from benchmarks.args import positive_int
 from emitter.loadgen import LoadSpec
 from emitter.loadgen.simulator import EngineSimulator
 from ingest.batch import PartitionBuffer
@@ -149,10 +150,10 @@ ENCODINGS: dict[str, tuple[Callable[[Step], bytes], Callable[[list[bytes]], pa.T
 }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--steps", type=int, default=2000)
-    args = parser.parse_args()
+    parser.add_argument("--steps", type=positive_int, default=2000)
+    args = parser.parse_args(argv)
     steps = sample_steps(args.steps)
     rows = sum(len(cols["kind"]) for _, cols in steps)
     baseline = None

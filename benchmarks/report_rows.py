@@ -3,7 +3,8 @@ the stored schema (schemas.arrow.OUTCOME_SCHEMA), one file per hour, laid out as
 writes them (steps of 64 requests sharing the step's envelope) with a realistic mix: 4 engines
 (K = 3 and 5) interleaved step by step, ~80 % drafted, whole steps skipped when the batch's
 context passes the drafter's limit, grammar-invalid and K = 0 request-steps. Deterministic for
-a seed; cached by row count and layout version."""
+a seed; cached by row count and layout version. Files are named as the ingester names them
+(source ``bench``, partition 0, each file's offset range), so every reader takes them."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ingest import IngestSettings
+from ingest.output import FileName
 from schemas.arrow import OUTCOME_SCHEMA
 
 START = datetime(2026, 11, 30, 0, 0)
@@ -25,21 +27,29 @@ KINDS = ("drafted", "skipped_for_length", "grammar_invalid", "k_zero")
 REASONS = ("no_proposal", "length_trim", "grammar_truncated", "schedule")
 DRAFTER_MAX_LEN = 3800
 BATCH = 64
+FILES = 10
 
 
-def build_tree(root: Path, rows: int, files: int = 10, seed: int = 0) -> Path:
+def whole_steps(rows: int, files: int = FILES) -> int:
+    """``rows`` rounded down to whole steps of :data:`BATCH` request outcomes in each of ``files`` files."""
+    return rows // (files * BATCH) * files * BATCH
+
+
+def build_tree(root: Path, rows: int, files: int = FILES, seed: int = 0) -> Path:
     """``root`` with ``rows`` rows in ``files`` hourly files; reused if already complete."""
-    done = root / f".complete-{rows}-{files}-{seed}-steps{BATCH}"
+    if rows != whole_steps(rows, files) or rows == 0:
+        raise ValueError(f"{rows} rows are not whole steps of {BATCH} in {files} files: round with whole_steps")
+    done = root / f".complete-{rows}-{files}-{seed}-steps{BATCH}-named"
     if done.exists():
         return root
     settings = IngestSettings()
-    per_file = rows // files
+    steps = rows // files // BATCH
     for i in range(files):
-        table = _rows(per_file, i, np.random.default_rng(seed + i))
+        table = _rows(steps, i, np.random.default_rng(seed + i))
         folder = root / f"dt={START:%Y-%m-%d}" / f"hour={i:02d}"
         folder.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, folder / "bench-0.parquet", compression=settings.compression,
-                       row_group_size=settings.row_group_rows)
+        name = FileName("bench", 0, i * steps, (i + 1) * steps - 1).render("parquet")
+        pq.write_table(table, folder / name, compression=settings.compression, row_group_size=settings.row_group_rows)
     done.touch()
     return root
 
@@ -48,10 +58,11 @@ def _dictionary(codes: np.ndarray, values: tuple[str, ...]) -> pa.DictionaryArra
     return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), pa.array(values))
 
 
-def _rows(n: int, hour: int, rng: np.random.Generator) -> pa.Table:
-    """Rows as the ingester stores them: steps of BATCH requests, one engine per step, the step's
-    envelope (engine, time, context, K) shared by its rows; skipping for length is batch-wide."""
-    steps = n // BATCH
+def _rows(steps: int, hour: int, rng: np.random.Generator) -> pa.Table:
+    """Rows as the ingester stores them: ``steps`` steps of BATCH requests at log offsets
+    ``hour * steps`` on, one engine per step, the step's envelope (engine, time, context, K)
+    shared by its rows; skipping for length is batch-wide."""
+    n = steps * BATCH
     step_engine = rng.integers(0, len(ENGINES), steps)
     step_context = rng.integers(32, 4096, steps).astype(np.int32)
     engine = np.repeat(step_engine, BATCH)
@@ -83,8 +94,8 @@ def _rows(n: int, hour: int, rng: np.random.Generator) -> pa.Table:
         "event_time": event_time,
         "batch_max_seq_len": pa.array(context),
         "drafts_verified": pa.nulls(n, pa.int32()),
-        "log_partition": pa.array(engine.astype(np.int32)),
-        "log_offset": pa.array(step.astype(np.int64)),
+        "log_partition": pa.array(np.zeros(n, np.int32)),
+        "log_offset": pa.array(step.astype(np.int64) + hour * steps),
         "request_id": pc.binary_join_element_wise(
             f"r{hour}-", pc.cast(pa.array((np.arange(n) % BATCH) + step // 50 * BATCH), pa.string()), ""),
         "kind": _dictionary(kind, KINDS),
