@@ -1,4 +1,4 @@
-"""What the scheduler saw at one step → one outcome per request (DESIGN.md section 3).
+"""What the scheduler saw at one step → one outcome per request (docs/design.md#events).
 
 Pure logic on plain values, no vLLM import. The engine thread only takes references and
 lengths (a plain tuple in :class:`RawStep` order); :class:`emitter.step_events.StepEvents`

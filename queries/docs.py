@@ -25,7 +25,8 @@ Layers: **staging** types the stored rows, **intermediate** aggregates them once
 what people read. Every metric is grouped by `engine_id, model, method, num_spec_tokens`; the time
 dimension comes from the `*_between(t0, t1)` macro of each view (`t0 <= event_time < t1`, UTC,
 `NULL` leaves an end open; bind them: `FROM acceptance_between(?, ?)`) and from
-`acceptance_timeline`. Definitions: DESIGN.md section 4 and the README's "Views" section.
+`acceptance_timeline`. Definitions: [docs/design.md](design.md#metric-definitions) and the README's
+"Views" section.
 """
 
 

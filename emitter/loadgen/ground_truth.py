@@ -11,7 +11,8 @@ from schemas.codes import KIND_CODES, REASON_CODES
 
 @dataclass
 class EngineTruth:
-    """Counters for one engine (one engine_id, model, method, K), as DESIGN.md section 4 defines them."""
+    """Counters for one engine (one engine_id, model, method, K), as the views define them
+    (docs/design.md#metric-definitions)."""
 
     num_spec_tokens: int
     steps: int = 0

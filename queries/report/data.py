@@ -4,8 +4,8 @@
 per time bucket and per context bucket in one pass; ``report_rollup_stored`` gives the same rows
 from the rollups stored next to the data (ingest/rollup.py), which the report uses when they
 cover the window and the widths allow it. The report keeps its rows in a temporary
-table and computes every number from them with the metric definitions of the views (DESIGN.md
-section 4), pooled the way vLLM pools: sums of counts first, ratios last. The window and widths
+table and computes every number from them with the metric definitions of the views
+(docs/design.md#metric-definitions), pooled the way vLLM pools: sums of counts first, ratios last. The window and widths
 are bound as parameters, never pasted into the SQL. Tests check the numbers equal the views'.
 """
 
