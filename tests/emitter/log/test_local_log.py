@@ -68,14 +68,18 @@ def test_a_torn_tail_is_never_parsed_and_the_next_writer_cuts_it(log_dir: Path) 
     assert [o for o, _ in read_all(log_dir)] == list(range(11))
 
 
-def test_a_corrupt_record_in_the_middle_is_not_returned(log_dir: Path) -> None:
+def test_a_corrupt_record_in_the_middle_is_a_damaged_record_and_the_rest_is_read(log_dir: Path) -> None:
     writer = LocalLogWriter(log_dir)
     writer.append([payload(o) for o in range(3)])
     segment = segment_path(log_dir, 0)
     data = bytearray(segment.read_bytes())
     data[HEADER.size + 2] ^= 0xFF  # flip a payload byte of offset 0
     segment.write_bytes(bytes(data))
-    assert read_all(log_dir) == []
+    records = LocalLogReader(log_dir).read()
+    assert [(r.offset, r.error is not None) for r in records] == [(0, True), (1, False), (2, False)]
+    assert records[0].payload == bytes(data[:HEADER.size + len(payload(0))])
+    assert [r.payload for r in records[1:]] == [payload(1), payload(2)]
+    assert writer.append([payload(3)]) == (3, 3)
 
 
 def test_two_writers_share_one_log(log_dir: Path) -> None:
