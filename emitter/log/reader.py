@@ -110,6 +110,8 @@ class LocalLogReader:
         rest = _read_from(path, self._position)
         if not rest:
             return bool(later) and self._enter(later[0], records)
+        if parse(rest, 0, self._offset)[0] is not None:  # a writer finished it since the chunk was read
+            return True
         found = find_next_record(rest, 0, self._offset)
         if found is not None:
             self._damaged(records, path, rest[:found[0]], found[1] - self._offset)
@@ -132,9 +134,8 @@ class LocalLogReader:
         """``count`` offsets lost in ``damaged`` bytes at the current position: damaged records
         (the first carries the bytes), and the position moves past them."""
         where = f"{path} bytes {self._position}-{self._position + len(damaged) - 1}"
-        if count == 0:
-            logger.warning("%s are not a record and hold no offset (offset %d follows them); skipped", where,
-                           self._offset)
+        if count == 0:  # at the end of a segment, before the next one's base
+            logger.warning("%s are not a record and hold no offset; skipped", where)
         first = self._offset
         reason = f"damaged local log record: {where} are not a valid record" + \
             (f" (offsets {first}-{first + count - 1} lost in them)" if count > 1 else "")

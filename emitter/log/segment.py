@@ -128,44 +128,42 @@ def is_cut_short(buffer: bytes | memoryview, position: int) -> bool:
     return length <= MAX_RECORD_BYTES and HEADER.size + length > remaining
 
 
-def find_next_record(buffer: bytes, start: int, min_offset: int) -> tuple[int, int] | None:
-    """``(position, offset)`` of the first valid record past damaged bytes at ``start``, or None.
+def find_next_record(buffer: bytes, start: int, offset: int) -> tuple[int, int] | None:
+    """``(position, offset)`` of the first valid record past a damaged record at ``start`` whose
+    offset is ``offset``, or None.
 
-    Its offset is at least ``min_offset`` (the damaged record's) and at most one more per 16
-    bytes (a header) past ``start``, since every record it skips took at least that. Candidates
-    are found vectorised: the offset fields at all positions of one alignment mod 8 are one
-    zero-copy ``uint64`` view, so the scan runs in C at memory speed, in windows that start small.
+    The record found has a larger offset, by at most one per 16 bytes (a header) past ``start``:
+    every record it skips took at least that. Candidates are found vectorised: the offset fields
+    at all positions of one alignment mod 8 are one zero-copy ``uint64`` view, so the scan runs
+    in C at memory speed, in windows that start small (most damage is one record).
     """
     first_candidate, window = start + 1, _FIRST_WINDOW
     last_candidate = len(buffer) - HEADER.size  # a header must fit
     while first_candidate <= last_candidate:
         end = min(last_candidate + 1, first_candidate + window)
-        for position in _candidates(buffer, start, first_candidate, end, min_offset):
-            record, _ = parse(buffer, position, HEADER.unpack_from(buffer, position)[2])
-            if record is not None:
-                return position, record.offset
+        for position in _candidates(buffer, first_candidate, end, offset + 1, offset + (end - start) // HEADER.size):
+            found = HEADER.unpack_from(buffer, position)[2]
+            if found <= offset + (position - start) // HEADER.size:
+                record, _ = parse(buffer, position, found)
+                if record is not None:
+                    return position, found
         first_candidate, window = end, min(window * 4, _MAX_WINDOW)
     return None
 
 
-def _candidates(buffer: bytes, start: int, first: int, end: int, min_offset: int) -> list[int]:
-    """Positions in ``[first, end)`` whose header could be a record's: a plausible offset, a length
-    that fits, and not all zeros (a zeroed region is the common damage)."""
-    found: list[np.ndarray] = []
+def _candidates(buffer: bytes, first: int, end: int, lowest: int, highest: int) -> list[int]:
+    """Positions in ``[first, end)`` whose offset field holds an offset from ``lowest`` to
+    ``highest``, ascending."""
+    found: list[int] = []
+    if highest < lowest:
+        return found
     for alignment in range(8):
         count = (end - first - alignment + 7) // 8
-        if count <= 0:
-            continue
-        at = first + alignment
-        positions = np.arange(at, at + 8 * count, 8, dtype=np.int64)
-        lengths = np.frombuffer(buffer, dtype="<u4", count=2 * count - 1, offset=at)[::2].astype(np.int64)
-        crcs = np.frombuffer(buffer, dtype="<u4", count=2 * count - 1, offset=at + 4)[::2]
-        offsets = np.frombuffer(buffer, dtype="<u8", count=count, offset=at + 8)
-        most = (min_offset + (positions - start) // HEADER.size).astype(np.uint64)
-        plausible = (offsets >= np.uint64(min_offset)) & (offsets <= most) & (lengths <= MAX_RECORD_BYTES) \
-            & (positions + HEADER.size + lengths <= len(buffer)) & ((lengths != 0) | (crcs != 0))
-        found.append(positions[plausible])
-    return sorted(int(p) for part in found for p in part)
+        if count > 0:
+            offsets = np.frombuffer(buffer, dtype="<u8", count=count, offset=first + alignment + 8)
+            hits = np.flatnonzero(offsets - np.uint64(lowest) <= np.uint64(highest - lowest))
+            found += (first + alignment + 8 * hits).tolist()
+    return sorted(found)
 
 
 def damaged_records(damaged: bytes | memoryview, offset: int) -> int:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from emitter.log import LocalLogReader, LocalLogWriter, segment
+from emitter.log import LocalLogReader, LocalLogWriter, LogRecord, segment
 from emitter.log.segment import HEADER, list_segments, segment_path
 
 
@@ -156,3 +156,21 @@ def test_a_writer_catching_up_reads_only_what_the_others_appended(tmp_path: Path
     monkeypatch.setattr(segment, "parse", counting_parse)
     assert a.append([b"a"]) == (1003, 1003)
     assert parsed == [1000, 1001, 1002, 1003]  # b's three records and the end, not a's thousand
+
+
+def test_a_reader_following_a_busy_writer_sees_no_damage(log_dir: Path) -> None:
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(log_dir)], stdout=subprocess.DEVNULL, cwd=root,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        reader = LocalLogReader(log_dir)
+        records: list[LogRecord] = []
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            records += reader.read(50)  # small reads: many of them end inside a batch being written
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(records) > 1000
+    assert [r.offset for r in records] == list(range(len(records)))
+    assert all(r.error is None and r.payload == payload(r.offset) for r in records)
