@@ -125,7 +125,7 @@ class LocalLogReader:
             # A writer appending now may be writing past these bytes: only an idle log tells.
             if not idle:
                 return False
-            if list_segments(self.directory)[-1] == self._segment and \
+            if list_segments(self.directory)[-1:] == [self._segment] and \
                     path.stat().st_size == self._position + len(rest):
                 self._damaged(records, path, rest, damaged_records(rest, self._offset))  # as a writer counts them
             return True
