@@ -8,6 +8,9 @@ partition is next assigned (``remove_uncommitted``) and rewritten under the same
 A partition that moved on while this ingester was evicted (a commit refused, or partitions
 reported lost) may have a new owner already, which removed what was past its last commit
 before this one wrote it: such files are removed here, and buffers dropped unwritten.
+Offsets the source reports gone (:class:`LostRange`) stop the run with :class:`LostOffsets`
+once everything before them is committed, or, with ``accept_loss``, are recorded in the tree
+(``ingest.output.write_lost_range``) and committed like a flush.
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ from ingest.output import (
     remove_uncommitted,
     remove_written,
     write_dead_letters,
+    write_lost_range,
     write_partitioned,
 )
 from ingest.settings import IngestSettings
-from ingest.sources.base import Source
+from ingest.sources.base import LostRange, Source
+from schemas.arrow import OUTCOME_SCHEMA
 from schemas.version import UnsupportedSchemaVersion
 from schemas.wire import InvalidRecord, decode_step
 
@@ -54,6 +59,18 @@ class IngestStats:
     files: int = 0
     flushes: int = 0
     redelivered: int = 0  # records at offsets already consumed (skipped)
+    lost_offsets: int = 0  # offsets the source reported gone, recorded in the tree (accept_loss)
+
+
+class LostOffsets(ValueError):
+    """Offsets are gone from the source and ``accept_loss`` is off: everything before them is
+    stored and committed, and the run stops here."""
+
+    def __init__(self, source: str, loss: LostRange) -> None:
+        super().__init__(f"offsets {loss.first}-{loss.last} of source {source} partition {loss.partition} are lost: "
+                         f"{loss.reason}; everything before them is stored. To record the loss in the tree and go "
+                         "on, run again with --accept-loss (SPECMETRICS_INGEST_ACCEPT_LOSS=1)")
+        self.loss = loss
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +81,7 @@ class _Flush:
     dead_letters: list[DeadLetter]
     first_event_us: int | None
     written: list[WrittenFile] = field(default_factory=list)  # filled by the writer thread
+    lost: LostRange | None = None  # a flush that records offsets gone from the source, and nothing else
 
 
 class Ingester:
@@ -101,11 +119,14 @@ class Ingester:
                 alive(self.stats)
             caught_up = once and self.source.at_end()
             records = self.source.poll(self.settings.poll_records, 0.0 if caught_up else 0.5)
+            losses = self.source.losses()
+            for loss in losses:
+                self._lose(loss)
             for record in records:
-                self._consume(record.partition, record.offset, record.value)
+                self._consume(record.partition, record.offset, record.value, record.error)
             self._reap()
             now = time.monotonic()
-            if records:
+            if records or losses:
                 last_record = now
                 if progress:
                     progress(self.stats)
@@ -154,7 +175,7 @@ class Ingester:
             self._next.pop(partition, None)
             self._refused.discard(partition)
 
-    def _consume(self, partition: int, offset: int, payload: bytes) -> None:
+    def _consume(self, partition: int, offset: int, payload: bytes, error: str | None = None) -> None:
         if partition in self._refused:
             return
         buffer = self._buffers.get(partition)
@@ -164,6 +185,8 @@ class Ingester:
             return
         self.stats.records += 1
         try:
+            if error is not None:
+                raise InvalidRecord(error)
             step = decode_step(payload)
         except (InvalidRecord, UnsupportedSchemaVersion) as exc:
             if buffer is None:
@@ -182,6 +205,23 @@ class Ingester:
         if buffer.rows + len(buffer.dead_letters) >= self.settings.flush_rows or \
                 buffer.payload_bytes >= self.settings.flush_bytes:
             self.flush(partition)
+
+    def _lose(self, loss: LostRange) -> None:
+        """Offsets gone from the source: what came before them is flushed and committed; then the
+        run stops, or (``accept_loss``) the range gets a file of its own and is committed."""
+        if loss.partition in self._refused:
+            return
+        buffer = self._buffers.get(loss.partition)
+        if loss.last < (buffer.end_offset + 1 if buffer else self._next.get(loss.partition, loss.first)):
+            return  # before what was consumed already
+        self.flush(loss.partition)
+        self.wait()
+        if not self.settings.accept_loss:
+            raise LostOffsets(self.source.name, loss)
+        work = _Flush(FileName(self.source.name, loss.partition, loss.first, loss.last), OUTCOME_SCHEMA.empty_table(),
+                      np.zeros(0, dtype=np.int64), [], None, lost=loss)
+        self._in_flight = (self._writer.submit(self._write, work), {loss.partition: loss.last + 1}, work)
+        self.wait()
 
     def flush_all(self) -> None:
         for partition in list(self._buffers):
@@ -213,6 +253,7 @@ class Ingester:
             self.stats.files += sum(file.path.suffix == ".parquet" for file in work.written)
             self.stats.rows += work.table.num_rows
             self.stats.dead_letters += len(work.dead_letters)
+            self.stats.lost_offsets += work.name.end - work.name.start + 1 if work.lost else 0
             self.stats.flushes += 1
 
     def close(self) -> None:
@@ -241,6 +282,12 @@ class Ingester:
             self.wait()
 
     def _write(self, work: _Flush) -> None:
+        if work.lost is not None:
+            path = write_lost_range(self.out, work.name, work.lost.reason)
+            work.written.append(WrittenFile.of(path))
+            logger.warning("offsets %d-%d of %s partition %d are lost (%s); recorded in %s", work.name.start,
+                           work.name.end, work.name.source, work.name.partition, work.lost.reason, path)
+            return
         if work.table.num_rows or not work.dead_letters:
             # Steps without outcomes alone still get a (row-less) file: verify finds covered offsets by file name.
             for path in write_partitioned(self.out, work.name, work.table, work.event_time_us, self._options,

@@ -4,9 +4,10 @@
 
     DATADIR/dt=YYYY-MM-DD/hour=HH/<source>-<partition>-<first offset>-<last offset>.parquet
     DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/<the same name>.parquet   (see ingest.rollup)
-    DATADIR/_dead_letter/<source>-<partition>-<first offset>-<last offset>.jsonl
+    DATADIR/_dead_letter/<source>-<partition>-<first offset>-<last offset>.jsonl   (or a lost range)
     DATADIR/_state/<source>.offsets.json     (local log sources)
     DATADIR/_state/<source>.lock             (local log sources: held by the one ingester)
+    DATADIR/_state/<source>.identity.json    (local log sources: the log the name stands for)
 
 File names are deterministic: the same input gives the same names, so a restart after a
 crash rewrites a file instead of adding a second copy. Files at or past the committed offset
@@ -101,6 +102,16 @@ def write_dead_letters(out: Path, name: FileName, letters: list[DeadLetter]) -> 
     )
     path = out / DEAD_LETTER_DIR / name.render("jsonl")
     write_atomically(path, ("\n".join(lines) + "\n").encode())
+    return path
+
+
+def write_lost_range(out: Path, name: FileName, reason: str) -> Path:
+    """One JSON line recording that offsets ``name.start`` to ``name.end`` are gone from the source
+    (``"lost": true``); its name covers them, so the offsets stay accounted for without a gap."""
+    line = json.dumps({"lost": True, "source": name.source, "partition": name.partition, "offset": name.start,
+                       "last_offset": name.end, "reason": reason})
+    path = out / DEAD_LETTER_DIR / name.render("jsonl")
+    write_atomically(path, (line + "\n").encode())
     return path
 
 

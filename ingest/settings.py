@@ -27,4 +27,7 @@ class IngestSettings(BaseSettings):
                        "in one group split the topic's partitions.")
     dead_letter_topic: str | None = Field(default=None, description="Kafka topic for records that fail validation "
                                           "(default: <topic>.dead-letter; empty: the local files only).")
+    accept_loss: bool = Field(default=False, description="Offsets gone from the source (a deleted or truncated "
+                              "local log segment) are recorded in the tree and ingesting goes on; off: the ingester "
+                              "stores what came before them and stops with an error.")
     log_interval_s: float = Field(default=30.0, gt=0, description="How often rows/s and lag are logged.")

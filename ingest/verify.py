@@ -6,11 +6,14 @@ source and partition the covered ranges must follow each other with no gap and n
 Event ids must appear at one (source, partition, offset) only: a second copy means the same
 step was produced twice (at-least-once delivery upstream) or ingested twice. A rollup must equal
 the rollup recomputed from its data file's rows, and have its data file (ingest.rollup); data
-files without a rollup yet are only counted.
+files without a rollup yet are only counted. Offsets the ingester recorded as lost (gone from the
+source: a ``_dead_letter`` line with ``"lost": true``) are covered, but listed, and the tree is
+not clean while any is.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,22 +37,35 @@ class PartitionCoverage:
 
 
 @dataclass
+class RecordedLoss:
+    """Offsets ``first`` to ``last`` the ingester recorded as gone from the source."""
+
+    source: str
+    partition: int
+    first: int
+    last: int
+    reason: str
+
+
+@dataclass
 class VerifyReport:
     partitions: list[PartitionCoverage]
     duplicate_events: int  # event ids stored at more than one position
     duplicate_examples: list[tuple[str, int]]  # (event id, copies)
     rollups: RollupCheck
+    lost: list[RecordedLoss] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
         return not self.duplicate_events and not any(p.gaps or p.overlaps for p in self.partitions) \
-            and self.rollups.clean
+            and self.rollups.clean and not self.lost
 
 
 def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
     if not data.is_dir():
         raise FileNotFoundError(f"{data} is not a directory")
-    return VerifyReport(_coverage(data), *_duplicate_events(data, examples), check_rollups(data))
+    return VerifyReport(_coverage(data), *_duplicate_events(data, examples), check_rollups(data),
+                        lost=_recorded_losses(data))
 
 
 def _coverage(data: Path) -> list[PartitionCoverage]:
@@ -72,6 +88,21 @@ def _coverage(data: Path) -> list[PartitionCoverage]:
             covered_to = max(covered_to, end)
         report.append(coverage)
     return report
+
+
+def _recorded_losses(data: Path) -> list[RecordedLoss]:
+    """The lost ranges in ``_dead_letter``: a file of one line each (other files start with a letter)."""
+    losses = []
+    for path in (data / DEAD_LETTER_DIR).glob("*.jsonl"):
+        with path.open("rb") as file:
+            try:
+                line = json.loads(file.readline())
+            except ValueError:
+                continue
+        if isinstance(line, dict) and line.get("lost") is True:
+            losses.append(RecordedLoss(line["source"], line["partition"], line["offset"], line["last_offset"],
+                                       line["reason"]))
+    return sorted(losses, key=lambda loss: (loss.source, loss.partition, loss.first))
 
 
 def _duplicate_events(data: Path, examples: int) -> tuple[int, list[tuple[str, int]]]:

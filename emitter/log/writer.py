@@ -7,7 +7,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from emitter.log.segment import frame, list_segments, scan_valid_end, segment_path
+from emitter.log.directory import LOCK_FILE, ensure_log_id
+from emitter.log.segment import frame, list_segments, overlapping_segment, scan_segment, segment_path
 
 DEFAULT_SEGMENT_BYTES = 128 * 1024 * 1024
 
@@ -17,14 +18,17 @@ class LocalLogWriter:
 
     Writers in several processes may share one directory: every append takes an exclusive
     ``flock`` and first catches up with what the others wrote. A torn tail left by a killed
-    writer is cut off before the next append, so offsets stay dense and monotonic.
+    writer is cut off before the next append, so offsets stay dense and monotonic; nothing else is
+    ever cut: damaged records keep their offsets, and appends go after them. A last segment whose
+    base is below the end of the one before it is refused (:class:`LogCorrupted`).
     """
 
     def __init__(self, directory: Path | str, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
+        ensure_log_id(self.directory)
         self._segment_bytes = segment_bytes
-        self._lock_fd = os.open(self.directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        self._lock_fd = os.open(self.directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         self._base = -1  # base offset of the segment open in _fd
         self._fd = -1
         self._size = 0  # bytes known valid in the open segment
@@ -64,7 +68,7 @@ class LocalLogWriter:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def _catch_up(self) -> None:
-        """Under the lock: find the true end of the log and cut off any torn tail."""
+        """Under the lock: find the true end of the log and cut off a torn tail."""
         segments = list_segments(self.directory)
         if not segments:
             self._open_segment(0, create=True)
@@ -72,6 +76,8 @@ class LocalLogWriter:
         last = segments[-1]
         path = segment_path(self.directory, last)
         if last != self._base:
+            if len(segments) > 1:
+                self._check_follows(segments[-2], last)
             self._open_segment(last, create=False)
         size = os.fstat(self._fd).st_size
         if size == self._size and self._size:
@@ -79,8 +85,17 @@ class LocalLogWriter:
         # What this writer wrote or checked stays valid (others only append or cut torn tails past
         # it): scan only what others appended since, not the whole segment.
         known = (self._size, self._next_offset) if 0 < self._size <= size else (0, -1)
-        self._size, self._next_offset = scan_valid_end(path, last, known)
-        os.ftruncate(self._fd, self._size)
+        end = scan_segment(path, last, known)
+        if end.torn:
+            os.ftruncate(self._fd, end.size)
+        self._size, self._next_offset = end.size, end.next_offset
+
+    def _check_follows(self, previous: int, base: int) -> None:
+        """Refuse a last segment whose base is below the end of the records of the one before it."""
+        known = (self._size, self._next_offset) if previous == self._base else (0, -1)
+        end = scan_segment(segment_path(self.directory, previous), previous, known)
+        if end.records_end > base:
+            raise overlapping_segment(self.directory, previous, end.records_end, base)
 
     def _open_segment(self, base_offset: int, create: bool) -> None:
         if self._fd >= 0:

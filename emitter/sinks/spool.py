@@ -89,6 +89,10 @@ class Spool:
         records = LocalLogReader(self.directory, self._position).read(min(max_messages, self.pending))
         items = []
         for record in records:
+            if record.error is not None:  # damaged on disk: its bytes go on unkeyed, to end as a dead letter
+                logger.warning("specmetrics: %s", record.error)
+                items.append((b"", record.payload))
+                continue
             (length,) = _KEY_LENGTH.unpack_from(record.payload)
             items.append((record.payload[2:2 + length], record.payload[2 + length:]))
         return items

@@ -21,6 +21,19 @@ class SourceRecord(NamedTuple):
     partition: int
     offset: int
     value: bytes
+    #: Why the record cannot be read at all (a corrupt frame, a Kafka tombstone); the ingester stores
+    #: it as a dead letter with this reason and ``value`` as its bytes.
+    error: str | None = None
+
+
+class LostRange(NamedTuple):
+    """Offsets ``first`` to ``last`` of a partition whose records are gone from the source (bytes
+    deleted or truncated, or removed before they were read): nothing of them can be stored."""
+
+    partition: int
+    first: int
+    last: int
+    reason: str
 
 
 class Source(ABC):
@@ -39,6 +52,11 @@ class Source(ABC):
     def poll(self, max_records: int, timeout_s: float) -> list[SourceRecord]:
         """Up to ``max_records`` records, in offset order per partition; waits at most
         ``timeout_s`` when nothing is available, then returns an empty list."""
+
+    def losses(self) -> list[LostRange]:
+        """The offset ranges the last :meth:`poll` found gone, oldest first: they come before
+        every record that poll returned. The default: none."""
+        return []
 
     @abstractmethod
     def committed(self) -> dict[int, int]:

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import re
 import time
 from pathlib import Path
 
 from emitter.log import LocalLogReader
+from emitter.log.directory import log_id, writers_idle
 from ingest.durable import write_atomically
-from ingest.sources.base import Source, SourceRecord
+from ingest.sources.base import LostRange, Source, SourceRecord
 
+logger = logging.getLogger(__name__)
 _POLL_INTERVAL_S = 0.05
 
 
@@ -20,7 +23,8 @@ class LocalLogSource(Source):
     """Reads one local log directory as partition 0. The committed offset lives in
     ``<state_dir>/<name>.offsets.json`` (the ingester keeps it beside its output); until
     :meth:`close`, ``<state_dir>/<name>.lock`` is locked, so a second reader of the same log into
-    the same output is refused."""
+    the same output is refused. ``<state_dir>/<name>.identity.json`` says which log the name
+    stands for, so another log whose folder has the same name is refused too."""
 
     def __init__(self, log_dir: Path | str, state_dir: Path | str) -> None:
         self.log_dir = Path(log_dir)
@@ -29,7 +33,10 @@ class LocalLogSource(Source):
         self.name = re.sub(r"[^A-Za-z0-9_]", "_", self.log_dir.resolve().name) or "log"
         self._lock_fd = _lock_output(Path(state_dir) / f"{self.name}.lock")
         self._state_file = Path(state_dir) / f"{self.name}.offsets.json"
+        self._losses: list[LostRange] = []
+        self._warned_torn_tail: tuple[Path, int] | None = None
         try:
+            _claim_name(Path(state_dir) / f"{self.name}.identity.json", self.log_dir)
             self._reader = LocalLogReader(self.log_dir, self.committed()[0])
         except BaseException:
             self.close()
@@ -39,9 +46,16 @@ class LocalLogSource(Source):
         deadline = time.monotonic() + timeout_s
         while True:
             records = self._reader.read(max_records)
-            if records or time.monotonic() >= deadline:
-                return [SourceRecord(0, r.offset, r.payload) for r in records]
+            self._losses = [LostRange(0, gap.first, gap.last, gap.reason) for gap in self._reader.take_gaps()]
+            if records or self._losses or time.monotonic() >= deadline:
+                if not records:
+                    self._warn_of_torn_tail()
+                return [SourceRecord(0, r.offset, r.payload, r.error) for r in records]
             time.sleep(_POLL_INTERVAL_S)
+
+    def losses(self) -> list[LostRange]:
+        losses, self._losses = self._losses, []
+        return losses
 
     def committed(self) -> dict[int, int]:
         try:
@@ -58,6 +72,39 @@ class LocalLogSource(Source):
         if self._lock_fd >= 0:
             os.close(self._lock_fd)
             self._lock_fd = -1
+
+    def _warn_of_torn_tail(self) -> None:
+        """Once per torn tail that no writer is busy with (one was killed mid-append)."""
+        torn = self._reader.torn_tail
+        if torn is None or torn == self._warned_torn_tail:
+            return
+        with writers_idle(self.log_dir) as idle:
+            if idle:
+                logger.warning("local log segment %s ends with a torn record at byte %d: a writer was killed while "
+                               "appending it, so it was never acknowledged and is not data; the next writer cuts it "
+                               "off", *torn)
+                self._warned_torn_tail = torn
+
+
+def _claim_name(claim: Path, log_dir: Path) -> None:
+    """A source name (the log folder's name) stands for one log in a tree: its offsets and files
+    are that log's. The first ingester records the log's id (written by its first writer); a log
+    from before ids existed is recorded by its path, and by its id once a writer has given it one."""
+    identity = {"log_id": log_id(log_dir), "path": str(log_dir.resolve())}
+    try:
+        recorded = json.loads(claim.read_text())
+    except FileNotFoundError:
+        recorded = None
+    if recorded is not None and recorded != identity:
+        same = recorded["log_id"] == identity["log_id"] if recorded["log_id"] is not None else \
+            recorded["path"] == identity["path"]
+        if not same:
+            raise ValueError(
+                f"{claim.parent.parent} holds the local log {recorded['path']} (id {recorded['log_id']}) as source "
+                f"{claim.name.removesuffix('.identity.json')!r}, and {identity['path']} (id {identity['log_id']}) "
+                "is another log with a folder of the same name: ingest it into another tree, or rename its folder")
+    if recorded != identity:
+        write_atomically(claim, json.dumps(identity).encode())
 
 
 def _lock_output(lock: Path) -> int:

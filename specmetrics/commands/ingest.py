@@ -30,6 +30,10 @@ def add_parser(subparsers: Any) -> None:
                         help="Kafka consumer group (default: SPECMETRICS_INGEST_GROUP or specmetrics-ingest).")
     parser.add_argument("--dead-letter-topic", default=None,
                         help="Kafka topic for rejected records (default: <topic>.dead-letter; '' for none).")
+    parser.add_argument("--accept-loss", action="store_true", default=None,
+                        help="Offsets gone from the source (a deleted or truncated local log segment) are recorded "
+                             "in the tree ('specmetrics verify' reports them) and ingesting goes on; without it the "
+                             "ingester stores what came before them and exits with an error naming them.")
     parser.add_argument("--quiet", action="store_true", help="No progress line.")
     parser.add_argument("--heartbeat-file", type=Path, default=None,
                         help="Rewrite this file (JSON: time and totals) every second while the loop runs, idle or "
@@ -39,11 +43,13 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in (("flush_rows", args.flush_rows), ("group", args.group),
-                                   ("dead_letter_topic", args.dead_letter_topic)) if v is not None}
+                                   ("dead_letter_topic", args.dead_letter_topic),
+                                   ("accept_loss", args.accept_loss)) if v is not None}
     stats = ingest_source(args.source, args.out, once=args.once, settings=IngestSettings(**overrides),
                           show_progress=not args.quiet, heartbeat_file=args.heartbeat_file)
     print(f"ingested {stats.rows:,} request outcomes from {stats.records:,} records into {stats.files} file(s); "
-          f"{stats.dead_letters} dead letter(s)")
+          f"{stats.dead_letters} dead letter(s)" + (f"; {stats.lost_offsets:,} lost offset(s) recorded"
+                                                    if stats.lost_offsets else ""))
     return 0
 
 

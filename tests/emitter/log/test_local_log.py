@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from emitter.log import LocalLogReader, LocalLogWriter, segment
+from emitter.log import LocalLogReader, LocalLogWriter, LogRecord, segment
 from emitter.log.segment import HEADER, list_segments, segment_path
 
 
@@ -68,14 +68,18 @@ def test_a_torn_tail_is_never_parsed_and_the_next_writer_cuts_it(log_dir: Path) 
     assert [o for o, _ in read_all(log_dir)] == list(range(11))
 
 
-def test_a_corrupt_record_in_the_middle_is_not_returned(log_dir: Path) -> None:
+def test_a_corrupt_record_in_the_middle_is_a_damaged_record_and_the_rest_is_read(log_dir: Path) -> None:
     writer = LocalLogWriter(log_dir)
     writer.append([payload(o) for o in range(3)])
     segment = segment_path(log_dir, 0)
     data = bytearray(segment.read_bytes())
     data[HEADER.size + 2] ^= 0xFF  # flip a payload byte of offset 0
     segment.write_bytes(bytes(data))
-    assert read_all(log_dir) == []
+    records = LocalLogReader(log_dir).read()
+    assert [(r.offset, r.error is not None) for r in records] == [(0, True), (1, False), (2, False)]
+    assert records[0].payload == bytes(data[:HEADER.size + len(payload(0))])
+    assert [r.payload for r in records[1:]] == [payload(1), payload(2)]
+    assert writer.append([payload(3)]) == (3, 3)
 
 
 def test_two_writers_share_one_log(log_dir: Path) -> None:
@@ -152,3 +156,21 @@ def test_a_writer_catching_up_reads_only_what_the_others_appended(tmp_path: Path
     monkeypatch.setattr(segment, "parse", counting_parse)
     assert a.append([b"a"]) == (1003, 1003)
     assert parsed == [1000, 1001, 1002, 1003]  # b's three records and the end, not a's thousand
+
+
+def test_a_reader_following_a_busy_writer_sees_no_damage(log_dir: Path) -> None:
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(log_dir)], stdout=subprocess.DEVNULL, cwd=root,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        reader = LocalLogReader(log_dir)
+        records: list[LogRecord] = []
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            records += reader.read(50)  # small reads: many of them end inside a batch being written
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(records) > 1000
+    assert [r.offset for r in records] == list(range(len(records)))
+    assert all(r.error is None and r.payload == payload(r.offset) for r in records)
