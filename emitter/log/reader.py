@@ -19,7 +19,7 @@ from emitter.log.segment import (
     LogRecord,
     damaged_records,
     find_next_record,
-    is_cut_short,
+    is_torn,
     list_segments,
     overlapping_segment,
     parse,
@@ -118,7 +118,7 @@ class LocalLogReader:
             return True
         if later:
             return self._damaged_end(records, path, rest, later[0])
-        if is_cut_short(rest, 0):
+        if is_torn(rest, 0):
             self.torn_tail = (path, self._position)
             return False
         with writers_idle(self.directory) as idle:

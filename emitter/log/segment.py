@@ -6,8 +6,9 @@ sequence of records, each a 16-byte header ``<length u32><crc32 u32><offset u64>
 when all of it reached the disk.
 
 Damage is told apart by its shape. A writer killed mid-append leaves a prefix of its batch: at
-worst one frame cut short (its header or payload ends with the file). That is a *torn tail*, and
-only the last segment can have one; it was never acknowledged, so it is not data. Anything else
+worst one frame cut short (its header or payload ends with the file); a machine that lost power
+before the batch's fsync may leave the file longer, the new bytes zeros. Either is a *torn tail*,
+and only the last segment can have one; it was never acknowledged, so it is not data. Anything else
 that is not a record (a complete frame whose CRC or offset is wrong, a header whose length is
 impossible, a frame cut short with records after it, or cut short at the end of a segment that
 is not the last) is *corruption*: the records after it are found again by their framing
@@ -118,14 +119,17 @@ def records_end(buffer: bytes | memoryview, position: int, offset: int, stop_at:
     return position, offset
 
 
-def is_cut_short(buffer: bytes | memoryview, position: int) -> bool:
-    """Whether the bytes from ``position`` to the end are one frame cut short: too few for a
-    header, or fewer than the header's (possible) length says."""
+def is_torn(buffer: bytes, position: int) -> bool:
+    """Whether the bytes from ``position`` to the end are what an append that never finished leaves:
+    one frame cut short (too few bytes for a header, or fewer than the header's possible length
+    says), or zeros only (the file grew, its data never reached the disk)."""
     remaining = len(buffer) - position
     if remaining < HEADER.size:
         return True
     length: int = HEADER.unpack_from(buffer, position)[0]
-    return length <= MAX_RECORD_BYTES and HEADER.size + length > remaining
+    if length <= MAX_RECORD_BYTES and HEADER.size + length > remaining:
+        return True
+    return not buffer[position:].strip(b"\0")
 
 
 def find_next_record(buffer: bytes, start: int, offset: int) -> tuple[int, int] | None:
@@ -198,7 +202,7 @@ def scan_segment(path: Path, base_offset: int, known: tuple[int, int] = (0, -1))
         found = find_next_record(data, position, offset)
         if found is not None:
             position, offset = found
-        elif is_cut_short(data, position):
+        elif is_torn(data, position):
             return SegmentEnd(start + position, offset, offset, torn=True)
         else:
             return SegmentEnd(start + len(data), offset + damaged_records(data[position:], offset), offset)

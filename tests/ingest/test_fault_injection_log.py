@@ -221,6 +221,24 @@ def test_a_torn_tail_is_not_data_and_a_run_to_the_end_warns_of_it(log_dir: Path,
     assert stored(data_dir) == {o: f"e{o}" for o in range(11)}
 
 
+def test_zeros_at_the_end_of_the_log_are_a_torn_tail_not_damaged_records(log_dir: Path, data_dir: Path) -> None:
+    """A machine that lost power before an append's fsync can leave the file longer, the new bytes
+    zeros: that batch was never acknowledged, so it is not data (not thousands of dead letters)."""
+    ids = write_steps(log_dir, 10)
+    segment = segment_path(log_dir, 0)
+    whole = segment.stat().st_size
+    with segment.open("ab") as f:
+        f.write(bytes(4096))
+    result = ingest_cli(log_dir, data_dir)
+    assert result.returncode == 0
+    assert f"local log segment {segment} ends with a torn record at byte {whole}" in result.stderr
+    assert stored(data_dir) == dict(enumerate(ids)) and dead_letters(data_dir) == []
+    write_steps(log_dir, 1, first=10)
+    assert segment.stat().st_size < whole + 4096
+    ingest_once(log_dir, data_dir)
+    assert stored(data_dir) == {o: f"e{o}" for o in range(11)}
+
+
 def test_a_missing_middle_segment_stops_the_ingester_until_the_loss_is_accepted(
         log_dir: Path, data_dir: Path) -> None:
     ids = write_steps(log_dir, 60, segment_bytes=2000)
