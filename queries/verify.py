@@ -5,8 +5,9 @@ none of its steps had an outcome; ``_dead_letter`` JSON lines for the rejected o
 source and partition the covered ranges must follow each other with no gap and no overlap.
 Event ids must appear at one (source, partition, offset) only: a second copy means the same
 step was produced twice (at-least-once delivery upstream) or ingested twice. A rollup must equal
-the rollup recomputed from its data file's rows, and have its data file (ingest.rollup); data
-files without a rollup yet are only counted.
+the rollup recomputed from its data file's rows, and have its data file (queries.rollup); data
+files without a rollup yet are only counted. This module sits with the queries, not the
+ingester: rollups are the queries' derived data, and the ingester imports nothing from queries.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import duckdb
 
 from ingest.layout import DATA_GLOB
 from ingest.output import DEAD_LETTER_DIR, FileName
-from ingest.rollup import RollupCheck, check_rollups
+from queries.rollup import RollupCheck, check_rollups
 
 
 @dataclass
