@@ -5,7 +5,7 @@ together, and no other SQL or Python file spells a definition out."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,8 @@ def every_consumer(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]
     numbers = {name: tuple(int(v) for v in run_query(con, sql).to_pylist()[0].values()) for name, sql in VIEWS.items()}
     for name, stored in (("report", False), ("report from rollups", True)):
         headline = collect(con, Window(None, None), stored_rollups=stored).headline
-        numbers[name] = (int(headline["num_drafts"] or 0), int(headline["num_accepted_tokens"] or 0))
-    second = EVENT_TIME.replace(tzinfo=timezone.utc).timestamp()
+        numbers[name] = (int(headline["num_drafts"]), int(headline["num_accepted_tokens"]))
+    second = EVENT_TIME.replace(tzinfo=UTC).timestamp()
     window = window_metrics(con, second - 1, second + 1, positions=3)
     numbers["windows"] = (window["num_drafts"], window["num_accepted_tokens"])
     return numbers
