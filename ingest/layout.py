@@ -1,4 +1,4 @@
-"""Where things lie in the ingester's output tree (see ingest.output and ingest.rollup)."""
+"""Where things lie in the ingester's output tree (see ingest.output and queries.rollup)."""
 
 #: The data files, relative to the tree: hive partitions by UTC date and hour of event_time.
 DATA_GLOB = "dt=*/hour=*/*.parquet"

@@ -3,7 +3,7 @@
 ::
 
     DATADIR/dt=YYYY-MM-DD/hour=HH/<source>-<partition>-<first offset>-<last offset>.parquet
-    DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/<the same name>.parquet   (see ingest.rollup)
+    DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/<the same name>.parquet   (see queries.rollup)
     DATADIR/_dead_letter/<source>-<partition>-<first offset>-<last offset>.jsonl   (or a lost range)
     DATADIR/_state/<source>.offsets.json     (local log sources)
     DATADIR/_state/<source>.lock             (local log sources: held by the one ingester)

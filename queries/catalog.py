@@ -5,11 +5,15 @@ top of it, and a read-only way to query them.
 
     raw_request_outcomes            source: DATADIR/dt=YYYY-MM-DD/hour=HH/*.parquet (or an empty view)
     raw_rollups                     source: DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/*.parquet, the
-                                    per-file rollups of ingest.rollup (or an empty view)
+                                    per-file rollups of queries.rollup (or an empty view)
+    sql/definitions/*.sql           scalar macros: what a draft is, the draft counts and rates,
+                                    the time-window predicate (used by every layer below)
     sql/staging/*.sql               request_steps
+    sql/rollup/*.sql                file_rollup: the rows of a stored rollup
     sql/intermediate/*.sql          outcome_histogram, acceptance_by_definition, position_counts,
                                     request_acceptance
     sql/metrics/*.sql               the metrics users read (PUBLIC_VIEWS, PUBLIC_MACROS)
+    sql/report/*.sql                report_rollup, report_rollup_stored: the scans of a report
 
 Each view ``name`` past staging is its table macro ``name_between(t0, t1)`` over all time, so any
 metric can be asked for a time window (``FROM acceptance_between(?, ?)``, parameters bound);
@@ -34,7 +38,6 @@ import duckdb
 import pyarrow as pa
 
 from ingest.layout import DATA_GLOB, ROLLUP_DIR
-from ingest.rollup import ROLLUP_SELECT
 from queries.guard import check_read_only
 from schemas.arrow import OUTCOME_SCHEMA
 
@@ -60,7 +63,9 @@ PUBLIC_MACROS: tuple[str, ...] = (
     *(f"{view}_between" for view in PUBLIC_VIEWS[1:]),
     "acceptance_timeline",
 )
-LAYERS: tuple[str, ...] = ("staging", "intermediate", "metrics")
+LAYERS: tuple[str, ...] = ("definitions", "staging", "rollup", "intermediate", "metrics", "report")
+#: The layer that defines file_rollup, the columns of an empty :data:`ROLLUP_SOURCE_VIEW`.
+ROLLUP_LAYER = "rollup"
 ROLLUP_GLOB = f"{ROLLUP_DIR}/{DATA_GLOB}"
 #: Hive partition columns and their types in the source view (DuckDB's own guess depends on the
 #: values: ``hour=07`` stays text, ``hour=10`` becomes BIGINT).
@@ -90,9 +95,8 @@ def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
     root = root.resolve()
     con = duckdb.connect(":memory:", config={"python_enable_replacements": False})
     try:
-        has_files = _create_sources(con, root)
-        for statement in view_statements(con):
-            con.execute(statement)
+        has_files, has_rollups = _create_sources(con, root)
+        create_views(con, rollup_files=has_rollups)
         con.execute("SET TimeZone = 'UTC'")  # event times are UTC; so are naive window bounds
         if has_files:
             con.execute("SET allowed_directories = ?", [[str(root)]])
@@ -145,12 +149,12 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def sql_files() -> list[str]:
-    """Names of the view files, ``layer/file.sql``, in the order they are run: layer by layer,
-    and within a layer a view after the views of that layer it mentions (else by name)."""
+def sql_files(layers: Sequence[str] = LAYERS) -> list[str]:
+    """Names of the view files of ``layers``, ``layer/file.sql``, in the order they are run: layer
+    by layer, and within a layer a view after the views of that layer it mentions (else by name)."""
     root = resources.files("queries") / "sql"
     ordered: list[str] = []
-    for layer in LAYERS:
+    for layer in layers:
         texts = {entry.name.removesuffix(".sql"): entry.read_text(encoding="utf-8")
                  for entry in (root / layer).iterdir() if entry.name.endswith(".sql")}
         ordered += [f"{layer}/{view}.sql" for view in _dependency_order(texts)]
@@ -174,30 +178,39 @@ def _dependency_order(texts: dict[str, str]) -> list[str]:
     return done
 
 
-def view_statements(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Every statement of the view files, in the order they are run."""
+def create_views(con: duckdb.DuckDBPyConnection, *, rollup_files: bool) -> None:
+    """Run every view file over the source views; without ``rollup_files`` the empty
+    :data:`ROLLUP_SOURCE_VIEW` is created once :data:`ROLLUP_LAYER` has defined its columns."""
+    for layer in LAYERS:
+        for statement in view_statements(con, (layer,)):
+            con.execute(statement)
+        if layer == ROLLUP_LAYER and not rollup_files:
+            create_empty_rollup_source(con)
+
+
+def view_statements(con: duckdb.DuckDBPyConnection, layers: Sequence[str] = LAYERS) -> list[str]:
+    """Every statement of the view files of ``layers``, in the order they are run."""
     root = resources.files("queries") / "sql"
     statements: list[str] = []
-    for name in sql_files():
+    for name in sql_files(layers):
         text = (root / name).read_text(encoding="utf-8")
         statements.extend(statement.query for statement in con.extract_statements(text))
     return statements
 
 
-def _create_sources(con: duckdb.DuckDBPyConnection, root: Path) -> bool:
-    """Create :data:`SOURCE_VIEW` and then :data:`ROLLUP_SOURCE_VIEW` (an empty one is typed after
-    the source), each over its files or empty; whether the tree holds any files."""
-    found = False
-    for glob, view, comment, create_empty in (
-        (DATA_GLOB, SOURCE_VIEW, comment_source, _create_empty_source),
-        (ROLLUP_GLOB, ROLLUP_SOURCE_VIEW, comment_rollup_source, create_empty_rollup_source),
-    ):
-        if _create_tree_view(con, root, glob, view):
-            comment(con)
-            found = True
-        else:
-            create_empty(con)
-    return found
+def _create_sources(con: duckdb.DuckDBPyConnection, root: Path) -> tuple[bool, bool]:
+    """Create :data:`SOURCE_VIEW` over the data files (or empty), and :data:`ROLLUP_SOURCE_VIEW`
+    over the rollups if there are any (:func:`create_views` creates an empty one); whether the
+    tree holds any files, and any rollups."""
+    has_data = _create_tree_view(con, root, DATA_GLOB, SOURCE_VIEW)
+    if has_data:
+        comment_source(con)
+    else:
+        create_empty_source(con)
+    has_rollups = _create_tree_view(con, root, ROLLUP_GLOB, ROLLUP_SOURCE_VIEW)
+    if has_rollups:
+        comment_rollup_source(con)
+    return has_data or has_rollups, has_rollups
 
 
 def _create_tree_view(con: duckdb.DuckDBPyConnection, root: Path, glob: str, view: str) -> bool:
@@ -214,16 +227,16 @@ def _create_tree_view(con: duckdb.DuckDBPyConnection, root: Path, glob: str, vie
 
 
 def create_empty_rollup_source(con: duckdb.DuckDBPyConnection) -> None:
-    """An empty :data:`ROLLUP_SOURCE_VIEW`: the rollup of no rows, typed as a real one."""
-    con.execute(f"CREATE VIEW {ROLLUP_SOURCE_VIEW} AS {ROLLUP_SELECT}, dt, hour FROM {SOURCE_VIEW} WHERE false "
-                "GROUP BY ALL")
+    """An empty :data:`ROLLUP_SOURCE_VIEW`: the rollup of no rows (file_rollup), typed as a real one."""
+    partitions = ", ".join(f"CAST(NULL AS {dtype}) AS {_quote(name)}" for name, dtype in PARTITION_COLUMNS)
+    con.execute(f"CREATE VIEW {ROLLUP_SOURCE_VIEW} AS SELECT *, {partitions} FROM file_rollup WHERE false")
     comment_rollup_source(con)
 
 
 def comment_rollup_source(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
         f"COMMENT ON VIEW {ROLLUP_SOURCE_VIEW} IS 'Source: the rollups _rollup/dt=YYYY-MM-DD/hour=HH/*.parquet, one "
-        "per data file: request-steps per group, minute, 256-token context bucket and outcome shape (ingest.rollup); "
+        "per data file: request-steps per group, minute, 256-token context bucket and outcome shape (file_rollup); "
         "specmetrics verify checks them equal to the raw rows.'"
     )
 
@@ -233,7 +246,7 @@ def partition_casts() -> str:
     return ", ".join(f"CAST({_quote(name)} AS {dtype}) AS {_quote(name)}" for name, dtype in PARTITION_COLUMNS)
 
 
-def _create_empty_source(con: duckdb.DuckDBPyConnection) -> None:
+def create_empty_source(con: duckdb.DuckDBPyConnection) -> None:
     """An empty :data:`SOURCE_VIEW` with the columns and DuckDB types of a real one."""
     empty = con.from_arrow(OUTCOME_SCHEMA.empty_table())
     columns = [(name, str(dtype)) for name, dtype in zip(empty.columns, empty.types, strict=True)]

@@ -21,12 +21,14 @@ Generated from the SQL files in `queries/sql/` by `python -m queries.docs`; do n
 
 `specmetrics sql --data DIR` (one query, or an interactive session), `queries.connect(DIR)`
 and the file written by `specmetrics db export FILE.duckdb --data DIR` all hold these views.
-Layers: **staging** types the stored rows, **intermediate** aggregates them once, **metrics** are
-what people read. Every metric is grouped by `engine_id, model, method, num_spec_tokens`; the time
-dimension comes from the `*_between(t0, t1)` macro of each view (`t0 <= event_time < t1`, UTC,
-`NULL` leaves an end open; bind them: `FROM acceptance_between(?, ?)`) and from
-`acceptance_timeline`. Definitions: [docs/design.md](design.md#metric-definitions) and the README's
-"Views" section.
+Layers: **definitions** are the scalar macros every view, the report and the rollups use (what a
+draft is, the draft counts, the time window), **staging** types the stored rows, **rollup** is the
+stored per-file rollup, **intermediate** aggregates the rows once, **metrics** are what people
+read, **report** the scans of `specmetrics report`. Every metric is grouped by
+`engine_id, model, method, num_spec_tokens`; the time dimension comes from the
+`*_between(t0, t1)` macro of each view (`t0 <= event_time < t1`, UTC, `NULL` leaves an end
+open; bind them: `FROM acceptance_between(?, ?)`) and from `acceptance_timeline`.
+Definitions: [docs/design.md](design.md#metric-definitions) and the README's "Views" section.
 """
 
 

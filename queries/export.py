@@ -23,9 +23,8 @@ from queries.catalog import (
     SOURCE_VIEW,
     comment_rollup_source,
     comment_source,
-    create_empty_rollup_source,
+    create_views,
     partition_casts,
-    view_statements,
 )
 
 
@@ -52,14 +51,12 @@ def export_database(data_dir: Path, target: Path, *, force: bool = False) -> Pat
         con.execute(f"CREATE VIEW {SOURCE_VIEW} AS SELECT * REPLACE ({partition_casts()}) "
                     f"FROM read_parquet({glob}, hive_partitioning = true, union_by_name = true)")
         comment_source(con)
-        if any(root.glob(ROLLUP_GLOB)):
+        rollup_files = any(root.glob(ROLLUP_GLOB))
+        if rollup_files:
             con.execute(f"CREATE VIEW {ROLLUP_SOURCE_VIEW} AS SELECT * REPLACE ({partition_casts()}) "
                         f"FROM read_parquet({_literal(str(root / ROLLUP_GLOB))}, hive_partitioning = true)")
             comment_rollup_source(con)
-        else:
-            create_empty_rollup_source(con)
-        for statement in view_statements(con):
-            con.execute(statement)
+        create_views(con, rollup_files=rollup_files)
         con.execute("CHECKPOINT")
     except BaseException:
         con.close()

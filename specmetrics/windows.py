@@ -1,6 +1,8 @@
 """Corrected and vLLM-compatible numbers of one time window (e.g. one demo story).
 
-The window's bounds are bound parameters (seconds since the epoch), never pasted into SQL.
+The window's bounds are bound parameters (seconds since the epoch), never pasted into SQL; the
+counts are the macros every view uses (queries/sql/definitions/drafts.sql), over
+request_steps_between.
 """
 
 from __future__ import annotations
@@ -11,25 +13,27 @@ import duckdb
 
 from queries import run_query
 
-_WINDOW = "event_time BETWEEN make_timestamp(CAST(? * 1e6 AS BIGINT)) AND make_timestamp(CAST(? * 1e6 AS BIGINT))"
+#: The request-steps from the first instant to the last, both included (event times are whole
+#: microseconds, so the open end is one microsecond past the last).
+_WINDOW = "request_steps_between(make_timestamp(CAST(? * 1e6 AS BIGINT)), make_timestamp(CAST(? * 1e6 AS BIGINT) + 1))"
 
 TOTALS = f"""
-SELECT count(*) FILTER (WHERE is_vllm_draft) AS vllm_num_drafts,
-       coalesce(sum(k_valid) FILTER (WHERE is_vllm_draft), 0) AS vllm_num_draft_tokens,
-       coalesce(sum(accepted) FILTER (WHERE is_vllm_draft), 0) AS vllm_num_accepted_tokens,
-       count(*) FILTER (WHERE is_draft) AS num_drafts,
-       coalesce(sum(k_valid) FILTER (WHERE is_draft), 0) AS num_draft_tokens,
-       coalesce(sum(accepted) FILTER (WHERE is_draft), 0) AS num_accepted_tokens,
+SELECT vllm_num_drafts(k_sched) AS vllm_num_drafts,
+       vllm_num_draft_tokens(k_sched, k_valid) AS vllm_num_draft_tokens,
+       vllm_num_accepted_tokens(k_sched, accepted) AS vllm_num_accepted_tokens,
+       num_drafts(kind, k_valid) AS num_drafts,
+       num_draft_tokens(kind, k_valid) AS num_draft_tokens,
+       num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens,
        count(*) AS request_steps, coalesce(sum(k_invalid), 0) AS k_invalid
-FROM request_steps WHERE {_WINDOW}"""
+FROM {_WINDOW}"""
 
 VLLM_PER_POSITION = f"""
-SELECT p AS position, count(*) FILTER (WHERE is_vllm_draft AND accepted > p) AS n
-FROM request_steps, range(CAST(? AS BIGINT)) t(p) WHERE {_WINDOW} GROUP BY p ORDER BY p"""
+SELECT p AS position, vllm_num_accepted_at(k_sched, accepted, p) AS n
+FROM {_WINDOW}, range(CAST(? AS BIGINT)) t(p) GROUP BY p ORDER BY p"""
 
 KINDS = f"""
 SELECT kind || coalesce(':' || k_zero_reason, '') AS kind, count(*) AS n
-FROM request_steps WHERE {_WINDOW} GROUP BY ALL ORDER BY 1"""
+FROM {_WINDOW} GROUP BY ALL ORDER BY 1"""
 
 
 def window_metrics(con: duckdb.DuckDBPyConnection, started: float, finished: float, positions: int) -> dict[str, Any]:
@@ -37,7 +41,7 @@ def window_metrics(con: duckdb.DuckDBPyConnection, started: float, finished: flo
     position, and request-steps per kind (``k_zero:<reason>``) between two instants."""
     window = [started, finished]
     totals: dict[str, Any] = {k: int(v) for k, v in run_query(con, TOTALS, window).to_pylist()[0].items()}
-    per_pos = run_query(con, VLLM_PER_POSITION, [positions, *window]).to_pylist()
+    per_pos = run_query(con, VLLM_PER_POSITION, [*window, positions]).to_pylist()
     kinds = run_query(con, KINDS, window).to_pylist()
     return {**totals, "vllm_per_pos": [int(r["n"]) for r in per_pos], "kinds": {r["kind"]: int(r["n"]) for r in kinds}}
 

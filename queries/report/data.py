@@ -1,8 +1,8 @@
 """The numbers of a report for one time window, from one scan of the Parquet tree.
 
-``report_rollup`` (queries/sql/intermediate) counts request-steps per group and outcome shape,
+``report_rollup`` (queries/sql/report) counts request-steps per group and outcome shape,
 per time bucket and per context bucket in one pass; ``report_rollup_stored`` gives the same rows
-from the rollups stored next to the data (ingest/rollup.py), which the report uses when they
+from the rollups stored next to the data (queries/rollup.py), which the report uses when they
 cover the window and the widths allow it. The report keeps its rows in a temporary
 table and computes every number from them with the metric definitions of the views
 (docs/design.md#metric-definitions), pooled the way vLLM pools: sums of counts first, ratios last. The window and widths
@@ -18,8 +18,8 @@ from typing import Any
 
 import duckdb
 
-from ingest.rollup import ROLLUP_CONTEXT_TOKENS
 from queries.catalog import run_query
+from queries.rollup import ROLLUP_CONTEXT_TOKENS
 
 Row = dict[str, Any]
 
@@ -41,21 +41,20 @@ FROM report_rollup_stored(t0 := $t0, t1 := $t1)
 #: The one scan of a report: report_rollup's rows (or report_rollup_stored's), kept for the queries below.
 _ROLLUP = ("CREATE TEMP TABLE {table} AS "
            "FROM {macro}(t0 := $t0, t1 := $t1, bucket := $bucket, context_tokens := $context_tokens)")
-#: Corrected and vLLM-compatible counts over rollup rows (the definitions of acceptance_diff).
+#: Corrected and vLLM-compatible counts over rollup rows (the macros of queries/sql/definitions/drafts.sql).
 _COUNTS = """
-        CAST(coalesce(sum(request_steps) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_drafts,
-        CAST(coalesce(sum(request_steps) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_drafts,
-        CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_draft_tokens,
-        CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_draft_tokens,
-        CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_accepted_tokens,
-        CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE is_vllm_draft), 0) AS BIGINT)
-            AS vllm_num_accepted_tokens"""
+        num_drafts(kind, k_valid, request_steps) AS num_drafts,
+        vllm_num_drafts(k_sched, request_steps) AS vllm_num_drafts,
+        num_draft_tokens(kind, k_valid, request_steps) AS num_draft_tokens,
+        vllm_num_draft_tokens(k_sched, k_valid, request_steps) AS vllm_num_draft_tokens,
+        num_accepted_tokens(kind, k_valid, accepted, request_steps) AS num_accepted_tokens,
+        vllm_num_accepted_tokens(k_sched, accepted, request_steps) AS vllm_num_accepted_tokens"""
 _TOKEN_RATES = """
-       num_accepted_tokens / nullif(num_draft_tokens, 0) AS acceptance_rate,
-       vllm_num_accepted_tokens / nullif(vllm_num_draft_tokens, 0) AS vllm_acceptance_rate"""
+       acceptance_rate(num_accepted_tokens, num_draft_tokens) AS acceptance_rate,
+       acceptance_rate(vllm_num_accepted_tokens, vllm_num_draft_tokens) AS vllm_acceptance_rate"""
 _RATES = _TOKEN_RATES + """,
-       1 + num_accepted_tokens / nullif(num_drafts, 0) AS mean_acceptance_length,
-       1 + vllm_num_accepted_tokens / nullif(vllm_num_drafts, 0) AS vllm_mean_acceptance_length"""
+       mean_acceptance_length(num_accepted_tokens, num_drafts) AS mean_acceptance_length,
+       mean_acceptance_length(vllm_num_accepted_tokens, vllm_num_drafts) AS vllm_mean_acceptance_length"""
 _HEADLINE = f"""
 WITH totals AS (SELECT {_COUNTS} FROM {{table}})
 SELECT *, {_RATES} FROM totals
@@ -77,12 +76,12 @@ FROM totals ORDER BY bucket_start
 _POSITIONS = """
 SELECT
     p.position,
-    coalesce(sum(request_steps) FILTER (WHERE is_draft AND accepted > p.position), 0)
-        / nullif(sum(request_steps) FILTER (WHERE is_draft), 0) AS rate_over_drafts,
-    coalesce(sum(request_steps) FILTER (WHERE is_draft AND accepted > p.position), 0)
-        / nullif(sum(request_steps) FILTER (WHERE is_draft AND k_valid > p.position), 0) AS rate_conditional,
-    coalesce(sum(request_steps) FILTER (WHERE is_vllm_draft AND accepted > p.position), 0)
-        / nullif(sum(request_steps) FILTER (WHERE is_vllm_draft), 0) AS vllm_rate
+    num_accepted_at(kind, k_valid, accepted, p.position, request_steps)
+        / nullif(num_drafts(kind, k_valid, request_steps), 0) AS rate_over_drafts,
+    num_accepted_at(kind, k_valid, accepted, p.position, request_steps)
+        / nullif(num_reached(kind, k_valid, p.position, request_steps), 0) AS rate_conditional,
+    vllm_num_accepted_at(k_sched, accepted, p.position, request_steps)
+        / nullif(vllm_num_drafts(k_sched, request_steps), 0) AS vllm_rate
 FROM {table} AS r, range(r.num_spec_tokens) AS p(position)
 GROUP BY p.position ORDER BY p.position
 """
@@ -108,10 +107,10 @@ WITH totals AS (
     GROUP BY engine_id, model, method, num_spec_tokens
 )
 SELECT *, vllm_num_drafts - num_drafts AS extra_vllm_drafts, {_RATES},
-       num_accepted_tokens / nullif(num_draft_tokens, 0)
-           - vllm_num_accepted_tokens / nullif(vllm_num_draft_tokens, 0) AS acceptance_rate_diff,
-       num_accepted_tokens / nullif(num_drafts, 0)
-           - vllm_num_accepted_tokens / nullif(vllm_num_drafts, 0) AS mean_acceptance_length_diff
+       acceptance_rate(num_accepted_tokens, num_draft_tokens)
+           - acceptance_rate(vllm_num_accepted_tokens, vllm_num_draft_tokens) AS acceptance_rate_diff,
+       mean_acceptance_length(num_accepted_tokens, num_drafts)
+           - mean_acceptance_length(vllm_num_accepted_tokens, vllm_num_drafts) AS mean_acceptance_length_diff
 FROM totals
 ORDER BY engine_id, model, method, num_spec_tokens
 """
@@ -158,7 +157,7 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
     """Run the report's queries for ``window``: one scan for the time span, one for
     ``report_rollup`` (kept in a temporary table), then small queries over that table.
     ``bucket`` None picks a timeline width that gives at most :data:`MAX_BUCKETS` buckets.
-    ``stored_rollups``: the tree's rollups cover the window (:func:`ingest.rollup.rollups_cover`),
+    ``stored_rollups``: the tree's rollups cover the window (:func:`queries.rollup.rollups_cover`),
     so both scans read them instead of the raw rows, where the widths allow it."""
     stored = stored_rollups and context_tokens % ROLLUP_CONTEXT_TOKENS == 0 and \
         (bucket is None or bucket % timedelta(minutes=1) == timedelta(0))

@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ingest.rollup import build_missing, rollups_cover, window_files
 from queries import connect
 from queries.report import Window, collect, parse_duration, parse_formats, parse_schedule, write_report
 from queries.report.writer import prune_reports
+from queries.rollup import build_missing, rollups_cover, window_files
 from specmetrics.progress import Progress
 
 log = logging.getLogger("specmetrics.report")

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ingest.rollup import build_missing
+from queries.rollup import build_missing
 from specmetrics.progress import Progress
 
 

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ingest.verify import verify_tree
+from queries.verify import verify_tree
 from specmetrics.tables import text_table
 
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from ingest.layout import ROLLUP_DIR
 from ingest.output import STATE_DIR, FileName
-from ingest.rollup import build_missing, check_rollups, rollup_path
+from queries.rollup import build_missing, check_rollups, rollup_path
 from tests.conftest import write_load
 from tests.ingest.conftest import ingest_once, parquet_files
 

@@ -12,8 +12,8 @@ import pytest
 
 from emitter.log import LocalLogWriter
 from ingest.layout import DATA_GLOB
-from ingest.rollup import rollup_path
-from ingest.verify import verify_tree
+from queries.rollup import rollup_path
+from queries.verify import verify_tree
 from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
 from tests.conftest import T0, step_event, write_load

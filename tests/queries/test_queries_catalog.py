@@ -87,11 +87,14 @@ def test_describe_views_lists_public_views_with_comments(connect_rows: Any, outc
 
 def test_sql_files_are_one_documented_view_or_macro_each() -> None:
     """A file NAME.sql defines the view NAME and its window macro NAME_between, or (staging: the
-    view, and request_steps_between) the macro NAME alone; each one documented and commented."""
+    view, and request_steps_between) the macro NAME alone, or (rollup) the view NAME alone; a
+    definitions file defines scalar macros, each listed in its header; each one documented and
+    commented."""
     root = resources.files("queries") / "sql"
     names = sql_files()
-    assert [n.split("/")[0] for n in names] == sorted((n.split("/")[0] for n in names),
-                                                      key=("staging", "intermediate", "metrics").index)
+    assert [n.split("/")[0] for n in names] == sorted(
+        (n.split("/")[0] for n in names),
+        key=("definitions", "staging", "rollup", "intermediate", "metrics", "report").index)
     defined: set[str] = set()
     for name in names:
         text = (root / name).read_text(encoding="utf-8")
@@ -100,7 +103,14 @@ def test_sql_files_are_one_documented_view_or_macro_each() -> None:
         assert "-- Columns:" in text, name
         views = re.findall(r"CREATE OR REPLACE VIEW (\w+) AS", text)
         macros = re.findall(r"CREATE OR REPLACE MACRO (\w+)\(", text)
-        assert (views, macros) in (([stem], [f"{stem}_between"]), ([], [stem])), name
+        if name.startswith("definitions/"):
+            assert macros and not views and "AS TABLE" not in text, name
+            header = text.split("CREATE OR REPLACE MACRO")[0]
+            for macro in macros:
+                assert re.search(rf"COMMENT ON MACRO {macro} IS '(?:[^']|'')+';", text), name
+                assert f"--   {macro}(" in header, f"{name}: {macro} undocumented"
+            continue
+        assert (views, macros) in (([stem], [f"{stem}_between"]), ([], [stem]), ([stem], [])), name
         for view in views:
             assert re.search(rf"COMMENT ON VIEW {view} IS '[^']+';", text), name
         for macro in macros:

@@ -27,26 +27,30 @@ WITH totals AS (
         model,
         method,
         num_spec_tokens,
-        d.definition,
-        CAST(coalesce(sum(request_steps) FILTER (WHERE d.counted), 0) AS BIGINT) AS num_drafts,
-        CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE d.counted), 0) AS BIGINT) AS num_draft_tokens,
-        CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE d.counted), 0) AS BIGINT) AS num_accepted_tokens
-    FROM outcome_histogram_between(t0, t1),
-         LATERAL (VALUES ('corrected', is_draft), ('vllm', is_vllm_draft)) AS d(definition, counted)
-    GROUP BY engine_id, model, method, num_spec_tokens, d.definition
+        num_drafts(kind, k_valid, request_steps) AS num_drafts,
+        num_draft_tokens(kind, k_valid, request_steps) AS num_draft_tokens,
+        num_accepted_tokens(kind, k_valid, accepted, request_steps) AS num_accepted_tokens,
+        vllm_num_drafts(k_sched, request_steps) AS vllm_num_drafts,
+        vllm_num_draft_tokens(k_sched, k_valid, request_steps) AS vllm_num_draft_tokens,
+        vllm_num_accepted_tokens(k_sched, accepted, request_steps) AS vllm_num_accepted_tokens
+    FROM outcome_histogram_between(t0, t1)
+    GROUP BY engine_id, model, method, num_spec_tokens
 )
 SELECT
-    engine_id,
-    model,
-    method,
-    num_spec_tokens,
-    definition,
-    num_drafts,
-    num_draft_tokens,
-    num_accepted_tokens,
-    num_accepted_tokens / nullif(num_draft_tokens, 0) AS acceptance_rate,
-    1 + num_accepted_tokens / nullif(num_drafts, 0) AS mean_acceptance_length
-FROM totals;
+    t.engine_id,
+    t.model,
+    t.method,
+    t.num_spec_tokens,
+    d.definition,
+    d.num_drafts,
+    d.num_draft_tokens,
+    d.num_accepted_tokens,
+    acceptance_rate(d.num_accepted_tokens, d.num_draft_tokens) AS acceptance_rate,
+    mean_acceptance_length(d.num_accepted_tokens, d.num_drafts) AS mean_acceptance_length
+FROM totals AS t,
+     LATERAL (VALUES ('corrected', t.num_drafts, t.num_draft_tokens, t.num_accepted_tokens),
+                     ('vllm', t.vllm_num_drafts, t.vllm_num_draft_tokens, t.vllm_num_accepted_tokens))
+         AS d(definition, num_drafts, num_draft_tokens, num_accepted_tokens);
 
 CREATE OR REPLACE VIEW acceptance_by_definition AS
 FROM acceptance_by_definition_between(NULL, NULL);

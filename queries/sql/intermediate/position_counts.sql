@@ -26,14 +26,11 @@ SELECT
     h.method,
     h.num_spec_tokens,
     CAST(p.position AS INTEGER) AS position,
-    CAST(coalesce(sum(h.request_steps) FILTER (WHERE h.is_draft), 0) AS BIGINT) AS num_drafts,
-    CAST(coalesce(sum(h.request_steps) FILTER (WHERE h.is_draft AND h.k_valid >= p.position + 1), 0) AS BIGINT)
-        AS num_reached,
-    CAST(coalesce(sum(h.request_steps) FILTER (WHERE h.is_draft AND h.accepted >= p.position + 1), 0) AS BIGINT)
-        AS num_accepted,
-    CAST(coalesce(sum(h.request_steps) FILTER (WHERE h.is_vllm_draft), 0) AS BIGINT) AS vllm_num_drafts,
-    CAST(coalesce(sum(h.request_steps) FILTER (WHERE h.is_vllm_draft AND h.accepted >= p.position + 1), 0) AS BIGINT)
-        AS vllm_num_accepted
+    num_drafts(h.kind, h.k_valid, h.request_steps) AS num_drafts,
+    num_reached(h.kind, h.k_valid, p.position, h.request_steps) AS num_reached,
+    num_accepted_at(h.kind, h.k_valid, h.accepted, p.position, h.request_steps) AS num_accepted,
+    vllm_num_drafts(h.k_sched, h.request_steps) AS vllm_num_drafts,
+    vllm_num_accepted_at(h.k_sched, h.accepted, p.position, h.request_steps) AS vllm_num_accepted
 FROM outcome_histogram_between(t0, t1) AS h, range(h.num_spec_tokens) AS p(position)
 GROUP BY h.engine_id, h.model, h.method, h.num_spec_tokens, p.position;
 

@@ -28,12 +28,12 @@ SELECT
     num_spec_tokens,
     request_id,
     CAST(count(*) AS BIGINT) AS request_steps,
-    CAST(count(*) FILTER (WHERE is_draft) AS BIGINT) AS num_drafts,
-    CAST(coalesce(sum(k_valid) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_draft_tokens,
-    CAST(coalesce(sum(accepted) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_accepted_tokens,
-    CAST(count(*) FILTER (WHERE is_vllm_draft) AS BIGINT) AS vllm_num_drafts,
-    CAST(coalesce(sum(k_valid) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_draft_tokens,
-    CAST(coalesce(sum(accepted) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_accepted_tokens
+    num_drafts(kind, k_valid) AS num_drafts,
+    num_draft_tokens(kind, k_valid) AS num_draft_tokens,
+    num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens,
+    vllm_num_drafts(k_sched) AS vllm_num_drafts,
+    vllm_num_draft_tokens(k_sched, k_valid) AS vllm_num_draft_tokens,
+    vllm_num_accepted_tokens(k_sched, accepted) AS vllm_num_accepted_tokens
 FROM request_steps_between(t0, t1)
 GROUP BY engine_id, model, method, num_spec_tokens, request_id;
 

@@ -28,12 +28,14 @@ SELECT
     num_spec_tokens,
     CAST(count(*) AS BIGINT) AS num_requests,
     CAST(count(*) FILTER (WHERE num_drafts > 0) AS BIGINT) AS num_requests_with_drafts,
-    1 + sum(num_accepted_tokens) / nullif(sum(num_drafts), 0) AS pooled_mean_acceptance_length,
-    avg(1 + num_accepted_tokens / num_drafts) FILTER (WHERE num_drafts > 0) AS per_request_mean_acceptance_length,
-    sum(num_accepted_tokens) / nullif(sum(num_draft_tokens), 0) AS pooled_acceptance_rate,
-    avg(num_accepted_tokens / num_draft_tokens) FILTER (WHERE num_draft_tokens > 0) AS per_request_acceptance_rate,
-    1 + sum(vllm_num_accepted_tokens) / nullif(sum(vllm_num_drafts), 0) AS vllm_pooled_mean_acceptance_length,
-    avg(1 + vllm_num_accepted_tokens / vllm_num_drafts) FILTER (WHERE vllm_num_drafts > 0)
+    mean_acceptance_length(sum(num_accepted_tokens), sum(num_drafts)) AS pooled_mean_acceptance_length,
+    avg(mean_acceptance_length(num_accepted_tokens, num_drafts)) FILTER (WHERE num_drafts > 0)
+        AS per_request_mean_acceptance_length,
+    acceptance_rate(sum(num_accepted_tokens), sum(num_draft_tokens)) AS pooled_acceptance_rate,
+    avg(acceptance_rate(num_accepted_tokens, num_draft_tokens)) FILTER (WHERE num_draft_tokens > 0)
+        AS per_request_acceptance_rate,
+    mean_acceptance_length(sum(vllm_num_accepted_tokens), sum(vllm_num_drafts)) AS vllm_pooled_mean_acceptance_length,
+    avg(mean_acceptance_length(vllm_num_accepted_tokens, vllm_num_drafts)) FILTER (WHERE vllm_num_drafts > 0)
         AS vllm_per_request_mean_acceptance_length
 FROM request_acceptance_between(t0, t1)
 GROUP BY engine_id, model, method, num_spec_tokens;

@@ -30,12 +30,12 @@ totals AS (
         method,
         num_spec_tokens,
         CAST(count(*) AS BIGINT) AS request_steps,
-        CAST(count(*) FILTER (WHERE is_draft) AS BIGINT) AS num_drafts,
-        CAST(coalesce(sum(k_valid) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_draft_tokens,
-        CAST(coalesce(sum(accepted) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_accepted_tokens,
-        CAST(count(*) FILTER (WHERE is_vllm_draft) AS BIGINT) AS vllm_num_drafts,
-        CAST(coalesce(sum(k_valid) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_draft_tokens,
-        CAST(coalesce(sum(accepted) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_accepted_tokens
+        num_drafts(kind, k_valid) AS num_drafts,
+        num_draft_tokens(kind, k_valid) AS num_draft_tokens,
+        num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens,
+        vllm_num_drafts(k_sched) AS vllm_num_drafts,
+        vllm_num_draft_tokens(k_sched, k_valid) AS vllm_num_draft_tokens,
+        vllm_num_accepted_tokens(k_sched, accepted) AS vllm_num_accepted_tokens
     FROM request_steps_between(t0, t1), width
     GROUP BY ALL
 )
@@ -50,13 +50,13 @@ SELECT
     num_drafts,
     num_draft_tokens,
     num_accepted_tokens,
-    num_accepted_tokens / nullif(num_draft_tokens, 0) AS acceptance_rate,
-    1 + num_accepted_tokens / nullif(num_drafts, 0) AS mean_acceptance_length,
+    acceptance_rate(num_accepted_tokens, num_draft_tokens) AS acceptance_rate,
+    mean_acceptance_length(num_accepted_tokens, num_drafts) AS mean_acceptance_length,
     vllm_num_drafts,
     vllm_num_draft_tokens,
     vllm_num_accepted_tokens,
-    vllm_num_accepted_tokens / nullif(vllm_num_draft_tokens, 0) AS vllm_acceptance_rate,
-    1 + vllm_num_accepted_tokens / nullif(vllm_num_drafts, 0) AS vllm_mean_acceptance_length
+    acceptance_rate(vllm_num_accepted_tokens, vllm_num_draft_tokens) AS vllm_acceptance_rate,
+    mean_acceptance_length(vllm_num_accepted_tokens, vllm_num_drafts) AS vllm_mean_acceptance_length
 FROM totals, width
 ORDER BY bucket_start, engine_id, model, method, num_spec_tokens;
 

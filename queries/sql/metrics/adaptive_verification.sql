@@ -34,8 +34,8 @@ WITH steps AS (
         method,
         num_spec_tokens,
         any_value(drafts_verified) AS drafts_verified,
-        sum(k_valid) FILTER (WHERE is_draft) AS draft_tokens_scheduled,
-        sum(accepted) FILTER (WHERE is_draft) AS num_accepted_tokens
+        num_draft_tokens(kind, k_valid) AS draft_tokens_scheduled,
+        num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens
     FROM request_steps_between(t0, t1)
     WHERE drafts_verified IS NOT NULL
     -- per stored copy of a step: a step delivered twice brings its drafts_verified twice too
@@ -50,8 +50,8 @@ SELECT
     CAST(coalesce(sum(draft_tokens_scheduled), 0) AS BIGINT) AS draft_tokens_scheduled,
     CAST(sum(drafts_verified) AS BIGINT) AS draft_tokens_verified,
     CAST(coalesce(sum(num_accepted_tokens), 0) AS BIGINT) AS num_accepted_tokens,
-    sum(num_accepted_tokens) / nullif(sum(draft_tokens_scheduled), 0) AS acceptance_rate_scheduled,
-    sum(num_accepted_tokens) / nullif(sum(drafts_verified), 0) AS acceptance_rate_verified
+    acceptance_rate(sum(num_accepted_tokens), sum(draft_tokens_scheduled)) AS acceptance_rate_scheduled,
+    acceptance_rate(sum(num_accepted_tokens), sum(drafts_verified)) AS acceptance_rate_verified
 FROM steps
 GROUP BY engine_id, model, method, num_spec_tokens;
 

@@ -41,11 +41,11 @@ WITH totals AS (
         CAST(count(*) FILTER (WHERE kind = 'skipped_for_length') AS BIGINT) AS skipped,
         CAST(count(DISTINCT event_id) AS BIGINT) AS steps,
         CAST(count(DISTINCT event_id) FILTER (WHERE kind = 'skipped_for_length') AS BIGINT) AS skipped_steps,
-        CAST(count(*) FILTER (WHERE is_draft) AS BIGINT) AS num_drafts,
-        CAST(coalesce(sum(k_valid) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_draft_tokens,
-        CAST(coalesce(sum(accepted) FILTER (WHERE is_draft), 0) AS BIGINT) AS num_accepted_tokens,
-        CAST(coalesce(sum(k_valid) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_draft_tokens,
-        CAST(coalesce(sum(accepted) FILTER (WHERE is_vllm_draft), 0) AS BIGINT) AS vllm_num_accepted_tokens
+        num_drafts(kind, k_valid) AS num_drafts,
+        num_draft_tokens(kind, k_valid) AS num_draft_tokens,
+        num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens,
+        vllm_num_draft_tokens(k_sched, k_valid) AS vllm_num_draft_tokens,
+        vllm_num_accepted_tokens(k_sched, accepted) AS vllm_num_accepted_tokens
     FROM request_steps_between(t0, t1)
     GROUP BY ALL
 )
@@ -65,10 +65,10 @@ SELECT
     num_drafts,
     num_draft_tokens,
     num_accepted_tokens,
-    num_accepted_tokens / nullif(num_draft_tokens, 0) AS acceptance_rate,
+    acceptance_rate(num_accepted_tokens, num_draft_tokens) AS acceptance_rate,
     vllm_num_draft_tokens,
     vllm_num_accepted_tokens,
-    vllm_num_accepted_tokens / nullif(vllm_num_draft_tokens, 0) AS vllm_acceptance_rate
+    acceptance_rate(vllm_num_accepted_tokens, vllm_num_draft_tokens) AS vllm_acceptance_rate
 FROM totals;
 
 CREATE OR REPLACE VIEW skips_by_context AS

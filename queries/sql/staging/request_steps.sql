@@ -38,10 +38,11 @@
 --   k_invalid                        drafts invalidated by the grammar
 --   accepted                         drafts accepted (len(sampled_token_ids) - 1)
 --   emitted                          tokens committed after stop handling
---   is_draft                         counts as a draft in the corrected metrics:
+--   is_draft                         counts as a draft in the corrected metrics (the macro is_draft):
 --                                    kind = 'drafted', or kind = 'grammar_invalid' with k_valid > 0
---   is_vllm_draft                    counts as a draft for vLLM 0.32.0's counters: k_sched > 0,
---                                    whatever the kind (placeholders and all-invalid drafts included)
+--   is_vllm_draft                    counts as a draft for vLLM 0.32.0's counters (the macro
+--                                    is_vllm_draft): k_sched > 0, whatever the kind (placeholders and
+--                                    all-invalid drafts included)
 CREATE OR REPLACE VIEW request_steps AS
 SELECT
     CAST(schema_version AS VARCHAR) AS schema_version,
@@ -70,8 +71,8 @@ SELECT
     CAST(k_invalid AS INTEGER) AS k_invalid,
     CAST(accepted AS INTEGER) AS accepted,
     CAST(emitted AS INTEGER) AS emitted,
-    COALESCE(kind = 'drafted' OR (kind = 'grammar_invalid' AND k_valid > 0), false) AS is_draft,
-    COALESCE(k_sched > 0, false) AS is_vllm_draft
+    is_draft(kind, k_valid) AS is_draft,
+    is_vllm_draft(k_sched) AS is_vllm_draft
 -- Files written before schema 1.1 have no drafts_verified column: BY NAME fills it with NULL.
 FROM (FROM raw_request_outcomes UNION ALL BY NAME SELECT CAST(NULL AS INTEGER) AS drafts_verified WHERE false);
 
@@ -79,19 +80,13 @@ COMMENT ON VIEW request_steps IS 'One row per request outcome (request-step): ty
 
 -- request_steps_between(t0, t1): the rows of request_steps with t0 <= event_time < t1.
 --
--- Every *_between macro of the later layers reads through this one. t0 and t1 are timestamps or
--- text: without an offset they are UTC, with one (TIMESTAMPTZ, '...+02:00') they are converted to
--- UTC (connect() sets the session TimeZone to UTC); NULL leaves that end open, so request_steps_between(NULL, NULL) is
--- request_steps. The dt and hour partition keys are filtered too, so files outside the window
--- are not read.
+-- Every *_between macro of the later layers reads through this one. t0 and t1 are as in_window
+-- takes them (definitions/time_window.sql): timestamps or text, UTC unless they carry an offset;
+-- NULL leaves that end open, so request_steps_between(NULL, NULL) is request_steps. The dt and
+-- hour partition keys are filtered too, so files outside the window are not read.
 CREATE OR REPLACE MACRO request_steps_between(t0, t1) AS TABLE
 SELECT *
 FROM request_steps
-WHERE (t0 IS NULL OR (event_time >= CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP)
-                      AND (dt > CAST(CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE)
-                           OR (dt = CAST(CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE) AND hour >= hour(CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP))))))
-  AND (t1 IS NULL OR (event_time < CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP)
-                      AND (dt < CAST(CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE)
-                           OR (dt = CAST(CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE) AND hour <= hour(CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP))))));
+WHERE in_window(event_time, dt, hour, t0, t1);
 
 COMMENT ON MACRO TABLE request_steps_between IS 'request_steps with t0 <= event_time < t1 (NULL: open end); prunes dt and hour partitions.';

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest.layout import DATA_GLOB, ROLLUP_DIR
-from ingest.rollup import build_missing, rollups_cover
 from queries import connect
 from queries.report import ReportData, Window, collect
+from queries.rollup import build_missing, rollups_cover
 from specmetrics.cli import main
 from tests.queries.test_queries_properties import outcome
 

@@ -1,8 +1,8 @@
 -- report_rollup_stored(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256): report_rollup from the stored rollups.
 --
 -- The same rows as report_rollup (same columns, same sums per group, bucket and shape), read from
--- raw_rollups, the per-file rollups that `specmetrics report` builds (ingest/rollup.py: request-
--- steps per minute and 256-token context bucket), instead of from every raw row. The whole
+-- raw_rollups, the per-file rollups that `specmetrics report` builds (file_rollup, queries/rollup.py:
+-- request-steps per minute and 256-token context bucket), instead of from every raw row. The whole
 -- minutes of the window come from the rollups (their dt and hour partitions pruned), the partial
 -- first and last minute (bounds that are not whole minutes) from the raw rows through
 -- report_rollup. bucket must be a whole number of minutes and context_tokens a multiple of 256.
@@ -40,19 +40,17 @@ WITH parts AS (
         kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted, request_steps, first_event, last_event
     FROM raw_rollups
     -- the whole minutes: from the first at or after t0 to the last before the one holding t1
-    WHERE (t0 IS NULL OR (minute >= date_trunc('minute', CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) + INTERVAL 59999999 MICROSECOND)
-                          AND (dt > CAST(CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE) OR (dt = CAST(CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE) AND hour >= hour(CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP))))))
-      AND (t1 IS NULL OR (minute < date_trunc('minute', CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP))
-                          AND (dt < CAST(CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE) OR (dt = CAST(CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP) AS DATE) AND hour <= hour(CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP))))))
+    WHERE in_window(minute, dt, hour, date_trunc('minute', utc_bound(t0) + INTERVAL 59999999 MICROSECOND),
+                    date_trunc('minute', utc_bound(t1)))
     UNION ALL
     -- the partial first minute, [t0, the next whole minute); nothing (no file read) without t0
     SELECT engine_id, model, method, num_spec_tokens, bucket_start, context_start, kind, k_zero_reason,
            k_sched, k_valid, k_invalid, accepted, request_steps, first_event, last_event
     FROM report_rollup(
-        t0 := CASE WHEN t0 IS NULL THEN TIMESTAMP '1970-01-01' ELSE CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) END,
+        t0 := CASE WHEN t0 IS NULL THEN TIMESTAMP '1970-01-01' ELSE utc_bound(t0) END,
         t1 := CASE WHEN t0 IS NULL THEN TIMESTAMP '1970-01-01'
-                   ELSE least(date_trunc('minute', CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) + INTERVAL 59999999 MICROSECOND),
-                              CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP)) END,
+                   ELSE least(date_trunc('minute', utc_bound(t0) + INTERVAL 59999999 MICROSECOND),
+                              utc_bound(t1)) END,
         bucket := bucket, context_tokens := context_tokens)
     UNION ALL
     -- the partial last minute, [the last whole minute, t1), unless the first minute holds it
@@ -60,17 +58,17 @@ WITH parts AS (
            k_sched, k_valid, k_invalid, accepted, request_steps, first_event, last_event
     FROM report_rollup(
         t0 := CASE WHEN t1 IS NULL THEN TIMESTAMP '1970-01-01'
-                   ELSE greatest(date_trunc('minute', CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP)),
-                                 date_trunc('minute', CAST(CAST(t0 AS TIMESTAMPTZ) AS TIMESTAMP) + INTERVAL 59999999 MICROSECOND)) END,
-        t1 := CASE WHEN t1 IS NULL THEN TIMESTAMP '1970-01-01' ELSE CAST(CAST(t1 AS TIMESTAMPTZ) AS TIMESTAMP) END,
+                   ELSE greatest(date_trunc('minute', utc_bound(t1)),
+                                 date_trunc('minute', utc_bound(t0) + INTERVAL 59999999 MICROSECOND)) END,
+        t1 := CASE WHEN t1 IS NULL THEN TIMESTAMP '1970-01-01' ELSE utc_bound(t1) END,
         bucket := bucket, context_tokens := context_tokens)
 )
 SELECT
     engine_id, model, method, num_spec_tokens, bucket_start, context_start,
     CAST(context_start + CAST(context_tokens AS INTEGER) AS INTEGER) AS context_end,
     kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted,
-    COALESCE(kind = 'drafted' OR (kind = 'grammar_invalid' AND k_valid > 0), false) AS is_draft,
-    COALESCE(k_sched > 0, false) AS is_vllm_draft,
+    is_draft(kind, k_valid) AS is_draft,
+    is_vllm_draft(k_sched) AS is_vllm_draft,
     CAST(sum(request_steps) AS BIGINT) AS request_steps, min(first_event) AS first_event, max(last_event) AS last_event
 FROM parts
 GROUP BY ALL;

@@ -5,10 +5,11 @@ none of its steps had an outcome; ``_dead_letter`` JSON lines for the rejected o
 source and partition the covered ranges must follow each other with no gap and no overlap.
 Event ids must appear at one (source, partition, offset) only: a second copy means the same
 step was produced twice (at-least-once delivery upstream) or ingested twice. A rollup must equal
-the rollup recomputed from its data file's rows, and have its data file (ingest.rollup); data
+the rollup recomputed from its data file's rows, and have its data file (queries.rollup); data
 files without a rollup yet are only counted. Offsets the ingester recorded as lost (gone from the
 source: a ``_dead_letter`` line with ``"lost": true``) are covered, but listed, and the tree is
-not clean while any is.
+not clean while any is. This module sits with the queries, not the ingester: rollups are the
+queries' derived data, and the ingester imports nothing from queries.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import duckdb
 
 from ingest.layout import DATA_GLOB
 from ingest.output import DEAD_LETTER_DIR, FileName
-from ingest.rollup import RollupCheck, check_rollups
+from queries.rollup import RollupCheck, check_rollups
 
 
 @dataclass

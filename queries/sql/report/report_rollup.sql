@@ -45,8 +45,8 @@ SELECT
     kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted,
     -- request_steps' is_draft and is_vllm_draft, computed on the rolled-up rows (cheaper than
     -- grouping by them); the tests check the report's numbers equal the views'
-    COALESCE(kind = 'drafted' OR (kind = 'grammar_invalid' AND k_valid > 0), false) AS is_draft,
-    COALESCE(k_sched > 0, false) AS is_vllm_draft,
+    is_draft(kind, k_valid) AS is_draft,
+    is_vllm_draft(k_sched) AS is_vllm_draft,
     request_steps, first_event, last_event
 FROM rolled;
 

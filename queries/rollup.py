@@ -4,19 +4,21 @@
 
     DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/<the data file's name>.parquet
 
-A rollup is a pure function of its data file, :data:`ROLLUP_SELECT`: derived data, like a
-materialized view. :func:`build_missing` writes those a tree lacks; ``specmetrics report``
-calls it for the days of its window before it reads (so scheduled reports keep them current,
-each run adding only the files ingested since the last), and ``specmetrics rollup`` for a whole
-tree. The ingester does not write them: its throughput stays that of writing the data alone.
-Data files are immutable once renamed into place; a file the ingester removes after a crash
-(see :func:`ingest.output.remove_uncommitted`) takes its rollup with it, and
-:func:`build_missing` deletes any rollup left without its data file. ``specmetrics verify``
+A rollup is a pure function of its data file, the view file_rollup
+(queries/sql/rollup/file_rollup.sql) over that file's rows: derived data, like a materialized
+view. Rollups live here, next to the views, because reports build them (not the ingester), and
+their columns are the typed ones of request_steps. :func:`build_missing` writes those a tree
+lacks; ``specmetrics report`` calls it for the days of its window before it reads (so scheduled
+reports keep them current, each run adding only the files ingested since the last), and
+``specmetrics rollup`` for a whole tree. The ingester does not write them: its throughput stays
+that of writing the data alone. Data files are immutable once renamed into place; a file the
+ingester removes after a crash (see :func:`ingest.output.remove_uncommitted`) takes its rollup
+with it, and :func:`build_missing` deletes any rollup left without its data file. ``specmetrics verify``
 recomputes every rollup from the raw rows and checks it equal. ``specmetrics report`` reads
 rollups instead of raw rows when they cover the window's files: over the whole window but its
 partial first and last minutes, and at time buckets that are whole minutes and context buckets
 that are multiples of :data:`ROLLUP_CONTEXT_TOKENS`
-(queries/sql/intermediate/report_rollup_stored.sql).
+(queries/sql/report/report_rollup_stored.sql).
 """
 
 from __future__ import annotations
@@ -35,36 +37,14 @@ import pyarrow.parquet as pq
 
 from ingest.durable import write_durably
 from ingest.layout import ROLLUP_DIR
-from schemas.arrow import OUTCOME_SCHEMA
+from queries.catalog import LAYERS, ROLLUP_LAYER, SOURCE_VIEW, create_empty_source, partition_casts, view_statements
 
 logger = logging.getLogger(__name__)
 
-#: Width of the stored context-length buckets (batch_max_seq_len), in tokens.
+#: Width of the stored context-length buckets (batch_max_seq_len), in tokens, as file_rollup makes them.
 ROLLUP_CONTEXT_TOKENS = 256
-#: One rollup row: the group, the minute, the context bucket and the outcome shape, with the
-#: number of request-steps and the first and last event time among them. Casts fix the types,
-#: so a rollup and its recomputation compare equal whatever types its data file was read with.
-ROLLUP_SELECT = f"""
-SELECT
-    CAST(engine_id AS VARCHAR) AS engine_id,
-    CAST(model AS VARCHAR) AS model,
-    CAST(method AS VARCHAR) AS method,
-    CAST(num_spec_tokens AS INTEGER) AS num_spec_tokens,
-    make_timestamp(epoch_us(CAST(event_time AS TIMESTAMP)) // 60000000 * 60000000) AS minute,
-    CAST(batch_max_seq_len // {ROLLUP_CONTEXT_TOKENS} * {ROLLUP_CONTEXT_TOKENS} AS INTEGER) AS context_start,
-    CAST(kind AS VARCHAR) AS kind,
-    CAST(k_zero_reason AS VARCHAR) AS k_zero_reason,
-    CAST(k_sched AS INTEGER) AS k_sched,
-    CAST(k_valid AS INTEGER) AS k_valid,
-    CAST(k_invalid AS INTEGER) AS k_invalid,
-    CAST(accepted AS INTEGER) AS accepted,
-    CAST(count(*) AS BIGINT) AS request_steps,
-    min(CAST(event_time AS TIMESTAMP)) AS first_event,
-    max(CAST(event_time AS TIMESTAMP)) AS last_event
-"""
-_KEYS = "engine_id, model, method, num_spec_tokens, minute, context_start, kind, k_zero_reason, " \
-        "k_sched, k_valid, k_invalid, accepted"
-_ROLLUP_OF = ROLLUP_SELECT + " FROM {source} GROUP BY ALL ORDER BY " + _KEYS
+#: A rollup's rows in a stable order: the keys come first, and each key set is one row.
+_ROLLUP = "FROM file_rollup ORDER BY ALL"
 
 
 def rollup_path(data: Path, data_file: Path) -> Path:
@@ -85,7 +65,7 @@ def build_missing(data: Path, rebuild: bool = False, since: datetime | None = No
             orphan.unlink(missing_ok=True)
     todo = [f for f in sorted(_data_files(data, since, until)) if rebuild or not rollup_path(data, f).exists()]
     written = []
-    con = duckdb.connect()
+    con = _rollup_connection()
     try:
         for done, data_file in enumerate(todo, 1):
             target = rollup_path(data, data_file)
@@ -108,20 +88,36 @@ def build_missing(data: Path, rebuild: bool = False, since: datetime | None = No
 def _write_rollup(con: duckdb.DuckDBPyConnection, data_file: Path, target: Path) -> None:
     """Durably write the rollup of ``data_file`` to ``target``, through a temp file of its own
     (two processes may build the same rollup at once)."""
-    rolled = con.sql(_ROLLUP_OF.format(source="read_parquet($file, hive_partitioning = false)"),
-                     params={"file": str(data_file)}).to_arrow_table()
+    _read_only(con, data_file)
+    rolled = con.sql(_ROLLUP).to_arrow_table()
     write_durably(target, partial(pq.write_table, rolled, compression="zstd"),
                   temp=target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp"))
 
 
-def _rollup_schema() -> pa.Schema:
-    """The columns and types of a rollup file, as :data:`ROLLUP_SELECT` makes them."""
+def _rollup_connection() -> duckdb.DuckDBPyConnection:
+    """A connection with file_rollup and the layers it needs over an empty source view, which
+    :func:`_read_only` points at one data file."""
     con = duckdb.connect()
     try:
-        con.register("rows", OUTCOME_SCHEMA.empty_table())
-        return con.sql(_ROLLUP_OF.format(source="rows")).to_arrow_table().schema
-    finally:
+        create_empty_source(con)
+        con.execute("SET TimeZone = 'UTC'")
+        for statement in view_statements(con, LAYERS[:LAYERS.index(ROLLUP_LAYER) + 1]):
+            con.execute(statement)
+    except BaseException:
         con.close()
+        raise
+    return con
+
+
+def _read_only(con: duckdb.DuckDBPyConnection, data_file: Path) -> None:
+    """Point the source view of ``con`` at ``data_file`` alone (its dt and hour from its path)."""
+    relation = con.read_parquet(str(data_file), hive_partitioning=True)
+    relation.project(f"* REPLACE ({partition_casts()})").create_view(SOURCE_VIEW, replace=True)
+
+
+def _rollup_schema(con: duckdb.DuckDBPyConnection) -> pa.Schema:
+    """The columns and types of a rollup file, as file_rollup makes them."""
+    return con.sql(f"{_ROLLUP} LIMIT 0").to_arrow_table().schema
 
 
 def window_files(data: Path, since: datetime | None = None, until: datetime | None = None) -> frozenset[Path]:
@@ -170,34 +166,29 @@ def check_rollups(data: Path) -> RollupCheck:
     """Recompute every rollup from its data file and compare it with the stored one."""
     data_files = {str(path) for path in window_files(data)}
     stored = {str(path) for path in window_files(data / ROLLUP_DIR)}
-    expected = _rollup_schema()
-    unreadable = [f for f in sorted(data_files & stored) if not _has_schema(data / ROLLUP_DIR / f, expected)]
-    both = sorted(data_files & stored - set(unreadable))
-    unequal: list[str] = []
-    if both:
-        relative = r"regexp_extract(filename, '(dt=[^/]+/hour=[^/]+/[^/]+)$', 1)"
-        con = duckdb.connect()
-        try:
-            rows = con.sql(
-                f"""
-                WITH recomputed AS (
-                    {ROLLUP_SELECT}, {relative} AS file
-                    FROM read_parquet($data, filename = true, hive_partitioning = false)
-                    GROUP BY ALL
-                ), stored AS (
-                    SELECT * EXCLUDE (filename), {relative} AS file
-                    FROM read_parquet($stored, filename = true, hive_partitioning = false)
-                ), differing AS (
-                    (FROM recomputed EXCEPT ALL FROM stored) UNION ALL (FROM stored EXCEPT ALL FROM recomputed)
-                )
-                SELECT DISTINCT file FROM differing ORDER BY file
-                """,
-                params={"data": [str(data / f) for f in both], "stored": [str(data / ROLLUP_DIR / f) for f in both]},
-            ).fetchall()
-        finally:
-            con.close()
-        unequal = [str(file) for (file,) in rows]
+    con = _rollup_connection()
+    try:
+        expected = _rollup_schema(con)
+        unreadable = [f for f in sorted(data_files & stored) if not _has_schema(data / ROLLUP_DIR / f, expected)]
+        unequal = [f for f in sorted(data_files & stored - set(unreadable))
+                   if not _equals_recomputed(con, data / f, data / ROLLUP_DIR / f)]
+    finally:
+        con.close()
     return RollupCheck(sorted(data_files - stored), sorted(stored - data_files), sorted(unequal + unreadable))
+
+
+def _equals_recomputed(con: duckdb.DuckDBPyConnection, data_file: Path, rollup: Path) -> bool:
+    """Whether ``rollup`` holds the rows of file_rollup over ``data_file``, each as often."""
+    _read_only(con, data_file)
+    [(differing,)] = con.execute(
+        f"""
+        WITH recomputed AS ({_ROLLUP}), stored AS (FROM read_parquet($stored, hive_partitioning = false))
+        SELECT count(*)
+        FROM ((FROM recomputed EXCEPT ALL FROM stored) UNION ALL (FROM stored EXCEPT ALL FROM recomputed))
+        """,
+        {"stored": str(rollup)},
+    ).fetchall()
+    return bool(differing == 0)
 
 
 def _has_schema(path: Path, schema: pa.Schema) -> bool:
