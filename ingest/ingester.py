@@ -2,12 +2,15 @@
 
 For each partition the ingester buffers decoded steps, and on flush writes the Parquet
 files and the dead letters of that offset range durably (on a writer thread), then commits
-the offset after it (on the polling thread: Kafka consumers are single-threaded). A crash
-between the two leaves files past the committed offset, which are removed when the
-partition is next assigned (``remove_uncommitted``) and rewritten under the same names.
-A partition that moved on while this ingester was evicted (a commit refused, or partitions
-reported lost) may have a new owner already, which removed what was past its last commit
-before this one wrote it: such files are removed here, and buffers dropped unwritten.
+the offset after it (on the polling thread: Kafka consumers are single-threaded). When a
+partition is assigned, reading resumes where its stored files end (:mod:`ingest.recovery`):
+a crash between the files and the commit leaves files that are complete and stay, and one
+within a flush leaves an incomplete flush, which is removed and written again under the same
+names. A partition that moved on while this ingester was evicted (a commit refused, or
+partitions reported lost) may have a new owner already, which resumed after its stored files
+before this one wrote more: such files are removed here, and buffers dropped unwritten. A
+flush, its commit and that removal happen under the partition's lock
+(:mod:`ingest.partition_lock`), so a new owner never counts them as stored.
 """
 
 from __future__ import annotations
@@ -25,14 +28,16 @@ import pyarrow as pa
 
 from ingest.batch import DeadLetter, PartitionBuffer
 from ingest.output import (
+    STATE_DIR,
     FileName,
     ParquetOptions,
     WrittenFile,
-    remove_uncommitted,
     remove_written,
     write_dead_letters,
     write_partitioned,
 )
+from ingest.partition_lock import PartitionLocks
+from ingest.recovery import resume_positions
 from ingest.settings import IngestSettings
 from ingest.sources.base import Source
 from schemas.version import UnsupportedSchemaVersion
@@ -87,6 +92,7 @@ class Ingester:
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specmetrics-writer")
         self._in_flight: tuple[Future[None], dict[int, int], _Flush] | None = None
         self._rotate_us = int(self.settings.flush_event_time_s * 1_000_000)
+        self._locks = PartitionLocks(out / STATE_DIR, source.name)
         source.listen(self._assigned, self._revoked, self._lost)
 
     def run(self, once: bool, progress: Callable[[IngestStats], None] | None = None,
@@ -102,7 +108,7 @@ class Ingester:
             caught_up = once and self.source.at_end()
             records = self.source.poll(self.settings.poll_records, 0.0 if caught_up else 0.5)
             for record in records:
-                self._consume(record.partition, record.offset, record.value)
+                self._consume(record.partition, record.offset, record.value, record.error)
             self._reap()
             now = time.monotonic()
             if records:
@@ -124,12 +130,22 @@ class Ingester:
             progress(self.stats)
         return self.stats
 
-    def _assigned(self, committed: dict[int, int]) -> None:
-        remove_uncommitted(self.out, self.source.name, committed)
+    def _assigned(self, committed: dict[int, int | None]) -> dict[int, int | None]:
+        self.wait()  # a flush in flight holds its partition's lock, and may be of one assigned again
+        positions: dict[int, int | None] = {}
         for partition, offset in committed.items():
+            self._locks.acquire(partition)
+            try:
+                positions.update(resume_positions(self.out, self.source.name, {partition: offset}))
+            finally:
+                self._locks.release(partition)
+        for partition, position in positions.items():
             self._buffers.pop(partition, None)
-            self._next[partition] = offset
+            self._next.pop(partition, None)
+            if position is not None:
+                self._next[partition] = position
             self._refused.discard(partition)
+        return positions
 
     def _revoked(self, partitions: list[int]) -> None:
         for partition in partitions:
@@ -147,6 +163,7 @@ class Ingester:
             (future, _, work), self._in_flight = self._in_flight, None
             future.exception()  # waits; a failed write changes nothing, its data is dropped anyway
             remove_written(work.written)
+            self._locks.release(work.name.partition)
 
     def _forget(self, partitions: list[int]) -> None:
         for partition in partitions:
@@ -154,7 +171,7 @@ class Ingester:
             self._next.pop(partition, None)
             self._refused.discard(partition)
 
-    def _consume(self, partition: int, offset: int, payload: bytes) -> None:
+    def _consume(self, partition: int, offset: int, payload: bytes, error: str | None = None) -> None:
         if partition in self._refused:
             return
         buffer = self._buffers.get(partition)
@@ -164,6 +181,8 @@ class Ingester:
             return
         self.stats.records += 1
         try:
+            if error is not None:
+                raise InvalidRecord(error)
             step = decode_step(payload)
         except (InvalidRecord, UnsupportedSchemaVersion) as exc:
             if buffer is None:
@@ -198,6 +217,7 @@ class Ingester:
         self.wait()
         if partition in self._refused:  # the commit of its previous flush was refused just now
             return
+        self._locks.acquire(partition)
         work = _Flush(name, table, event_time_us, buffer.dead_letters, buffer.first_event_us)
         self._in_flight = (self._writer.submit(self._write, work), {partition: buffer.end_offset + 1}, work)
 
@@ -205,10 +225,13 @@ class Ingester:
         """Block until the flush in flight is durable, then commit it; re-raise its error."""
         if self._in_flight is not None:
             (future, next_offsets, work), self._in_flight = self._in_flight, None
-            future.result()
-            if not self.source.commit(next_offsets):
-                self._commit_refused(next_offsets, work)
-                return
+            try:
+                future.result()
+                if not self.source.commit(next_offsets):
+                    self._commit_refused(next_offsets, work)
+                    return
+            finally:
+                self._locks.release(work.name.partition)
             self._next.update(next_offsets)
             self.stats.files += sum(file.path.suffix == ".parquet" for file in work.written)
             self.stats.rows += work.table.num_rows
@@ -221,6 +244,7 @@ class Ingester:
             self.wait()
         finally:
             self._writer.shutdown()
+            self._locks.release_all()
             if self._dead_letter_topic is not None:
                 self._dead_letter_topic.close()
 
@@ -241,13 +265,16 @@ class Ingester:
             self.wait()
 
     def _write(self, work: _Flush) -> None:
+        letter_files = 1 if work.dead_letters else 0
         if work.table.num_rows or not work.dead_letters:
             # Steps without outcomes alone still get a (row-less) file: verify finds covered offsets by file name.
             for path in write_partitioned(self.out, work.name, work.table, work.event_time_us, self._options,
-                                          work.first_event_us):
+                                          work.first_event_us, other_files=letter_files):
                 work.written.append(WrittenFile.of(path))
         if work.dead_letters:
-            work.written.append(WrittenFile.of(write_dead_letters(self.out, work.name, work.dead_letters)))
+            flush_files = len(work.written) + 1
+            work.written.append(WrittenFile.of(write_dead_letters(self.out, work.name, work.dead_letters,
+                                                                  flush_files)))
             for letter in work.dead_letters:
                 logger.warning("dead letter at %s partition %d offset %d: %s",
                                work.name.source, letter.partition, letter.offset, letter.reason)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import re
 import time
@@ -12,6 +13,8 @@ from pathlib import Path
 from emitter.log import LocalLogReader
 from ingest.durable import write_atomically
 from ingest.sources.base import Source, SourceRecord
+
+logger = logging.getLogger(__name__)
 
 _POLL_INTERVAL_S = 0.05
 
@@ -29,11 +32,7 @@ class LocalLogSource(Source):
         self.name = re.sub(r"[^A-Za-z0-9_]", "_", self.log_dir.resolve().name) or "log"
         self._lock_fd = _lock_output(Path(state_dir) / f"{self.name}.lock")
         self._state_file = Path(state_dir) / f"{self.name}.offsets.json"
-        try:
-            self._reader = LocalLogReader(self.log_dir, self.committed()[0])
-        except BaseException:
-            self.close()
-            raise
+        self._reader = LocalLogReader(self.log_dir)  # placed by seek()
 
     def poll(self, max_records: int, timeout_s: float) -> list[SourceRecord]:
         deadline = time.monotonic() + timeout_s
@@ -43,11 +42,20 @@ class LocalLogSource(Source):
                 return [SourceRecord(0, r.offset, r.payload) for r in records]
             time.sleep(_POLL_INTERVAL_S)
 
-    def committed(self) -> dict[int, int]:
+    def committed(self) -> dict[int, int | None]:
+        """The offsets file's offset: a hint (the stored files decide), so one that is missing or
+        unreadable is None."""
         try:
             return {0: int(json.loads(self._state_file.read_text())["0"])}
         except FileNotFoundError:
-            return {0: 0}
+            return {0: None}
+        except (ValueError, KeyError, TypeError) as exc:
+            logger.warning("ignoring the unreadable offsets file %s (%s): the stored files say where to resume",
+                           self._state_file, exc)
+            return {0: None}
+
+    def seek(self, positions: dict[int, int | None]) -> None:
+        self._reader = LocalLogReader(self.log_dir, positions.get(0) or 0)
 
     def commit(self, next_offsets: dict[int, int]) -> bool:
         write_atomically(self._state_file, json.dumps({str(p): o for p, o in next_offsets.items()}).encode())
