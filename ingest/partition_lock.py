@@ -47,7 +47,7 @@ class PartitionLocks:
                     owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
                     os.close(fd)
                     raise TimeoutError(f"partition {partition} of {self._source} is being written by another "
-                                       f"ingester (pid {owner}, holding {path}) for more than {self._wait_s:.0f} s: "
+                                       f"ingester (pid {owner}, holding {path}) for more than {self._wait_s:g} s: "
                                        "is it stopped? Resume or stop it first") from None
                 time.sleep(_RETRY_S)
         os.ftruncate(fd, 0)

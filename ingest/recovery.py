@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ingest.layout import ROLLUP_DIR
+from ingest.layout import DATA_GLOB, ROLLUP_DIR
 from ingest.output import DEAD_LETTER_DIR, FLUSH_FILES_KEY, FileName
 
 logger = logging.getLogger(__name__)
@@ -42,13 +42,38 @@ class StoredFlush:
     name: FileName
     paths: list[Path]
 
+    @property
+    def recorded_files(self) -> int | None:
+        """How many files the flush wrote, as its files say (None: written before they said)."""
+        counts = [count for count in map(_flush_files, self.paths) if count is not None]
+        return max(counts) if counts else None
+
     def stored_for_good(self, committed: int | None) -> bool:
         """All files the flush meant to write are there. For files written before flushes
         recorded their file count, the committed offset decides, as it did then (when there is one)."""
-        recorded = [count for count in map(_flush_files, self.paths) if count is not None]
-        if not recorded:
+        recorded = self.recorded_files
+        if recorded is None:
             return committed is None or self.name.start < committed
-        return len(self.paths) >= max(recorded)
+        return len(self.paths) >= recorded
+
+
+def incomplete_flushes(out: Path) -> list[str]:
+    """Flushes of any source and partition with fewer files than they wrote: the last one of a
+    partition whose ingester has not restarted since a crash, or files removed by hand (which
+    the offset ranges alone do not show when the flush's other files cover them)."""
+    paths: dict[FileName, list[Path]] = defaultdict(list)
+    for path in [*out.glob(DATA_GLOB), *(out / DEAD_LETTER_DIR).glob("*.jsonl")]:
+        name = FileName.parse(path.name)
+        if name is not None:
+            paths[name].append(path)
+    found = []
+    for name in sorted(paths, key=lambda n: (n.source, n.partition, n.start, n.end)):
+        flush = StoredFlush(name, paths[name])
+        recorded = flush.recorded_files
+        if recorded is not None and len(flush.paths) < recorded:
+            found.append(f"{name.source} partition {name.partition} offsets {name.start}-{name.end}: "
+                         f"{len(flush.paths)} of its {recorded} files")
+    return found
 
 
 def resume_positions(out: Path, source: str, committed: dict[int, int | None]) -> dict[int, int | None]:

@@ -6,7 +6,7 @@ source and partition the covered ranges must follow each other with no gap and n
 Event ids must appear at one (source, partition, offset) only: a second copy means the same
 step was produced twice (at-least-once delivery upstream) or ingested twice. A rollup must equal
 the rollup recomputed from its data file's rows, and have its data file (ingest.rollup); data
-files without a rollup yet are only counted.
+files without a rollup yet are only counted. Every flush must have all the files it wrote.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import duckdb
 
 from ingest.layout import DATA_GLOB
 from ingest.output import DEAD_LETTER_DIR, FileName
+from ingest.recovery import incomplete_flushes
 from ingest.rollup import RollupCheck, check_rollups
 
 
@@ -39,17 +40,19 @@ class VerifyReport:
     duplicate_events: int  # event ids stored at more than one position
     duplicate_examples: list[tuple[str, int]]  # (event id, copies)
     rollups: RollupCheck
+    incomplete_flushes: list[str] = field(default_factory=list)  # ingest.recovery.incomplete_flushes
 
     @property
     def clean(self) -> bool:
         return not self.duplicate_events and not any(p.gaps or p.overlaps for p in self.partitions) \
-            and self.rollups.clean
+            and self.rollups.clean and not self.incomplete_flushes
 
 
 def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
     if not data.is_dir():
         raise FileNotFoundError(f"{data} is not a directory")
-    return VerifyReport(_coverage(data), *_duplicate_events(data, examples), check_rollups(data))
+    return VerifyReport(_coverage(data), *_duplicate_events(data, examples), check_rollups(data),
+                        incomplete_flushes(data))
 
 
 def _coverage(data: Path) -> list[PartitionCoverage]:

@@ -77,7 +77,8 @@ class KafkaSource(Source):
         try:
             yield
         except KafkaError as exc:
-            what = str(exc) if str(exc).startswith(type(exc).__name__) else f"{type(exc).__name__}: {exc}"
+            detail = str(exc) if str(exc) not in ("", "None") else f"no answer within {self._timeout_ms / 1000:g} s"
+            what = detail if detail.startswith(type(exc).__name__) else f"{type(exc).__name__}: {detail}"
             raise SourceUnavailable(f"Kafka at {','.join(self.address.bootstrap_servers)} (topic "
                                     f"{self.address.topic}) failed: {what}") from exc
 
