@@ -194,7 +194,7 @@ def test_sigkill_mid_flush_then_lost_offsets_keep_complete_flushes_and_rewrite_t
     address = KafkaAddress.parse(kafka_url)
     bootstrap, out = address.bootstrap_servers[0], tmp_path / "out"
     create_topic(bootstrap, address.topic)
-    values = [b"\x00not msgpack" if i % 7 == 6 else good(i) for i in range(900)]  # dead letters in most flushes
+    values = [b"\x00not msgpack" if i % 7 == 6 else good(i) for i in range(300)]  # dead letters in most flushes
     produce(bootstrap, address.topic, values)
     rng = random.Random(3)
     for _ in range(2):
@@ -202,7 +202,7 @@ def test_sigkill_mid_flush_then_lost_offsets_keep_complete_flushes_and_rewrite_t
         proc = cli("ingest", "--source", kafka_url, "--out", str(out), "--once", "--quiet", "--flush-rows", "24",
                    env={"SPECMETRICS_INGEST_FLUSH_EVENT_TIME_S": "86400"})
         deadline = time.monotonic() + 60
-        while len(stored_files(out)) == before and proc.poll() is None and time.monotonic() < deadline:
+        while len(stored_files(out)) < before + 10 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.002)
         time.sleep(rng.uniform(0, 0.1))  # somewhere in a later flush: between its files, or before its commit
         proc.send_signal(signal.SIGKILL)
@@ -232,7 +232,7 @@ def test_following_survives_a_broker_restart_and_stores_every_record_once(tmp_pa
         url = broker.url("follow")
         create_topic(broker.bootstrap, "follow")
         produce(broker.bootstrap, "follow", [good(i) for i in range(30)])
-        proc = cli("-v", "ingest", "--source", url, "--out", str(out), "--quiet",
+        proc = cli("ingest", "--source", url, "--out", str(out), "--quiet",
                    env={"SPECMETRICS_INGEST_FLUSH_IDLE_S": "1.5", "SPECMETRICS_KAFKA_REQUEST_TIMEOUT_S": "2"})
         try:
             wait_for_rows(out, 30 * ROWS_PER_STEP)
