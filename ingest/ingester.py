@@ -2,12 +2,15 @@
 
 For each partition the ingester buffers decoded steps, and on flush writes the Parquet
 files and the dead letters of that offset range durably (on a writer thread), then commits
-the offset after it (on the polling thread: Kafka consumers are single-threaded). A crash
-between the two leaves files past the committed offset, which are removed when the
-partition is next assigned (``remove_uncommitted``) and rewritten under the same names.
-A partition that moved on while this ingester was evicted (a commit refused, or partitions
-reported lost) may have a new owner already, which removed what was past its last commit
-before this one wrote it: such files are removed here, and buffers dropped unwritten.
+the offset after it (on the polling thread: Kafka consumers are single-threaded). When a
+partition is assigned, reading resumes where its stored files end (:mod:`ingest.recovery`):
+a crash between the files and the commit leaves files that are complete and stay, and one
+within a flush leaves an incomplete flush, which is removed and written again under the same
+names. A partition that moved on while this ingester was evicted (a commit refused, or
+partitions reported lost) may have a new owner already, which resumed after its stored files
+before this one wrote more: such files are removed here, and buffers dropped unwritten. A
+flush, its commit and that removal happen under the partition's lock
+(:mod:`ingest.partition_lock`), so a new owner never counts them as stored.
 Offsets the source reports gone (:class:`LostRange`) stop the run with :class:`LostOffsets`
 once everything before them is committed, or, with ``accept_loss``, are recorded in the tree
 (``ingest.output.write_lost_range``) and committed like a flush.
@@ -28,15 +31,17 @@ import pyarrow as pa
 
 from ingest.batch import DeadLetter, PartitionBuffer
 from ingest.output import (
+    STATE_DIR,
     FileName,
     ParquetOptions,
     WrittenFile,
-    remove_uncommitted,
     remove_written,
     write_dead_letters,
     write_lost_range,
     write_partitioned,
 )
+from ingest.partition_lock import PartitionLocks
+from ingest.recovery import resume_positions
 from ingest.settings import IngestSettings
 from ingest.sources.base import LostRange, Source
 from schemas.arrow import OUTCOME_SCHEMA
@@ -105,6 +110,7 @@ class Ingester:
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specmetrics-writer")
         self._in_flight: tuple[Future[None], dict[int, int], _Flush] | None = None
         self._rotate_us = int(self.settings.flush_event_time_s * 1_000_000)
+        self._locks = PartitionLocks(out / STATE_DIR, source.name)
         source.listen(self._assigned, self._revoked, self._lost)
 
     def run(self, once: bool, progress: Callable[[IngestStats], None] | None = None,
@@ -145,12 +151,22 @@ class Ingester:
             progress(self.stats)
         return self.stats
 
-    def _assigned(self, committed: dict[int, int]) -> None:
-        remove_uncommitted(self.out, self.source.name, committed)
+    def _assigned(self, committed: dict[int, int | None]) -> dict[int, int | None]:
+        self.wait()  # a flush in flight holds its partition's lock, and may be of one assigned again
+        positions: dict[int, int | None] = {}
         for partition, offset in committed.items():
+            self._locks.acquire(partition)
+            try:
+                positions.update(resume_positions(self.out, self.source.name, {partition: offset}))
+            finally:
+                self._locks.release(partition)
+        for partition, position in positions.items():
             self._buffers.pop(partition, None)
-            self._next[partition] = offset
+            self._next.pop(partition, None)
+            if position is not None:
+                self._next[partition] = position
             self._refused.discard(partition)
+        return positions
 
     def _revoked(self, partitions: list[int]) -> None:
         for partition in partitions:
@@ -168,6 +184,7 @@ class Ingester:
             (future, _, work), self._in_flight = self._in_flight, None
             future.exception()  # waits; a failed write changes nothing, its data is dropped anyway
             remove_written(work.written)
+            self._locks.release(work.name.partition)
 
     def _forget(self, partitions: list[int]) -> None:
         for partition in partitions:
@@ -218,6 +235,7 @@ class Ingester:
         self.wait()
         if not self.settings.accept_loss:
             raise LostOffsets(self.source.name, loss)
+        self._locks.acquire(loss.partition)
         work = _Flush(FileName(self.source.name, loss.partition, loss.first, loss.last), OUTCOME_SCHEMA.empty_table(),
                       np.zeros(0, dtype=np.int64), [], None, lost=loss)
         self._in_flight = (self._writer.submit(self._write, work), {loss.partition: loss.last + 1}, work)
@@ -238,6 +256,7 @@ class Ingester:
         self.wait()
         if partition in self._refused:  # the commit of its previous flush was refused just now
             return
+        self._locks.acquire(partition)
         work = _Flush(name, table, event_time_us, buffer.dead_letters, buffer.first_event_us)
         self._in_flight = (self._writer.submit(self._write, work), {partition: buffer.end_offset + 1}, work)
 
@@ -245,10 +264,13 @@ class Ingester:
         """Block until the flush in flight is durable, then commit it; re-raise its error."""
         if self._in_flight is not None:
             (future, next_offsets, work), self._in_flight = self._in_flight, None
-            future.result()
-            if not self.source.commit(next_offsets):
-                self._commit_refused(next_offsets, work)
-                return
+            try:
+                future.result()
+                if not self.source.commit(next_offsets):
+                    self._commit_refused(next_offsets, work)
+                    return
+            finally:
+                self._locks.release(work.name.partition)
             self._next.update(next_offsets)
             self.stats.files += sum(file.path.suffix == ".parquet" for file in work.written)
             self.stats.rows += work.table.num_rows
@@ -262,6 +284,7 @@ class Ingester:
             self.wait()
         finally:
             self._writer.shutdown()
+            self._locks.release_all()
             if self._dead_letter_topic is not None:
                 self._dead_letter_topic.close()
 
@@ -288,13 +311,16 @@ class Ingester:
             logger.warning("offsets %d-%d of %s partition %d are lost (%s); recorded in %s", work.name.start,
                            work.name.end, work.name.source, work.name.partition, work.lost.reason, path)
             return
+        letter_files = 1 if work.dead_letters else 0
         if work.table.num_rows or not work.dead_letters:
             # Steps without outcomes alone still get a (row-less) file: verify finds covered offsets by file name.
             for path in write_partitioned(self.out, work.name, work.table, work.event_time_us, self._options,
-                                          work.first_event_us):
+                                          work.first_event_us, other_files=letter_files):
                 work.written.append(WrittenFile.of(path))
         if work.dead_letters:
-            work.written.append(WrittenFile.of(write_dead_letters(self.out, work.name, work.dead_letters)))
+            flush_files = len(work.written) + 1
+            work.written.append(WrittenFile.of(write_dead_letters(self.out, work.name, work.dead_letters,
+                                                                  flush_files)))
             for letter in work.dead_letters:
                 logger.warning("dead letter at %s partition %d offset %d: %s",
                                work.name.source, letter.partition, letter.offset, letter.reason)

@@ -5,20 +5,22 @@
     DATADIR/dt=YYYY-MM-DD/hour=HH/<source>-<partition>-<first offset>-<last offset>.parquet
     DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/<the same name>.parquet   (see queries.rollup)
     DATADIR/_dead_letter/<source>-<partition>-<first offset>-<last offset>.jsonl   (or a lost range)
-    DATADIR/_state/<source>.offsets.json     (local log sources)
+    DATADIR/_state/<source>.offsets.json     (local log sources: the committed offset, a hint)
     DATADIR/_state/<source>.lock             (local log sources: held by the one ingester)
     DATADIR/_state/<source>.identity.json    (local log sources: the log the name stands for)
+    DATADIR/_state/<source>-<partition>.lock (held while a flush of the partition is written, see ingest.partition_lock)
 
 File names are deterministic: the same input gives the same names, so a restart after a
-crash rewrites a file instead of adding a second copy. Files at or past the committed offset
-were written by a flush whose commit never happened; they are removed on start.
+crash rewrites a file instead of adding a second copy. One flush writes several files (one
+Parquet file per event-time hour, a dead-letter file), one after the other; each records how
+many the flush wrote (:data:`FLUSH_FILES_KEY`), so a flush cut short by a crash is recognised
+and rewritten on start (:mod:`ingest.recovery`). A complete flush is stored for good.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import logging
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -32,10 +34,10 @@ import pyarrow.parquet as pq
 from ingest.batch import DeadLetter
 from ingest.durable import write_atomically, write_durably
 
-logger = logging.getLogger(__name__)
-
 DEAD_LETTER_DIR = "_dead_letter"
 STATE_DIR = "_state"
+#: Parquet key-value metadata, and dead-letter JSON field, holding how many files the flush wrote.
+FLUSH_FILES_KEY = "specmetrics.flush_files"
 _HOUR_US = 3_600_000_000
 _NAME = re.compile(r"^(?P<source>\w+)-(?P<partition>\d+)-(?P<start>\d{20})-(?P<end>\d{20})\.(parquet|jsonl)$")
 
@@ -69,14 +71,18 @@ class FileName:
 
 def write_partitioned(
     out: Path, name: FileName, table: pa.Table, event_time_us: np.ndarray, options: ParquetOptions,
-    empty_at_us: int | None = None,
+    empty_at_us: int | None = None, other_files: int = 0,
 ) -> list[Path]:
     """Write ``table`` split by event-time hour, one durable file per hour. A table without rows
     is written as one file without rows in the hour of ``empty_at_us`` (if given), so that its
-    name still says which offsets the flush covered."""
+    name still says which offsets the flush covered. Each file records the flush's file count:
+    these files and ``other_files`` more (its dead letters, written after them)."""
     hours = event_time_us // _HOUR_US if len(table) or empty_at_us is None else np.array([empty_at_us // _HOUR_US])
+    unique_hours = np.unique(hours)
+    flush_files = str(len(unique_hours) + other_files).encode()
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), FLUSH_FILES_KEY.encode(): flush_files})
     paths = []
-    for hour in np.unique(hours):
+    for hour in unique_hours:
         part = table if hours[0] == hours[-1] == hour else table.filter(pa.array(hours == hour))
         when = datetime.fromtimestamp(int(hour) * 3600, UTC)
         # %Y does not pad years before 1000 on glibc
@@ -91,12 +97,14 @@ def _write_parquet(table: pa.Table, options: ParquetOptions, path: Path) -> None
                    row_group_size=options.row_group_rows)
 
 
-def write_dead_letters(out: Path, name: FileName, letters: list[DeadLetter]) -> Path:
-    """One JSON line per rejected record: reason and original bytes (base64)."""
+def write_dead_letters(out: Path, name: FileName, letters: list[DeadLetter], flush_files: int = 1) -> Path:
+    """One JSON line per rejected record: reason and original bytes (base64), and the number of
+    files of the flush (this one included)."""
     lines = (
         json.dumps({
             "source": name.source, "partition": letter.partition, "offset": letter.offset,
             "reason": letter.reason, "payload_base64": base64.b64encode(letter.payload).decode(),
+            FLUSH_FILES_KEY: flush_files,
         })
         for letter in letters
     )
@@ -109,7 +117,7 @@ def write_lost_range(out: Path, name: FileName, reason: str) -> Path:
     """One JSON line recording that offsets ``name.start`` to ``name.end`` are gone from the source
     (``"lost": true``); its name covers them, so the offsets stay accounted for without a gap."""
     line = json.dumps({"lost": True, "source": name.source, "partition": name.partition, "offset": name.start,
-                       "last_offset": name.end, "reason": reason})
+                       "last_offset": name.end, "reason": reason, FLUSH_FILES_KEY: 1})
     path = out / DEAD_LETTER_DIR / name.render("jsonl")
     write_atomically(path, (line + "\n").encode())
     return path
@@ -137,30 +145,9 @@ def remove_written(files: list[WrittenFile]) -> list[Path]:
     for file in files:
         try:
             stat = file.path.stat()
-        except FileNotFoundError:  # the new owner removed it (remove_uncommitted)
+        except FileNotFoundError:  # removed since (an incomplete flush, see ingest.recovery)
             continue
         if (stat.st_ino, stat.st_mtime_ns) == (file.inode, file.mtime_ns):
             file.path.unlink(missing_ok=True)
             removed.append(file.path)
-    return removed
-
-
-def remove_uncommitted(out: Path, source: str, committed: dict[int, int]) -> list[Path]:
-    """Delete files of ``source`` (data, their rollups, dead letters) that start at or after the
-    committed offset of their partition (a flush that crashed before its commit), and stray
-    temp files. Only the
-    partitions in ``committed`` are touched: other readers of the same tree own the rest."""
-    removed: list[Path] = []
-    if not out.exists():
-        return removed
-    for path in out.rglob("*"):
-        temp = path.name.startswith(".") and path.name.endswith(".tmp")
-        parsed = FileName.parse(path.name[1:-4] if temp else path.name)
-        if parsed is None or parsed.source != source or parsed.partition not in committed:
-            continue
-        if temp or parsed.start >= committed[parsed.partition]:
-            path.unlink()
-            removed.append(path)
-    if removed:
-        logger.warning("removed %d file(s) from an uncommitted flush: %s", len(removed), [str(p) for p in removed])
     return removed

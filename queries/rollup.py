@@ -11,10 +11,10 @@ their columns are the typed ones of request_steps. :func:`build_missing` writes 
 lacks; ``specmetrics report`` calls it for the days of its window before it reads (so scheduled
 reports keep them current, each run adding only the files ingested since the last), and
 ``specmetrics rollup`` for a whole tree. The ingester does not write them: its throughput stays
-that of writing the data alone. Data files are immutable once renamed into place; a file the
-ingester removes after a crash (see :func:`ingest.output.remove_uncommitted`) takes its rollup
-with it, and :func:`build_missing` deletes any rollup left without its data file. ``specmetrics verify``
-recomputes every rollup from the raw rows and checks it equal. ``specmetrics report`` reads
+that of writing the data alone. Data files are immutable once renamed into place; a file of a
+flush a crash cut short, which the ingester removes on start (see :mod:`ingest.recovery`),
+takes its rollup with it, and :func:`build_missing` deletes any rollup left without its data
+file. ``specmetrics verify`` recomputes every rollup from the raw rows and checks it equal. ``specmetrics report`` reads
 rollups instead of raw rows when they cover the window's files: over the whole window but its
 partial first and last minutes, and at time buckets that are whole minutes and context buckets
 that are multiples of :data:`ROLLUP_CONTEXT_TOKENS`

@@ -8,8 +8,9 @@ step was produced twice (at-least-once delivery upstream) or ingested twice. A r
 the rollup recomputed from its data file's rows, and have its data file (queries.rollup); data
 files without a rollup yet are only counted. Offsets the ingester recorded as lost (gone from the
 source: a ``_dead_letter`` line with ``"lost": true``) are covered, but listed, and the tree is
-not clean while any is. This module sits with the queries, not the ingester: rollups are the
-queries' derived data, and the ingester imports nothing from queries.
+not clean while any is, nor while a flush lacks some of the files it wrote. This module sits
+with the queries, not the ingester: rollups are the queries' derived data, and the ingester
+imports nothing from queries.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import duckdb
 
 from ingest.layout import DATA_GLOB
 from ingest.output import DEAD_LETTER_DIR, FileName
+from ingest.recovery import incomplete_flushes
 from queries.rollup import RollupCheck, check_rollups
 
 
@@ -55,18 +57,19 @@ class VerifyReport:
     duplicate_examples: list[tuple[str, int]]  # (event id, copies)
     rollups: RollupCheck
     lost: list[RecordedLoss] = field(default_factory=list)
+    incomplete_flushes: list[str] = field(default_factory=list)  # ingest.recovery.incomplete_flushes
 
     @property
     def clean(self) -> bool:
         return not self.duplicate_events and not any(p.gaps or p.overlaps for p in self.partitions) \
-            and self.rollups.clean and not self.lost
+            and self.rollups.clean and not self.lost and not self.incomplete_flushes
 
 
 def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
     if not data.is_dir():
         raise FileNotFoundError(f"{data} is not a directory")
     return VerifyReport(_coverage(data), *_duplicate_events(data, examples), check_rollups(data),
-                        lost=_recorded_losses(data))
+                        lost=_recorded_losses(data), incomplete_flushes=incomplete_flushes(data))
 
 
 def _coverage(data: Path) -> list[PartitionCoverage]:

@@ -43,6 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # kafka-python logs every failed connection attempt; the commands say in one line what failed.
+    logging.getLogger("kafka").setLevel((logging.CRITICAL, logging.WARNING, logging.DEBUG)[min(args.verbose, 2)])
     try:
         result: int = args.run(args)
     except (ValueError, OSError, duckdb.Error) as exc:

@@ -6,13 +6,20 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import NamedTuple
 
-#: Called with ``{partition: next offset to read}`` for partitions this reader now owns.
-OnAssigned = Callable[[dict[int, int]], None]
+#: Called with ``{partition: committed offset}`` (None where the source holds none: a new reader,
+#: or offsets lost) for partitions this reader now owns; returns where to read each from (None:
+#: the source's first offset). The committed offsets are a hint: the stored files decide.
+OnAssigned = Callable[[dict[int, int | None]], dict[int, int | None]]
 #: Called with the partitions this reader is about to lose; must flush and commit them.
 OnRevoked = Callable[[list[int]], None]
 #: Called with the partitions this reader has lost already (evicted from its group): another
 #: reader may own them, so nothing of them may be written or committed any more.
 OnLost = Callable[[list[int]], None]
+
+
+class SourceUnavailable(ConnectionError):
+    """The source cannot be reached, or failed in the middle of a request (a broker down): the
+    message says which in one line. Trying again later may succeed."""
 
 
 class SourceRecord(NamedTuple):
@@ -40,7 +47,9 @@ class Source(ABC):
     """A partitioned, offset-addressed log (the local log, Kafka).
 
     The ingester commits an offset only after the Parquet files holding everything before it
-    are durable, so a restart resumes exactly where the durable data ends. Sources whose
+    are durable. The committed offset is only a hint: a restart resumes where the stored files
+    end (:mod:`ingest.recovery`), so a commit that was lost, expired or never made neither
+    removes nor repeats anything. Sources whose
     partitions move between readers (a Kafka consumer group) report it through
     :meth:`listen`; all methods are called from one thread.
     """
@@ -59,8 +68,9 @@ class Source(ABC):
         return []
 
     @abstractmethod
-    def committed(self) -> dict[int, int]:
-        """For each assigned partition, the next offset to read (0 for a new consumer)."""
+    def committed(self) -> dict[int, int | None]:
+        """For each assigned partition, the committed next offset to read; None where the
+        source holds none (a new reader, or its offsets were lost or expired)."""
 
     @abstractmethod
     def commit(self, next_offsets: dict[int, int]) -> bool:
@@ -70,8 +80,14 @@ class Source(ABC):
 
     def listen(self, assigned: OnAssigned, revoked: OnRevoked, lost: OnLost) -> None:
         """Register the assignment callbacks. The default: every partition is this reader's
-        for good, so ``assigned`` is called once, now."""
-        assigned(self.committed())
+        for good, so ``assigned`` is called once, now, and reading starts where it says."""
+        self.seek(assigned(self.committed()))
+
+    @abstractmethod
+    def seek(self, positions: dict[int, int | None]) -> None:
+        """Read each partition from its offset in ``positions`` (None: from the first one
+        the source holds). An offset the source cannot read from is an error (``ValueError``):
+        never a silent jump to another one."""
 
     def at_end(self) -> bool:
         """After an empty poll: has everything written so far been read? The default: yes."""

@@ -4,23 +4,32 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from kafka.errors import CommitFailedError, KafkaError, RebalanceInProgressError
+from kafka.errors import CommitFailedError, KafkaError, OffsetOutOfRangeError, RebalanceInProgressError
 from kafka.structs import OffsetAndMetadata
 
 from emitter.kafka import KafkaAddress, KafkaSettings, ensure_topic
 from ingest.durable import fsync_dir, write_atomically
-from ingest.sources.base import OnAssigned, OnLost, OnRevoked, Source, SourceRecord
+from ingest.sources.base import OnAssigned, OnLost, OnRevoked, Source, SourceRecord, SourceUnavailable
 
 logger = logging.getLogger(__name__)
+
+#: The dead-letter reason of a record without a value.
+TOMBSTONE = "a Kafka tombstone (a message without a value), not a step message"
 
 
 class KafkaSource(Source):
     """Subscribes to the topic in consumer group ``group``. Offsets are committed only by
-    :meth:`commit` (never automatically); a new group starts at the earliest offset.
+    :meth:`commit` (never automatically). Where an assigned partition is read from is the
+    ingester's to say (from the stored files; the earliest offset for a new tree): the
+    consumer never resets a position by itself, and an offset the topic does not hold (behind
+    its first offset, past its end) is an error. A failure to reach the brokers is raised as
+    :class:`~ingest.sources.base.SourceUnavailable`.
 
     kafka-python runs rebalance callbacks on its network thread, where no blocking consumer
     call is allowed. So a revocation is handled there (the ingester flushes; the commit is
@@ -35,13 +44,25 @@ class KafkaSource(Source):
         self.address = address
         self.settings = settings or KafkaSettings()
         self.name = address.file_prefix
+        self._timeout_ms = int(self.settings.request_timeout_s * 1000)
         _claim_output(state_dir / f"{self.name}.group", group)
-        ensure_topic(address, self.settings)
-        self._consumer = KafkaConsumer(
-            bootstrap_servers=list(address.bootstrap_servers),
+        with self._unavailable():
+            ensure_topic(address, self.settings)
+            self._consumer = self._connect(group)
+        self._joined = False
+        self._newly_assigned: set[TopicPartition] | None = None
+        self._in_rebalance = False
+        self._assigned: OnAssigned = lambda committed: {}
+        self._revoked: OnRevoked = lambda partitions: None
+        self._lost: OnLost = lambda partitions: None
+        self._consumer.subscribe([address.topic], listener=_Listener(self))
+
+    def _connect(self, group: str) -> KafkaConsumer:
+        return KafkaConsumer(
+            bootstrap_servers=list(self.address.bootstrap_servers),
             group_id=group,
             enable_auto_commit=False,
-            auto_offset_reset="earliest",
+            auto_offset_reset="none",
             session_timeout_ms=self.settings.session_timeout_ms,
             heartbeat_interval_ms=self.settings.heartbeat_interval_ms,
             max_partition_fetch_bytes=16 * 1024 * 1024,
@@ -49,73 +70,131 @@ class KafkaSource(Source):
             max_poll_records=100_000,
             **self.settings.client_config(),
         )
-        self._joined = False
-        self._newly_assigned: set[TopicPartition] | None = None
-        self._in_rebalance = False
-        self._assigned: OnAssigned = lambda committed: None
-        self._revoked: OnRevoked = lambda partitions: None
-        self._lost: OnLost = lambda partitions: None
-        self._consumer.subscribe([address.topic], listener=_Listener(self))
+
+    @contextmanager
+    def _unavailable(self) -> Iterator[None]:
+        """Kafka client errors as one line that names the brokers and topic (never credentials)."""
+        try:
+            yield
+        except KafkaError as exc:
+            detail = str(exc) if str(exc) not in ("", "None") else f"no answer within {self._timeout_ms / 1000:g} s"
+            what = detail if detail.startswith(type(exc).__name__) else f"{type(exc).__name__}: {detail}"
+            raise SourceUnavailable(f"Kafka at {','.join(self.address.bootstrap_servers)} (topic "
+                                    f"{self.address.topic}) failed: {what}") from exc
 
     def listen(self, assigned: OnAssigned, revoked: OnRevoked, lost: OnLost) -> None:
         self._assigned, self._revoked, self._lost = assigned, revoked, lost
 
     def poll(self, max_records: int, timeout_s: float) -> list[SourceRecord]:
-        batches = self._consumer.poll(timeout_ms=int(timeout_s * 1000), max_records=max_records)
-        if self._newly_assigned is not None:
-            assigned, self._newly_assigned = self._newly_assigned, None
-            self._assigned({tp.partition: self._committed(tp) for tp in assigned})
-            logger.info("assigned partitions %s of %s", sorted(tp.partition for tp in assigned), self.address.topic)
-        return [SourceRecord(tp.partition, r.offset, r.value) for tp, records in batches.items() for r in records]
+        with self._unavailable():
+            try:
+                batches = self._consumer.poll(timeout_ms=int(timeout_s * 1000), max_records=max_records)
+            except OffsetOutOfRangeError as exc:
+                raise ValueError(f"the topic {self.address.topic} does not hold the offsets to read next "
+                                 f"({_partition_offsets(exc)}): its records were deleted before they were stored, "
+                                 "or the topic was recreated. Nothing was removed") from None
+            if self._newly_assigned is not None:
+                assigned, self._newly_assigned = self._newly_assigned, None
+                self.seek(self._assigned({tp.partition: self._committed(tp) for tp in assigned}))
+                self._consumer.resume(*assigned)
+                logger.info("assigned partitions %s of %s", sorted(tp.partition for tp in assigned),
+                            self.address.topic)
+                batches = {tp: records for tp, records in batches.items() if tp not in assigned}
+            self._check_positions()
+        return [SourceRecord(tp.partition, r.offset, r.value) if r.value is not None
+                else SourceRecord(tp.partition, r.offset, b"", TOMBSTONE)
+                for tp, records in batches.items() for r in records]
 
-    def committed(self) -> dict[int, int]:
-        return {tp.partition: self._committed(tp) for tp in self._consumer.assignment()}
+    def seek(self, positions: dict[int, int | None]) -> None:
+        partitions = {p: TopicPartition(self.address.topic, p) for p in positions}
+        with self._unavailable():
+            first = self._consumer.beginning_offsets(list(partitions.values()), timeout_ms=self._timeout_ms)
+        for partition, position in positions.items():
+            tp = partitions[partition]
+            if position is None:
+                self._consumer.seek(tp, first[tp])
+            elif position < first[tp]:
+                raise ValueError(f"partition {partition} of topic {self.address.topic}: offsets {position}-"
+                                 f"{first[tp] - 1} were deleted from the topic before they were stored (its first "
+                                 f"offset is {first[tp]}; the stored files end at {position})")
+            else:
+                self._consumer.seek(tp, position)
+
+    def _check_positions(self) -> None:
+        """A position past the end of the topic: the broker holds fewer records than were read
+        and stored (the topic was recreated, or the broker lost its data). The broker may not
+        say so (Tansu answers such a fetch with nothing), but it reports its end offset."""
+        for tp in self._consumer.assignment():
+            highwater = self._consumer.highwater(tp)
+            if highwater is None or tp in self._consumer.paused():
+                continue
+            position = self._consumer.position(tp, timeout_ms=self._timeout_ms)
+            if position > highwater:
+                raise ValueError(f"partition {tp.partition} of topic {self.address.topic} ends at offset "
+                                 f"{highwater}, but the stored files end at offset {position}: the topic was "
+                                 "recreated or the broker lost its data. Nothing was removed; ingest the new topic "
+                                 "into a new output directory with a new consumer group")
+
+    def committed(self) -> dict[int, int | None]:
+        with self._unavailable():
+            return {tp.partition: self._committed(tp) for tp in self._consumer.assignment()}
 
     def commit(self, next_offsets: dict[int, int]) -> bool:
         offsets = {TopicPartition(self.address.topic, p): OffsetAndMetadata(o, "", -1) for p, o in next_offsets.items()}
         if self._in_rebalance:
             self._consumer.commit_async(offsets, callback=_log_failed_commit)
             return True
-        try:
-            self._consumer.commit(offsets)
-        except (CommitFailedError, RebalanceInProgressError):
-            return False
+        with self._unavailable():
+            try:
+                self._consumer.commit(offsets, timeout_ms=self._timeout_ms)
+            except (CommitFailedError, RebalanceInProgressError):
+                return False
         return True
 
     def at_end(self) -> bool:
         if not self._joined or self._newly_assigned is not None:
             return False
-        for tp in self._consumer.assignment():
-            highwater = self._consumer.highwater(tp)
-            if highwater is None or self._consumer.position(tp) < highwater:
-                return False
+        with self._unavailable():
+            for tp in self._consumer.assignment():
+                highwater = self._consumer.highwater(tp)
+                if highwater is None or self._consumer.position(tp, timeout_ms=self._timeout_ms) < highwater:
+                    return False
         return True
 
     def lag(self) -> int | None:
         total = 0
-        for tp in self._consumer.assignment():
-            highwater = self._consumer.highwater(tp)
-            if highwater is None:
-                return None
-            total += max(0, highwater - self._consumer.position(tp))
+        with self._unavailable():
+            for tp in self._consumer.assignment():
+                highwater = self._consumer.highwater(tp)
+                if highwater is None:
+                    return None
+                total += max(0, highwater - self._consumer.position(tp, timeout_ms=self._timeout_ms))
         return total
 
     def close(self) -> None:
+        """Leave the group. The ingester is done: a revocation on the way out has nothing to flush."""
+        self.listen(lambda committed: {}, lambda partitions: None, lambda partitions: None)
         try:
-            self._consumer.close(autocommit=False)
+            self._consumer.close(autocommit=False, timeout_ms=self._timeout_ms)
         except KafkaError:
             logger.debug("closing the consumer failed", exc_info=True)
 
-    def _committed(self, tp: TopicPartition) -> int:
-        offset = self._consumer.committed(tp)
-        return 0 if offset is None else int(offset)
+    def _committed(self, tp: TopicPartition) -> int | None:
+        offset = self._consumer.committed(tp, timeout_ms=self._timeout_ms)
+        return None if offset is None else int(offset)
+
+
+def _partition_offsets(error: OffsetOutOfRangeError) -> str:
+    """``partition p offset o`` for each partition the error names."""
+    named = error.args[0] if error.args and isinstance(error.args[0], dict) else {}
+    return ", ".join(f"partition {tp.partition} offset {offset}" for tp, offset in named.items()) or str(error)
 
 
 def _log_failed_commit(offsets: dict[TopicPartition, OffsetAndMetadata], response: object) -> None:
     if isinstance(response, Exception):
         # Sent while the partitions are revoked, before the rejoin: their new owner is assigned
-        # them after this file is durable, and removes and rewrites everything past their last commit.
-        logger.warning("commit of %s failed (%s); the new owner rewrites past the last commit",
+        # them after the flush's files are durable, and resumes where those files end.
+        logger.warning("commit of %s failed (%s); the new owner resumes after the stored files",
                        {tp.partition: o.offset for tp, o in offsets.items()}, response)
 
 
@@ -161,5 +240,10 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
             self.source._lost(sorted(tp.partition for tp in lost))
 
     def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        # Paused at a placeholder position until the polling thread seeks them where the
+        # stored files end: without a position, the consumer would look up (and reset) one itself.
+        for tp in assigned:
+            self.source._consumer.seek(tp, 0)
+        self.source._consumer.pause(*assigned)
         self.source._joined = True
         self.source._newly_assigned = set(assigned)

@@ -37,10 +37,10 @@ class LocalLogSource(Source):
         self._warned_torn_tail: tuple[Path, int] | None = None
         try:
             _claim_name(Path(state_dir) / f"{self.name}.identity.json", self.log_dir)
-            self._reader = LocalLogReader(self.log_dir, self.committed()[0])
         except BaseException:
             self.close()
             raise
+        self._reader = LocalLogReader(self.log_dir)  # placed by seek()
 
     def poll(self, max_records: int, timeout_s: float) -> list[SourceRecord]:
         deadline = time.monotonic() + timeout_s
@@ -57,11 +57,20 @@ class LocalLogSource(Source):
         losses, self._losses = self._losses, []
         return losses
 
-    def committed(self) -> dict[int, int]:
+    def committed(self) -> dict[int, int | None]:
+        """The offsets file's offset: a hint (the stored files decide), so one that is missing or
+        unreadable is None."""
         try:
             return {0: int(json.loads(self._state_file.read_text())["0"])}
         except FileNotFoundError:
-            return {0: 0}
+            return {0: None}
+        except (ValueError, KeyError, TypeError) as exc:
+            logger.warning("ignoring the unreadable offsets file %s (%s): the stored files say where to resume",
+                           self._state_file, exc)
+            return {0: None}
+
+    def seek(self, positions: dict[int, int | None]) -> None:
+        self._reader = LocalLogReader(self.log_dir, positions.get(0) or 0)
 
     def commit(self, next_offsets: dict[int, int]) -> bool:
         write_atomically(self._state_file, json.dumps({str(p): o for p, o in next_offsets.items()}).encode())

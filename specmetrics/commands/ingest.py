@@ -3,19 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
-from dataclasses import asdict
+import time
+from collections.abc import Callable
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ingest import Ingester, IngestSettings, IngestStats
 from ingest.output import STATE_DIR
 from ingest.sources import open_source
+from ingest.sources.base import SourceUnavailable
 from specmetrics.heartbeat import Heartbeat
 from specmetrics.progress import Progress
 
 if TYPE_CHECKING:  # kafka-python is an optional dependency
     from ingest.dead_letter_topic import DeadLetterTopic
+
+logger = logging.getLogger(__name__)
+
+#: Following a source that failed: the first pause before trying again, and the longest.
+RETRY_FIRST_S = 1.0
+RETRY_MAX_S = 30.0
 
 
 def add_parser(subparsers: Any) -> None:
@@ -56,7 +66,13 @@ def run(args: argparse.Namespace) -> int:
 def ingest_source(url: str, out: Path, once: bool, settings: IngestSettings | None = None,
                   show_progress: bool = True, heartbeat_file: Path | None = None) -> IngestStats:
     """Run one ingester; SIGTERM and SIGINT flush and commit before it returns. With
-    ``heartbeat_file``, that file is rewritten every second while the ingest loop runs."""
+    ``heartbeat_file``, that file is rewritten every second while the ingest loop runs.
+
+    A source that fails (a broker unreachable or lost) ends ``once`` with
+    :class:`~ingest.sources.base.SourceUnavailable`; when following, the failure is logged and
+    the source opened again after a pause that doubles up to :data:`RETRY_MAX_S`. Each start
+    resumes where the stored files end, so what was buffered and not flushed is read again
+    and nothing twice."""
     settings = settings or IngestSettings()
     heartbeat = Heartbeat(heartbeat_file) if heartbeat_file else None
     stopping = False
@@ -66,23 +82,63 @@ def ingest_source(url: str, out: Path, once: bool, settings: IngestSettings | No
         stopping = True
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    source = open_source(url, out / STATE_DIR, settings.group)
+    progress = Progress("ingest", unit="records")
+    totals = IngestStats()
+    pause_s = RETRY_FIRST_S
     try:
-        ingester = Ingester(source, out, settings, _dead_letter_topic(url, settings))
-        progress = Progress("ingest", unit="records")
-        try:
-            stats = ingester.run(once, (lambda s: progress.update(s.records)) if show_progress else None,
-                                 should_stop=lambda: stopping,
-                                 alive=(lambda s: heartbeat.beat(asdict(s))) if heartbeat else None)
-        finally:
-            ingester.close()
+        while True:
+            records_before = totals.records
+            try:
+                _ingest(url, out, once, settings, totals, lambda: stopping,
+                        (lambda s: progress.update(totals.records + s.records)) if show_progress else None,
+                        (lambda s: heartbeat.beat(asdict(s))) if heartbeat else None)
+                break
+            except SourceUnavailable as exc:
+                if once or stopping:
+                    raise
+                if totals.records > records_before:  # it had recovered: start the pauses over
+                    pause_s = RETRY_FIRST_S
+                logger.warning("%s; trying again in %.0f s", exc, pause_s)
+                _pause(pause_s, lambda: stopping, (lambda: heartbeat.beat(asdict(totals))) if heartbeat else None)
+                pause_s = min(pause_s * 2, RETRY_MAX_S)
     finally:
-        source.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if show_progress:
         progress.finish()
-    return stats
+    return totals
+
+
+def _ingest(url: str, out: Path, once: bool, settings: IngestSettings, totals: IngestStats,
+            should_stop: Callable[[], bool], progress: Callable[[IngestStats], None] | None,
+            alive: Callable[[IngestStats], None] | None) -> None:
+    """One source and ingester, from start to close; what it committed is added to ``totals``."""
+    source = open_source(url, out / STATE_DIR, settings.group)
+    try:
+        ingester = Ingester(source, out, settings, _dead_letter_topic(url, settings))
+        try:
+            ingester.run(once, progress, should_stop=should_stop, alive=alive)
+        finally:
+            try:
+                ingester.close()
+            finally:
+                _add(totals, ingester.stats)
+    finally:
+        source.close()
+
+
+def _add(totals: IngestStats, stats: IngestStats) -> None:
+    for field in fields(IngestStats):
+        setattr(totals, field.name, getattr(totals, field.name) + getattr(stats, field.name))
+
+
+def _pause(seconds: float, should_stop: Callable[[], bool], alive: Callable[[], None] | None) -> None:
+    """Sleep ``seconds``, or less if told to stop; beat the heartbeat meanwhile."""
+    deadline = time.monotonic() + seconds
+    while not should_stop() and time.monotonic() < deadline:
+        if alive:
+            alive()
+        time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
 
 
 def _dead_letter_topic(url: str, settings: IngestSettings) -> DeadLetterTopic | None:

@@ -1,6 +1,6 @@
 """``specmetrics verify``: offset gaps and overlaps per partition, offsets recorded as lost,
 duplicate event ids, rollups equal to the raw rows (missing rollups are only counted: reports
-build them)."""
+build them), flushes with all their files."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from specmetrics.tables import text_table
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "verify", help="Check a Parquet tree: offset gaps and overlaps per partition, offsets the ingester "
-                       "recorded as lost (--accept-loss), duplicate event ids, "
-                       "rollups orphaned or not equal to the raw rows (exit code 1 when any); counts data files "
-                       "without a rollup yet.")
+                       "recorded as lost (--accept-loss), duplicate event ids, rollups orphaned or not equal "
+                       "to the raw rows, flushes missing some of their files (exit code 1 when any); counts "
+                       "data files without a rollup yet.")
     parser.add_argument("--data", required=True, type=Path, help="The tree written by 'specmetrics ingest'.")
     parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
     parser.set_defaults(run=run)
@@ -44,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"overlap: {p.source} partition {p.partition} offsets {start}-{end} are stored twice")
     for loss in report.lost:
         print(f"lost: {loss.source} partition {loss.partition} offsets {loss.first}-{loss.last}: {loss.reason}")
+    for flush in report.incomplete_flushes:
+        print(f"incomplete flush: {flush} are in place; the rows of the others are not stored")
     print(f"duplicate event ids: {report.duplicate_events}")
     for event_id, copies in report.duplicate_examples:
         print(f"  {event_id}: {copies} copies")

@@ -227,7 +227,7 @@ class CrashingSource(LocalLogSource):
         raise SystemExit("killed before commit")
 
 
-def test_a_crash_between_file_and_commit_is_rewritten_not_duplicated(log_dir: Path, data_dir: Path) -> None:
+def test_a_crash_between_file_and_commit_keeps_the_file_and_reads_on_after_it(log_dir: Path, data_dir: Path) -> None:
     truth = write_load(log_dir, rows=6_000, seed=5)
     source = CrashingSource(log_dir, data_dir / STATE_DIR)
     ingester = Ingester(source, data_dir, IngestSettings(flush_rows=2_500))
@@ -235,14 +235,15 @@ def test_a_crash_between_file_and_commit_is_rewritten_not_duplicated(log_dir: Pa
         ingester.run(once=True)
     ingester.close()
     source.close()  # the process dies: its lock goes with it
-    orphans = parquet_files(data_dir)
-    assert len(orphans) == 1
+    durable = parquet_files(data_dir)
+    assert len(durable) == 1
+    first = pq.read_table(data_dir / durable[0])
     stats = ingest_once(log_dir, data_dir, flush_rows=2_500)
-    assert stats.rows == sum(t.rows for t in truth.values())
+    assert stats.rows + first.num_rows == sum(t.rows for t in truth.values())  # nothing read twice
     table = read_rows(data_dir)
     keys = pc.binary_join_element_wise(table["event_id"].cast("string"), table["request_id"], "|")
-    assert pc.count_distinct(keys).as_py() == table.num_rows == stats.rows
-    assert parquet_files(data_dir)[0] == orphans[0]
+    assert pc.count_distinct(keys).as_py() == table.num_rows == sum(t.rows for t in truth.values())
+    assert parquet_files(data_dir)[0] == durable[0] and pq.read_table(data_dir / durable[0]).equals(first)
 
 
 def test_a_request_outcome_costs_at_most_4_bytes_of_parquet(log_dir: Path, data_dir: Path) -> None:

@@ -3,18 +3,19 @@ a count of the file's rows in Python; the ingester leaves them to reports."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
+from emitter.log import LocalLogWriter
 from ingest.layout import ROLLUP_DIR
-from ingest.output import STATE_DIR, FileName
+from ingest.output import STATE_DIR
 from queries.rollup import build_missing, check_rollups, rollup_path
-from tests.conftest import write_load
+from schemas.wire import step_event_to_wire
+from tests.conftest import T0, step_event, write_load
 from tests.ingest.conftest import ingest_once, parquet_files
 
 KEY = ("engine_id", "model", "method", "num_spec_tokens", "minute", "context_start", "kind", "k_zero_reason",
@@ -59,18 +60,23 @@ def test_every_data_file_gets_a_rollup_equal_to_a_count_of_its_rows(log_dir: Pat
     assert len(build_missing(data_dir, rebuild=True)) == len(data_files)
 
 
-def test_a_crash_after_a_rollup_was_built_takes_it_with_the_uncommitted_file(log_dir: Path, data_dir: Path) -> None:
-    """A report may build the rollup of a file the ingester has not committed yet; the file
-    is removed on restart, its rollup with it, and comes back with the same rows."""
-    write_load(log_dir, rows=6_000, seed=5)
-    ingest_once(log_dir, data_dir, flush_rows=2_500)
+def test_a_crash_after_a_rollup_was_built_takes_it_with_the_incomplete_flush(log_dir: Path, data_dir: Path) -> None:
+    """A report may build the rollup of a file whose flush a crash cut short (its other file,
+    of the next hour, never renamed into place, nor the commit made): the file is removed on
+    restart, its rollup with it, and both files of the flush come back with the same rows."""
+    writer = LocalLogWriter(log_dir)
+    writer.append([step_event_to_wire(step_event(event_id=f"e{i}", event_time=T0 + timedelta(minutes=40 * i)))
+                   for i in range(3)])
+    writer.close()
+    ingest_once(log_dir, data_dir, flush_event_time_s=7200)
+    first, second = parquet_files(data_dir)
+    rows_before = pq.read_table(data_dir / first)
+    (data_dir / second).unlink()
+    (data_dir / STATE_DIR / "log.offsets.json").unlink()
     build_missing(data_dir)
-    last = parquet_files(data_dir)[-1]
-    rows_before = pq.read_table(data_dir / last)
-    start = FileName.parse(Path(last).name)
-    assert start is not None
-    (data_dir / STATE_DIR / "log.offsets.json").write_text(json.dumps({"0": start.start}))  # its commit never happened
-    stats = ingest_once(log_dir, data_dir, flush_rows=2_500)
-    assert stats.rows == rows_before.num_rows and pq.read_table(data_dir / last).equals(rows_before)
+    assert rollup_path(data_dir, data_dir / first).exists()
+    stats = ingest_once(log_dir, data_dir, flush_event_time_s=7200)
+    assert stats.rows == 12 and parquet_files(data_dir) == [first, second]
+    assert pq.read_table(data_dir / first).equals(rows_before)
     check = check_rollups(data_dir)
-    assert (check.missing, check.orphaned, check.unequal) == ([last], [], [])
+    assert (check.missing, check.orphaned, check.unequal) == ([first, second], [], [])

@@ -1,0 +1,153 @@
+"""Where to resume a partition: the stored files are the truth, the committed offset a hint.
+
+File names say which offsets each flush stored (:class:`ingest.output.FileName`), and every
+file of a flush says how many files the flush wrote (:data:`ingest.output.FLUSH_FILES_KEY`).
+Flushes of a partition are written one after another, so only its last flush can be
+incomplete (a crash between two of its files): that one is removed, with its rollups, and read
+again. Every other file stays. The partition resumes after its last complete flush:
+
+* no committed offset (a new consumer group, offsets expired or deleted, a broker that lost
+  them), or one behind the stored files (the commit of a durable flush was lost): the files
+  win, and nothing is read twice;
+* a committed offset past the stored files: files that were stored and committed are missing
+  (deleted, or this tree is not the one the offsets were committed for). That is an error, and
+  nothing is removed: reading on would hide the hole, reading again would need the records;
+* no files and no committed offset: from the source's first offset.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from ingest.layout import DATA_GLOB, ROLLUP_DIR
+from ingest.output import DEAD_LETTER_DIR, FLUSH_FILES_KEY, FileName
+
+logger = logging.getLogger(__name__)
+
+
+class MissingStoredFiles(ValueError):
+    """A partition's committed offset lies past the files the tree holds."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFlush:
+    """The files one flush of a partition left in the tree (its rollups not counted)."""
+
+    name: FileName
+    paths: list[Path]
+
+    @property
+    def recorded_files(self) -> int | None:
+        """How many files the flush wrote, as its files say (None: written before they said)."""
+        counts = [count for count in map(_flush_files, self.paths) if count is not None]
+        return max(counts) if counts else None
+
+    def stored_for_good(self, committed: int | None) -> bool:
+        """All files the flush meant to write are there. For files written before flushes
+        recorded their file count, the committed offset decides, as it did then (when there is one)."""
+        recorded = self.recorded_files
+        if recorded is None:
+            return committed is None or self.name.start < committed
+        return len(self.paths) >= recorded
+
+
+def incomplete_flushes(out: Path) -> list[str]:
+    """Flushes of any source and partition with fewer files than they wrote: the last one of a
+    partition whose ingester has not restarted since a crash, or files removed by hand (which
+    the offset ranges alone do not show when the flush's other files cover them)."""
+    paths: dict[FileName, list[Path]] = defaultdict(list)
+    for path in [*out.glob(DATA_GLOB), *(out / DEAD_LETTER_DIR).glob("*.jsonl")]:
+        name = FileName.parse(path.name)
+        if name is not None:
+            paths[name].append(path)
+    found = []
+    for name in sorted(paths, key=lambda n: (n.source, n.partition, n.start, n.end)):
+        flush = StoredFlush(name, paths[name])
+        recorded = flush.recorded_files
+        if recorded is not None and len(flush.paths) < recorded:
+            found.append(f"{name.source} partition {name.partition} offsets {name.start}-{name.end}: "
+                         f"{len(flush.paths)} of its {recorded} files")
+    return found
+
+
+def resume_positions(out: Path, source: str, committed: dict[int, int | None]) -> dict[int, int | None]:
+    """For each partition in ``committed`` (its committed offset, or None), where to resume
+    reading, after removing its incomplete last flush and stray temp files (see the module
+    docstring). Partitions not in ``committed`` are left alone: other readers own them."""
+    flushes = _stored_flushes(out, source, set(committed))
+    return {partition: _resume_position(out, source, partition, flushes.get(partition, []), offset)
+            for partition, offset in committed.items()}
+
+
+def _resume_position(out: Path, source: str, partition: int, flushes: list[StoredFlush],
+                     committed: int | None) -> int | None:
+    if flushes and not flushes[-1].stored_for_good(committed):
+        _remove_flush(out, flushes.pop())
+    stored_end = flushes[-1].name.end + 1 if flushes else None
+    if committed is not None and committed > (stored_end or 0):
+        raise MissingStoredFiles(
+            f"partition {partition} of {source}: the committed offset {committed} is past the end of the files "
+            f"stored in {out} (offset {stored_end or 0}): the files of offsets {stored_end or 0}-{committed - 1} "
+            "are missing (deleted, or the offsets were committed for another output directory); nothing was "
+            "removed. Restore them, or ingest into a new output directory (for Kafka, with a new consumer group)")
+    if stored_end is None or committed == stored_end:
+        return committed
+    if committed is None:
+        logger.warning("partition %d of %s has no committed offset (a new group, or its offsets were lost or "
+                       "expired); resuming after the stored files, at offset %d", partition, source, stored_end)
+    else:
+        logger.warning("partition %d of %s: the committed offset %d is behind the stored files, which end at "
+                       "offset %d (the commit of their flush was lost); resuming there", partition, source,
+                       committed, stored_end)
+    return stored_end
+
+
+def _stored_flushes(out: Path, source: str, partitions: set[int]) -> dict[int, list[StoredFlush]]:
+    """Per partition, its flushes ordered by offset; stray temp files of these partitions are removed."""
+    paths: dict[FileName, list[Path]] = defaultdict(list)
+    for path in _tree_files(out):
+        temp = path.name.startswith(".") and path.name.endswith(".tmp")
+        name = FileName.parse(path.name[1:-4] if temp else path.name)
+        if name is None or name.source != source or name.partition not in partitions:
+            continue
+        if temp:
+            logger.warning("removing %s, left by a writer that was interrupted", path)
+            path.unlink(missing_ok=True)
+        elif ROLLUP_DIR not in path.relative_to(out).parts:
+            paths[name].append(path)
+    flushes: dict[int, list[StoredFlush]] = defaultdict(list)
+    for name in sorted(paths, key=lambda n: (n.end, n.start)):
+        flushes[name.partition].append(StoredFlush(name, sorted(paths[name])))
+    return flushes
+
+
+def _tree_files(out: Path) -> list[Path]:
+    """The data, dead-letter and rollup files of the tree, temp files included."""
+    return [*out.glob("dt=*/hour=*/*"), *(out / DEAD_LETTER_DIR).glob("*"), *(out / ROLLUP_DIR).glob("dt=*/hour=*/*")]
+
+
+def _remove_flush(out: Path, flush: StoredFlush) -> None:
+    """Remove a flush cut short by a crash, and the rollups a report may have built of its files."""
+    rollups = [out / ROLLUP_DIR / path.relative_to(out) for path in flush.paths if path.suffix == ".parquet"]
+    for path in [*flush.paths, *rollups]:
+        path.unlink(missing_ok=True)
+    logger.warning("removed %d file(s) of an incomplete flush (offsets %d-%d of partition %d), to be written again: %s",
+                   len(flush.paths), flush.name.start, flush.name.end, flush.name.partition,
+                   [str(p) for p in flush.paths])
+
+
+def _flush_files(path: Path) -> int | None:
+    """How many files the flush of ``path`` wrote, as the file records it (None: not recorded)."""
+    if path.suffix == ".parquet":
+        metadata = pq.read_metadata(path).metadata or {}
+        value = metadata.get(FLUSH_FILES_KEY.encode())
+        return None if value is None else int(value)
+    with path.open("rb") as f:
+        count = json.loads(f.readline()).get(FLUSH_FILES_KEY)
+    return None if count is None else int(count)

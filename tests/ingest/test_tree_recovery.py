@@ -1,0 +1,199 @@
+"""The stored files are the truth: a lost, stale or wrong committed offset of a local log
+neither removes a stored file nor stores a record twice, and a flush cut short between two of
+its files is written again."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from emitter.log import LocalLogWriter
+from emitter.log.segment import list_segments, segment_path
+from ingest.layout import DATA_GLOB
+from ingest.output import DEAD_LETTER_DIR, FLUSH_FILES_KEY, STATE_DIR
+from schemas.wire import step_event_to_wire
+from specmetrics.cli import main
+from tests.conftest import T0, step_event, write_load
+from tests.ingest.conftest import ingest_once, read_rows
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def identity(path: Path) -> tuple[int, int]:
+    """Inode and modification time: a file written again (a new file renamed onto the name) has
+    another, even where the file system reuses the inode number it just freed."""
+    stat = path.stat()
+    return stat.st_ino, stat.st_mtime_ns
+
+
+def stored_files(data_dir: Path) -> dict[str, tuple[int, int]]:
+    """Every data and dead-letter file, by path, with its identity."""""
+    paths = [*data_dir.glob(DATA_GLOB), *(data_dir / DEAD_LETTER_DIR).glob("*.jsonl")]
+    return {str(p.relative_to(data_dir)): identity(p) for p in paths}
+
+
+def assert_stored_once(data_dir: Path, expected_rows: int) -> None:
+    table = read_rows(data_dir)
+    keys = pc.binary_join_element_wise(table["event_id"].cast("string"), table["request_id"], "|")
+    assert table.num_rows == expected_rows
+    assert pc.count_distinct(keys).as_py() == expected_rows
+
+
+def offsets_file(data_dir: Path) -> Path:
+    return data_dir / STATE_DIR / "log.offsets.json"
+
+
+def ingest_cli(log_dir: Path, data_dir: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "specmetrics.cli", "ingest", "--source", log_dir.as_uri(), "--out", str(data_dir),
+         "--once", "--quiet", "--flush-rows", "2000"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_lost_offsets_file_keeps_every_stored_file_and_reads_only_what_is_new(log_dir: Path, data_dir: Path) -> None:
+    first = write_load(log_dir, rows=6_000, seed=3, engine_prefix="first")
+    ingest_once(log_dir, data_dir, flush_rows=2_000)
+    before = stored_files(data_dir)
+    offsets_file(data_dir).unlink()
+    second = write_load(log_dir, rows=3_000, seed=4, engine_prefix="second")
+    stats = ingest_once(log_dir, data_dir, flush_rows=2_000)
+    assert stats.rows == sum(t.rows for t in second.values())  # only the new records were read
+    after = stored_files(data_dir)
+    assert {path: after.get(path) for path in before} == before  # not one stored file removed or rewritten
+    assert_stored_once(data_dir, sum(t.rows for t in [*first.values(), *second.values()]))
+    assert json.loads(offsets_file(data_dir).read_text()) == {"0": 94 + 47}
+
+
+def test_a_stale_offsets_file_keeps_the_files_stored_after_it(log_dir: Path, data_dir: Path) -> None:
+    truth = write_load(log_dir, rows=6_000, seed=3)
+    ingest_once(log_dir, data_dir, flush_rows=2_000)
+    before = stored_files(data_dir)
+    offsets_file(data_dir).write_text(json.dumps({"0": 32}))  # an older commit (its later ones lost)
+    assert ingest_once(log_dir, data_dir, flush_rows=2_000).rows == 0
+    assert stored_files(data_dir) == before
+    assert_stored_once(data_dir, sum(t.rows for t in truth.values()))
+
+
+def test_pruned_segments_and_a_lost_offsets_file_keep_every_stored_row(log_dir: Path, data_dir: Path) -> None:
+    writer = LocalLogWriter(log_dir, segment_bytes=4096)
+    for i in range(60):
+        writer.append([step_event_to_wire(step_event(event_id=f"e{i}", step_index=i))])
+    ingest_once(log_dir, data_dir, flush_rows=40)
+    segments = list_segments(log_dir)
+    assert len(segments) > 2
+    for base in segments[:-1]:  # retention removed all but the newest segment
+        segment_path(log_dir, base).unlink()
+    offsets_file(data_dir).unlink()
+    writer.append([step_event_to_wire(step_event(event_id=f"e{i}", step_index=i)) for i in range(60, 70)])
+    writer.close()
+    before = stored_files(data_dir)
+    assert ingest_once(log_dir, data_dir, flush_rows=40).rows == 40
+    assert {path: stored_files(data_dir).get(path) for path in before} == before
+    assert_stored_once(data_dir, 70 * 4)
+
+
+def test_an_offsets_file_past_the_stored_files_is_an_error_and_removes_nothing(log_dir: Path, data_dir: Path) -> None:
+    write_load(log_dir, rows=6_000, seed=3)
+    ingest_once(log_dir, data_dir, flush_rows=2_000)
+    last = sorted(data_dir.glob(DATA_GLOB))[-1]
+    last.unlink()  # a stored, committed file deleted by hand
+    before = stored_files(data_dir)
+    result = ingest_cli(log_dir, data_dir)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert "partition 0 of log: the committed offset 94 is past the end of the files stored" in result.stderr
+    assert "offsets 64-93 are missing" in result.stderr
+    assert stored_files(data_dir) == before
+
+
+def two_hour_log(log_dir: Path, steps: int, bad_every: int) -> int:
+    """``steps`` step messages 20 minutes apart (a flush of them spans several hours), every
+    ``bad_every``-th of them not a step message; returns the number of good rows."""
+    writer = LocalLogWriter(log_dir)
+    messages = [b"\x00not msgpack" if bad_every and i % bad_every == bad_every - 1 else
+                step_event_to_wire(step_event(event_id=f"e{i}", event_time=T0 + timedelta(minutes=20 * i)))
+                for i in range(steps)]
+    writer.append(messages)
+    writer.close()
+    return 4 * sum(not m.startswith(b"\x00") for m in messages)
+
+
+def flush_files_in_write_order(data_dir: Path) -> list[Path]:
+    """The files of the tree's only flush, in the order the ingester writes them (hours, then dead letters)."""
+    return [*sorted(data_dir.glob(DATA_GLOB)), *sorted((data_dir / DEAD_LETTER_DIR).glob("*.jsonl"))]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.integers(4, 12), bad_every=st.sampled_from([0, 3]), data=st.data())
+def test_a_flush_cut_short_between_its_files_is_written_again(tmp_path: Path, steps: int, bad_every: int,
+                                                              data: st.DataObject) -> None:
+    case = tmp_path / f"case-{steps}-{bad_every}-{len(list(tmp_path.iterdir()))}"
+    log_dir, data_dir = case / "log", case / "data"
+    good_rows = two_hour_log(log_dir, steps, bad_every)
+    ingest_once(log_dir, data_dir, flush_event_time_s=86_400)
+    complete = {path: path.read_bytes() for path in flush_files_in_write_order(data_dir)}
+    written = flush_files_in_write_order(data_dir)
+    assert len(written) > 1
+    assert {int(pq.read_metadata(p).metadata[FLUSH_FILES_KEY.encode()]) for p in written if p.suffix == ".parquet"} \
+        == {len(written)}
+    kept = data.draw(st.integers(1, len(written) - 1), label="files renamed into place before the crash")
+    for path in written[kept:]:
+        path.unlink()
+    offsets_file(data_dir).unlink()  # the commit never happened
+    ingest_once(log_dir, data_dir, flush_event_time_s=86_400)
+    assert flush_files_in_write_order(data_dir) == written
+    assert {path: path.read_bytes() for path in written} == complete
+    assert_stored_once(data_dir, good_rows)
+
+
+def test_files_written_before_flushes_recorded_their_count_follow_the_committed_offset(
+        log_dir: Path, data_dir: Path) -> None:
+    """Such a flush cannot say whether it is complete: past the committed offset it is removed
+    and written again, as it was then; with no committed offset at all, it stays."""
+    truth = write_load(log_dir, rows=6_000, seed=3)
+    ingest_once(log_dir, data_dir, flush_rows=2_000)
+    files = sorted(data_dir.glob(DATA_GLOB))
+    for path in files:  # as an older ingester wrote them
+        pq.write_table(pq.read_table(path).replace_schema_metadata(None), path)
+    inodes = stored_files(data_dir)
+    offsets_file(data_dir).unlink()
+    assert ingest_once(log_dir, data_dir, flush_rows=2_000).rows == 0
+    assert stored_files(data_dir) == inodes
+    offsets_file(data_dir).write_text(json.dumps({"0": 64}))  # the last flush (64-93) was never committed
+    stats = ingest_once(log_dir, data_dir, flush_rows=2_000)
+    assert stats.rows == pq.read_metadata(files[-1]).num_rows and stats.flushes == 1
+    after = stored_files(data_dir)
+    last = str(files[-1].relative_to(data_dir))
+    assert after[last] != inodes[last] and {p: after[p] for p in inodes if p != last} == \
+        {p: i for p, i in inodes.items() if p != last}
+    assert_stored_once(data_dir, sum(t.rows for t in truth.values()))
+
+
+def test_verify_finds_a_flush_missing_a_file_that_the_offset_ranges_do_not_show(
+        log_dir: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good_rows = two_hour_log(log_dir, steps=4, bad_every=0)
+    ingest_once(log_dir, data_dir, flush_event_time_s=86_400)
+    writer = LocalLogWriter(log_dir)
+    writer.append([step_event_to_wire(step_event(event_id="later", event_time=T0))])
+    writer.close()
+    ingest_once(log_dir, data_dir)
+    assert main(["verify", "--data", str(data_dir)]) == 0
+    first_flush = sorted(data_dir.glob("dt=*/hour=*/log-0-00000000000000000000-*.parquet"))
+    assert len(first_flush) == 2 and read_rows(data_dir).num_rows == good_rows + 4
+    first_flush[1].unlink()  # not the last flush: the ingester does not look at it again
+    capsys.readouterr()
+    assert main(["verify", "--data", str(data_dir)]) == 1
+    out = capsys.readouterr().out
+    assert "incomplete flush: log partition 0 offsets 0-3: 1 of its 2 files are in place; the rows of the others " \
+           "are not stored" in out
+    assert "gap:" not in out  # the flush's other file still covers its offsets
