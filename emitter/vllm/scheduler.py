@@ -38,7 +38,7 @@ class EngineObserver:
 
     Everything here runs on the engine thread and stays O(1) Python work per step, plus
     C-level passes (``map(len, ...)``) over the batch; the per-request work happens in
-    :func:`emitter.recorder.step_outcomes` on the publisher's thread.
+    :func:`emitter.outcomes.step_outcomes` on the publisher's thread.
     """
 
     def __init__(self, scheduler: Any, settings: EmitterSettings, attach: Callable[[int], EventPublisher]) -> None:
