@@ -19,11 +19,12 @@ import pyarrow.parquet as pq
 from ingest import IngestSettings
 from ingest.output import FileName
 from schemas.arrow import OUTCOME_SCHEMA
+from schemas.codes import KIND_CODES, KindCode
 
 START = datetime(2026, 11, 30, 0, 0)
 ENGINES = ("node-0/dp0", "node-1/dp0", "node-2/dp0", "node-3/dp0")
 MODELS = ("llama-8b", "qwen-7b")
-KINDS = ("drafted", "skipped_for_length", "grammar_invalid", "k_zero")
+KINDS = tuple(kind.value for kind in KIND_CODES)  # the stored dictionary, indexed by code
 REASONS = ("no_proposal", "length_trim", "grammar_truncated", "schedule")
 DRAFTER_MAX_LEN = 3800
 BATCH = 64
@@ -69,12 +70,17 @@ def _rows(steps: int, hour: int, rng: np.random.Generator) -> pa.Table:
     k = np.where(engine % 2 == 0, 3, 5).astype(np.int16)
     context = np.repeat(step_context, BATCH)
     draw = rng.random(n)
-    kind = np.select([context > DRAFTER_MAX_LEN, draw < 0.03, draw < 0.11], [1, 2, 3], 0)
+    kind = np.select([context > DRAFTER_MAX_LEN, draw < 0.03, draw < 0.11],
+                     [KindCode.SKIPPED_FOR_LENGTH.value, KindCode.GRAMMAR_INVALID.value, KindCode.K_ZERO.value],
+                     KindCode.DRAFTED.value)
+    drafted = kind == KindCode.DRAFTED.value
+    grammar = kind == KindCode.GRAMMAR_INVALID.value
+    k_zero = kind == KindCode.K_ZERO.value
     accepted_draw = np.minimum(rng.geometric(0.35, n) - 1, k).astype(np.int16)
-    invalid = np.where(kind == 2, rng.integers(1, k + 1), 0).astype(np.int16)
-    k_sched = np.where(kind == 3, 0, k).astype(np.int16)
+    invalid = np.where(grammar, rng.integers(1, k + 1), 0).astype(np.int16)
+    k_sched = np.where(k_zero, 0, k).astype(np.int16)
     k_valid = (k_sched - invalid).astype(np.int16)
-    accepted = np.where(kind == 0, accepted_draw, np.where(kind == 2, np.minimum(accepted_draw, k_valid), 0))
+    accepted = np.where(drafted, accepted_draw, np.where(grammar, np.minimum(accepted_draw, k_valid), 0))
     step = np.arange(n) // BATCH
     micros = hour * 3_600_000_000 + step.astype(np.int64) * (3_600_000_000 // steps)
     event_time = pa.array(np.datetime64(START, "us") + micros.astype("timedelta64[us]"), pa.timestamp("us"))
@@ -100,11 +106,11 @@ def _rows(steps: int, hour: int, rng: np.random.Generator) -> pa.Table:
             f"r{hour}-", pc.cast(pa.array((np.arange(n) % BATCH) + step // 50 * BATCH), pa.string()), ""),
         "kind": _dictionary(kind, KINDS),
         "k_zero_reason": pa.DictionaryArray.from_arrays(
-            pa.array(rng.integers(0, len(REASONS), n).astype(np.int32), mask=kind != 3), pa.array(REASONS)),
+            pa.array(rng.integers(0, len(REASONS), n).astype(np.int32), mask=~k_zero), pa.array(REASONS)),
         "k_sched": pa.array(k_sched),
         "k_valid": pa.array(k_valid),
         "k_invalid": pa.array(invalid),
         "accepted": pa.array(accepted.astype(np.int16)),
-        "emitted": pa.array(np.where(kind == 3, 1, accepted + 1).astype(np.int16)),
+        "emitted": pa.array(np.where(k_zero, 1, accepted + 1).astype(np.int16)),
     }
     return pa.table(columns).cast(OUTCOME_SCHEMA)

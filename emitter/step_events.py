@@ -14,7 +14,7 @@ from __future__ import annotations
 from itertools import repeat
 from typing import Any
 
-from emitter.recorder import DraftDecision, RawStep, step_outcomes
+from emitter.outcomes import DraftDecision, RawStep, step_outcomes
 from schemas.wire import OutcomeColumns
 
 Event = tuple[dict[str, Any], OutcomeColumns]

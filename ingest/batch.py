@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from schemas.arrow import OUTCOME_SCHEMA
-from schemas.codes import KIND_CODES, OFFSET_DTYPE, OUTCOME_COLUMNS, OUTCOME_DTYPE, REASON_CODES
+from schemas.codes import KIND_CODES, OFFSET_DTYPE, OUTCOME_COLUMNS, OUTCOME_DTYPE, REASON_CODES, ReasonCode
 from schemas.events import MAX_REQUEST_ID_CHARS
 from schemas.validation import invalid_outcome_rows
 from schemas.wire import WireStep
@@ -259,7 +259,7 @@ def _record_batch(
     columns["kind"] = pa.DictionaryArray.from_arrays(pa.array(cols["kind"].astype(np.int32)), _KIND_NAMES)
     reason = cols["reason"].astype(np.int32)
     columns["k_zero_reason"] = pa.DictionaryArray.from_arrays(
-        pa.array(reason, mask=reason == 0), _REASON_NAMES
+        pa.array(reason, mask=reason == ReasonCode.NONE.value), _REASON_NAMES
     )
     for name in ("k_sched", "k_valid", "k_invalid", "accepted", "emitted"):
         columns[name] = pa.array(cols[name])

@@ -7,12 +7,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from schemas.codes import KIND_CODES, REASON_CODE, REASON_CODES
-from schemas.events import KZeroReason
-
-_DRAFTED, _SKIPPED, _GRAMMAR, _KZERO = range(4)
-_TRUNCATED = REASON_CODE[KZeroReason.GRAMMAR_TRUNCATED]
-_BUDGET = REASON_CODE[KZeroReason.VERIFY_BUDGET]
+from schemas.codes import KindCode, ReasonCode
 
 
 def outcome_rule_violations(
@@ -26,30 +21,31 @@ def outcome_rule_violations(
     kind, reason = cols["kind"], cols["reason"]
     k_sched, k_valid, k_invalid = cols["k_sched"], cols["k_valid"], cols["k_invalid"]
     accepted, emitted = cols["accepted"], cols["emitted"]
-    drafted, skipped, grammar, kzero = (kind == _DRAFTED), (kind == _SKIPPED), (kind == _GRAMMAR), (kind == _KZERO)
-    budget = kzero & (reason == _BUDGET)
-    unscheduled = kzero & (reason != _BUDGET)
+    drafted, skipped = (kind == KindCode.DRAFTED.value), (kind == KindCode.SKIPPED_FOR_LENGTH.value)
+    grammar, kzero = (kind == KindCode.GRAMMAR_INVALID.value), (kind == KindCode.K_ZERO.value)
+    budget = kzero & (reason == ReasonCode.VERIFY_BUDGET.value)
+    unscheduled = kzero & (reason != ReasonCode.VERIFY_BUDGET.value)
     counts_negative = (k_sched < 0) | (k_valid < 0) | (k_invalid < 0) | (accepted < 0) | (emitted < 0)
     return [
-        (f"unknown outcome kind code (known: 0..{len(KIND_CODES) - 1})", kind >= len(KIND_CODES)),
+        (f"unknown outcome kind code (known: 0..{max(KindCode).value})", kind > max(KindCode).value),
         ("negative count", counts_negative),
         ("k_sched exceeds num_spec_tokens", k_sched > num_spec_tokens),
         ("accepted exceeds k_valid", accepted > k_valid),
         ("emitted exceeds accepted + 1", emitted > accepted + 1),
-        ("reason is only allowed on k_zero", ~kzero & (reason != 0)),
+        ("reason is only allowed on k_zero", ~kzero & (reason != ReasonCode.NONE.value)),
         ("drafted needs k_valid > 0, k_sched == k_valid, k_invalid == 0",
          drafted & ((k_valid <= 0) | (k_sched != k_valid) | (k_invalid != 0))),
         ("skipped_for_length needs k_valid <= k_sched and k_invalid == k_sched - k_valid",
          skipped & ((k_valid > k_sched) | (k_invalid != k_sched - k_valid))),
         ("grammar_invalid needs k_sched > 0, k_invalid > 0 and k_sched in (k_valid, k_valid + k_invalid)",
          grammar & ((k_sched <= 0) | (k_invalid <= 0) | ((k_sched != k_valid) & (k_sched != k_valid + k_invalid)))),
-        (f"unknown k_zero reason code (known: 1..{len(REASON_CODES) - 1})",
-         kzero & ((reason == 0) | (reason >= len(REASON_CODES)))),
+        (f"unknown k_zero reason code (known: 1..{max(ReasonCode).value})",
+         kzero & ((reason == ReasonCode.NONE.value) | (reason > max(ReasonCode).value))),
         ("k_zero needs accepted == 0", kzero & (accepted != 0)),
         ("k_zero needs k_sched == k_valid == 0 unless the reason is verify_budget",
          unscheduled & ((k_sched != 0) | (k_valid != 0))),
         ("k_zero has k_invalid > 0 exactly when the reason is grammar_truncated (any k_invalid with verify_budget)",
-         unscheduled & ((k_invalid > 0) != (reason == _TRUNCATED))),
+         unscheduled & ((k_invalid > 0) != (reason == ReasonCode.GRAMMAR_TRUNCATED.value))),
         ("k_zero with reason verify_budget needs k_sched > 0 and k_valid + k_invalid == k_sched",
          budget & ((k_sched <= 0) | (k_valid + k_invalid != k_sched))),
     ]

@@ -43,7 +43,16 @@ import msgpack
 import numpy as np
 from pydantic import ValidationError
 
-from schemas.codes import KIND_CODES, OFFSET_DTYPE, OUTCOME_COLUMNS, OUTCOME_DTYPE, REASON_CODE, REASON_CODES
+from schemas.codes import (
+    KIND_CODES,
+    OFFSET_DTYPE,
+    OUTCOME_COLUMNS,
+    OUTCOME_DTYPE,
+    REASON_CODE,
+    REASON_CODES,
+    KindCode,
+    ReasonCode,
+)
 from schemas.events import (
     Drafted,
     EngineContext,
@@ -234,12 +243,13 @@ def step_event_to_wire(event: StepEvent) -> bytes:
 def _outcome_row(o: Outcome) -> tuple[int, ...]:
     """(kind, reason, k_sched, k_valid, k_invalid, accepted, emitted) of one outcome."""
     if isinstance(o, Drafted):
-        return (0, 0, o.k_valid, o.k_valid, 0, o.accepted, o.emitted)
+        return (KindCode.DRAFTED, ReasonCode.NONE, o.k_valid, o.k_valid, 0, o.accepted, o.emitted)
     if isinstance(o, SkippedForLength):
-        return (1, 0, o.k_sched, o.k_valid, o.k_sched - o.k_valid, o.accepted, o.emitted)
+        return (KindCode.SKIPPED_FOR_LENGTH, ReasonCode.NONE, o.k_sched, o.k_valid, o.k_sched - o.k_valid, o.accepted,
+                o.emitted)
     if isinstance(o, GrammarInvalid):
-        return (2, 0, o.k_sched, o.k_valid, o.k_invalid, o.accepted, o.emitted)
-    return (3, REASON_CODE[o.reason], o.k_sched, o.k_valid, o.k_invalid, 0, o.emitted)
+        return (KindCode.GRAMMAR_INVALID, ReasonCode.NONE, o.k_sched, o.k_valid, o.k_invalid, o.accepted, o.emitted)
+    return (KindCode.K_ZERO, REASON_CODE[o.reason], o.k_sched, o.k_valid, o.k_invalid, 0, o.emitted)
 
 
 def step_event_from_wire(payload: bytes) -> StepEvent:

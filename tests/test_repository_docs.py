@@ -140,11 +140,11 @@ def broken_markdown_links(name: str, text: str) -> list[str]:
 def test_every_design_reference_is_docs_design_md() -> None:
     assert DESIGN in tracked_files()
     for name, text in [("tests/conftest.py", "fast group joins (DESIGN.md 6)"),
-                       ("emitter/recorder.py", "see ../shared/design.md section 3"),
+                       ("emitter/outcomes.py", "see ../shared/design.md section 3"),
                        ("README.md", "[design](design.md)"),
                        ("queries/docs.py", "docs/design.md#no-such-section")]:
         assert design_references(name, text), text
-    assert not design_references("emitter/recorder.py", "(docs/design.md#events)")
+    assert not design_references("emitter/outcomes.py", "(docs/design.md#events)")
     assert not design_references("docs/views.md", "[it](design.md#metric-definitions)")
     wrong = problems(design_references)
     assert not wrong, "\n".join(wrong)

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from schemas.codes import KIND_CODES, REASON_CODES
+from schemas.codes import KIND_CODES, REASON_CODES, KindCode
 
 
 @dataclass
@@ -43,11 +43,13 @@ class EngineTruth:
         for code, count in zip(*np.unique(kind, return_counts=True), strict=True):
             name = KIND_CODES[code].value
             self.request_steps[name] = self.request_steps.get(name, 0) + int(count)
-        for code, count in zip(*np.unique(cols["reason"][kind == 3], return_counts=True), strict=True):
+        k_zero_reasons = cols["reason"][kind == KindCode.K_ZERO.value]
+        for code, count in zip(*np.unique(k_zero_reasons, return_counts=True), strict=True):
             name = str(REASON_CODES[code])
             self.k_zero_reasons[name] = self.k_zero_reasons.get(name, 0) + int(count)
         self.k_invalid_tokens += int(cols["k_invalid"].sum())
-        corrected = (kind == 0) | ((kind == 2) & (k_valid > 0))
+        grammar_with_valid = (kind == KindCode.GRAMMAR_INVALID.value) & (k_valid > 0)
+        corrected = (kind == KindCode.DRAFTED.value) | grammar_with_valid
         vllm = k_sched > 0
         self.num_drafts += int(corrected.sum())
         self.num_draft_tokens += int(k_valid[corrected].sum())

@@ -17,18 +17,13 @@ import numpy as np
 from emitter.loadgen.ground_truth import EngineTruth
 from emitter.loadgen.spec import LoadSpec
 from emitter.sinks.base import Sink
-from schemas.codes import KIND_CODE, REASON_CODE
-from schemas.events import KZeroReason, OutcomeKind, engine_id
+from schemas.codes import KindCode, ReasonCode
+from schemas.events import engine_id
 from schemas.wire import OutcomeColumns, encode_step, event_time_us
 
-_DRAFTED = KIND_CODE[OutcomeKind.DRAFTED]
-_SKIPPED = KIND_CODE[OutcomeKind.SKIPPED_FOR_LENGTH]
-_GRAMMAR = KIND_CODE[OutcomeKind.GRAMMAR_INVALID]
-_KZERO = KIND_CODE[OutcomeKind.K_ZERO]
 _RANDOM_K_ZERO_REASONS = np.array(
-    [REASON_CODE[r] for r in (KZeroReason.NO_PROPOSAL, KZeroReason.LENGTH_TRIM, KZeroReason.SCHEDULE)], dtype=np.uint8
+    [ReasonCode.NO_PROPOSAL.value, ReasonCode.LENGTH_TRIM.value, ReasonCode.SCHEDULE.value], dtype=np.uint8
 )
-_TRUNCATED = REASON_CODE[KZeroReason.GRAMMAR_TRUNCATED]
 SEND_BATCH_STEPS = 256
 
 
@@ -59,12 +54,12 @@ class EngineSimulator:
         b = len(self._ids)
         batch_max = int(self._ctx.max())
         skipped = spec.drafter_max_len is not None and batch_max + k > spec.drafter_max_len
-        kind = np.full(b, _DRAFTED, dtype=np.uint8)
-        reason = np.zeros(b, dtype=np.uint8)
+        kind = np.full(b, KindCode.DRAFTED.value, dtype=np.uint8)
+        reason = np.full(b, ReasonCode.NONE.value, dtype=np.uint8)
         k_valid = np.full(b, k, dtype=np.int16)
         k_invalid = np.zeros(b, dtype=np.int16)
         if skipped:
-            kind[:] = _SKIPPED
+            kind[:] = KindCode.SKIPPED_FOR_LENGTH.value
             accepted = np.zeros(b, dtype=np.int16)
         else:
             kzero = rng.random(b) < spec.k_zero_rate
@@ -74,17 +69,17 @@ class EngineSimulator:
             hits = rng.random((b, k)) < self._probs
             hits &= np.arange(k) < k_valid[:, None]
             accepted = np.cumprod(hits, axis=1).sum(axis=1).astype(np.int16)
-            kind[grammar] = _GRAMMAR
-            kind[kzero] = _KZERO
+            kind[grammar] = KindCode.GRAMMAR_INVALID.value
+            kind[kzero] = KindCode.K_ZERO.value
             reason[kzero] = rng.choice(_RANDOM_K_ZERO_REASONS, int(kzero.sum()))
             k_valid[kzero] = 0
             accepted[kzero] = 0
         k_sched = k_valid + k_invalid
         if spec.scheduling == "sync" and not skipped:
             k_sched = k_valid.copy()  # invalid drafts were truncated before scheduling
-            all_truncated = (kind == _GRAMMAR) & (k_valid == 0)
-            kind[all_truncated] = _KZERO
-            reason[all_truncated] = _TRUNCATED
+            all_truncated = (kind == KindCode.GRAMMAR_INVALID.value) & (k_valid == 0)
+            kind[all_truncated] = KindCode.K_ZERO.value
+            reason[all_truncated] = ReasonCode.GRAMMAR_TRUNCATED.value
         emitted = np.minimum(accepted + 1, self._left).astype(np.int16)
         cols = {
             "kind": kind, "reason": reason, "k_sched": k_sched, "k_valid": k_valid,

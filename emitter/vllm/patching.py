@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 logger = logging.getLogger("vllm.specmetrics")  # among vLLM's own log lines, same format and level
 MARKER = "__specmetrics_wrapped__"
@@ -55,12 +55,44 @@ def wrap(owner: type, name: str, params: tuple[str, ...], observes: str,
     return True
 
 
+class Hook(NamedTuple):
+    """One vLLM method to wrap: ``make(original)`` replaces ``owner.name`` if its signature starts
+    with ``params``; ``observes`` says what a failed wrap costs, ``lost`` names it in the plugin's
+    "installed without" line."""
+
+    owner: type
+    name: str
+    params: tuple[str, ...]
+    observes: str
+    make: Callable[[Callable[..., Any]], Callable[..., Any]]
+    lost: str = ""
+
+    def wrap(self) -> bool:
+        return wrap(self.owner, self.name, self.params, self.observes, self.make)
+
+
+def wrap_all(hooks: Sequence[Hook]) -> bool:
+    """Wrap the hooks in order, up to the first that cannot be wrapped: hooks that work only
+    together (one notes a value, the next attaches it). True if all were wrapped."""
+    return all(hook.wrap() for hook in hooks)
+
+
 class Guard:
     """Runs observation code; the first exception disables it for the life of the process."""
 
     def __init__(self, what: str) -> None:
         self.what = what
         self.enabled = True
+
+    def run(self, observe: Callable[..., object], *args: Any) -> None:
+        """``observe(*args)`` while enabled; its exception is logged and disables the guard. One
+        Python call more than the inline ``if enabled: try ... except`` shape, which the wrappers
+        that run at every step keep."""
+        if self.enabled:
+            try:
+                observe(*args)
+            except Exception as exc:
+                self.failed(exc)
 
     def failed(self, exc: BaseException) -> None:
         self.enabled = False

@@ -17,13 +17,14 @@ import os
 import socket
 import uuid
 from collections.abc import Callable
+from functools import partial
 from operator import attrgetter
 from time import time_ns
 from typing import Any
 
 from emitter.publisher import EventPublisher
 from emitter.settings import EmitterSettings
-from emitter.vllm.patching import Guard, vllm_version, wrap
+from emitter.vllm.patching import Guard, Hook, vllm_version
 from emitter.vllm.worker import DECISION_ATTR
 from emitter.vllm.worker_v2 import BUDGET_ATTR
 
@@ -38,7 +39,7 @@ class EngineObserver:
 
     Everything here runs on the engine thread and stays O(1) Python work per step, plus
     C-level passes (``map(len, ...)``) over the batch; the per-request work happens in
-    :func:`emitter.recorder.step_outcomes` on the publisher's thread.
+    :func:`emitter.outcomes.step_outcomes` on the publisher's thread.
     """
 
     def __init__(self, scheduler: Any, settings: EmitterSettings, attach: Callable[[int], EventPublisher]) -> None:
@@ -88,8 +89,10 @@ class EngineObserver:
     def after(self, so: Any, mro: Any, seen: tuple[list[int], tuple[int, dict[str, int]]] | None,
               outputs: Any) -> None:
         """Swap the state linking steps and publish the step. Cheap on purpose (it runs cold, right
-        after vLLM's update): the step's values go out as a plain tuple in :class:`RawStep` order,
-        made a ``RawStep`` by :class:`emitter.step_events.StepEvents` on the publisher's thread."""
+        after vLLM's update): the step's values go out as a plain tuple in the field order of
+        :class:`emitter.outcomes.RawStep` (tests/emitter/vllm/test_published_step.py holds the two
+        together), made a ``RawStep`` by :class:`emitter.step_events.StepEvents` on the publisher's
+        thread. Not ``RawStep(...)`` here: its generated ``__new__`` costs ~0.8 µs more per step."""
         previous = self.decision
         self.decision = getattr(mro, DECISION_ATTR, None)
         proposed, self.proposed = self.proposed, None
@@ -139,6 +142,12 @@ def grammar_truncations(requests: dict[str, Any], ids: list[str], proposed: list
     return cut
 
 
+ObserverOf = Callable[[Any], EngineObserver | None]
+
+# The wrappers that run at every step keep their try/except inline: a guard helper would add a
+# Python call per step on the engine thread (Guard.run costs ~100 ns more than the inline shape).
+
+
 def install(settings: EmitterSettings, attach: Callable[[int], EventPublisher], detach: Callable[[], None]
             ) -> list[str]:
     """Wrap the V1 scheduler (``AsyncScheduler`` inherits these) and, when an engine core that
@@ -147,12 +156,35 @@ def install(settings: EmitterSettings, attach: Callable[[int], EventPublisher], 
     from vllm.v1.core.sched.scheduler import Scheduler
     from vllm.v1.engine.core import EngineCore
 
+    observer = observer_lookup(settings, attach)
     # One guard per hook: a hook that fails stops alone, the others keep observing.
-    init_guard = Guard("the engine's start (Scheduler.__init__)")
-    schedule_guard = Guard("step indexes and requests without a draft slot (Scheduler.schedule)")
-    update_guard = Guard("speculative decoding outcomes (Scheduler.update_from_output)")
-    drafts_guard = Guard("proposed and grammar-truncated drafts (Scheduler.update_draft_token_ids)")
-    shutdown_guard = Guard("the flush at shutdown (EngineCore.shutdown)")
+    hooks = (
+        Hook(EngineCore, "shutdown", ("self",), "the last steps before shutdown (flushed at exit instead)",
+             partial(_shutdown_wrapper, Guard("the flush at shutdown (EngineCore.shutdown)"), detach),
+             lost="flush on engine shutdown"),
+        Hook(Scheduler, "__init__", ("self", "vllm_config"), "nothing (the first step starts the publisher)",
+             partial(_init_wrapper, Guard("the engine's start (Scheduler.__init__)"), observer),
+             lost="publisher started with the engine"),
+        Hook(Scheduler, "update_from_output", ("self", "scheduler_output", "model_runner_output"),
+             "every speculative decoding outcome (no events at all)",
+             partial(_update_wrapper, Guard("speculative decoding outcomes (Scheduler.update_from_output)"), observer),
+             lost="all outcomes"),
+        Hook(Scheduler, "schedule", ("self",),
+             "the step index of async outputs and the k_zero reason length_trim under async scheduling",
+             partial(_schedule_wrapper,
+                     Guard("step indexes and requests without a draft slot (Scheduler.schedule)"), observer),
+             lost="step index"),
+        Hook(Scheduler, "update_draft_token_ids", ("self", "draft_token_ids"),
+             "how many drafts were proposed (k_zero reasons no_proposal, length_trim, schedule)",
+             partial(_drafts_wrapper,
+                     Guard("proposed and grammar-truncated drafts (Scheduler.update_draft_token_ids)"), observer),
+             lost="k_zero reasons"),
+    )
+    return [hook.lost for hook in hooks if not hook.wrap()]
+
+
+def observer_lookup(settings: EmitterSettings, attach: Callable[[int], EventPublisher]) -> ObserverOf:
+    """A scheduler -> its observer, made on first sight; None for a scheduler that does not draft."""
 
     def observer(scheduler: Any) -> EngineObserver | None:
         found = scheduler.__dict__.get(OBSERVER_ATTR, False)
@@ -163,108 +195,98 @@ def install(settings: EmitterSettings, attach: Callable[[int], EventPublisher], 
             setattr(scheduler, OBSERVER_ATTR, found)
         return found  # type: ignore[no-any-return]
 
-    def make_init(original: Callable[..., Any]) -> Callable[..., Any]:
-        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-            original(self, *args, **kwargs)
-            if init_guard.enabled:
-                try:  # now, not in the first step: the observer and the publisher's threads start here
-                    observer(self)
-                except Exception as exc:
-                    init_guard.failed(exc)
+    return observer
 
-        return __init__
 
-    def make_schedule(original: Callable[..., Any]) -> Callable[..., Any]:
-        def schedule(self: Any, *args: Any, **kwargs: Any) -> Any:
-            output = original(self, *args, **kwargs)
-            if schedule_guard.enabled:
-                try:
-                    obs = observer(self)
-                    if obs is not None:
-                        setattr(output, TAG_ATTR, obs.tag(self, output))
-                except Exception as exc:
-                    schedule_guard.failed(exc)
-            return output
+def _init_wrapper(guard: Guard, observer: ObserverOf, original: Callable[..., Any]) -> Callable[..., Any]:
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        guard.run(observer, self)  # now, not in the first step: the observer and the publisher's threads start here
 
-        return schedule
+    return __init__
 
-    def make_update(original: Callable[..., Any]) -> Callable[..., Any]:
-        def update_from_output(self: Any, scheduler_output: Any, model_runner_output: Any, *args: Any,
-                               **kwargs: Any) -> Any:
-            obs = seen = None
-            if update_guard.enabled:
-                try:
-                    obs = observer(self)
-                    if obs is not None:
-                        seen = obs.before(self, scheduler_output, model_runner_output)
-                except Exception as exc:
-                    obs = None
-                    update_guard.failed(exc)
-            result = original(self, scheduler_output, model_runner_output, *args, **kwargs)
-            if obs is not None and update_guard.enabled:
-                try:
-                    obs.after(scheduler_output, model_runner_output, seen, result)
-                except Exception as exc:
-                    update_guard.failed(exc)
-            return result
 
-        return update_from_output
-
-    def make_drafts(original: Callable[..., Any]) -> Callable[..., Any]:
-        def update_draft_token_ids(self: Any, draft_token_ids: Any, *args: Any, **kwargs: Any) -> Any:
-            obs = proposed = None
-            if drafts_guard.enabled:
-                try:
-                    obs = observer(self)
-                    if obs is not None:
-                        # Copied now (C-level passes): with the in-process engine core, the V1 runner
-                        # hands over its live input_batch.req_ids, which the next steps reorder.
-                        counts = list(map(len, draft_token_ids.draft_token_ids))
-                        obs.proposed = (list(draft_token_ids.req_ids), counts)
-                        grammar = self.structured_output_manager.backend is not None
-                        proposed = counts if grammar else None
-                except Exception as exc:
-                    drafts_guard.failed(exc)
-            result = original(self, draft_token_ids, *args, **kwargs)
-            if obs is not None and proposed is not None and drafts_guard.enabled:
-                try:  # only grammars truncate drafts, and only while the request still holds them
-                    obs.truncated = grammar_truncations(self.requests, draft_token_ids.req_ids, proposed)
-                except Exception as exc:
-                    drafts_guard.failed(exc)
-            return result
-
-        return update_draft_token_ids
-
-    def make_shutdown(original: Callable[..., Any]) -> Callable[..., Any]:
-        def shutdown(self: Any, *args: Any, **kwargs: Any) -> Any:
-            try:  # first: vLLM may kill the process while its executor shuts down
-                scheduler = getattr(self, "scheduler", None)
-                obs = None if scheduler is None else scheduler.__dict__.get(OBSERVER_ATTR)
-                if obs and not obs.detached:  # this engine published, and is let go of once
-                    obs.detached = True
-                    detach()
+def _schedule_wrapper(guard: Guard, observer: ObserverOf, original: Callable[..., Any]) -> Callable[..., Any]:
+    def schedule(self: Any, *args: Any, **kwargs: Any) -> Any:
+        output = original(self, *args, **kwargs)
+        if guard.enabled:
+            try:
+                obs = observer(self)
+                if obs is not None:
+                    setattr(output, TAG_ATTR, obs.tag(self, output))
             except Exception as exc:
-                shutdown_guard.failed(exc)
-            return original(self, *args, **kwargs)
+                guard.failed(exc)
+        return output
 
-        return shutdown
+    return schedule
 
-    missing = []
-    if not wrap(EngineCore, "shutdown", ("self",), "the last steps before shutdown (flushed at exit instead)",
-                make_shutdown):
-        missing.append("flush on engine shutdown")
-    if not wrap(Scheduler, "__init__", ("self", "vllm_config"), "nothing (the first step starts the publisher)",
-                make_init):
-        missing.append("publisher started with the engine")
-    if not wrap(Scheduler, "update_from_output", ("self", "scheduler_output", "model_runner_output"),
-                "every speculative decoding outcome (no events at all)", make_update):
-        missing.append("all outcomes")
-    if not wrap(Scheduler, "schedule", ("self",),
-                "the step index of async outputs and the k_zero reason length_trim under async scheduling",
-                make_schedule):
-        missing.append("step index")
-    if not wrap(Scheduler, "update_draft_token_ids", ("self", "draft_token_ids"),
-                "how many drafts were proposed (k_zero reasons no_proposal, length_trim, schedule)", make_drafts):
-        missing.append("k_zero reasons")
 
-    return missing
+def _update_wrapper(guard: Guard, observer: ObserverOf, original: Callable[..., Any]) -> Callable[..., Any]:
+    def update_from_output(self: Any, scheduler_output: Any, model_runner_output: Any, *args: Any,
+                           **kwargs: Any) -> Any:
+        obs = seen = None
+        if guard.enabled:
+            try:
+                obs = observer(self)
+                if obs is not None:
+                    seen = obs.before(self, scheduler_output, model_runner_output)
+            except Exception as exc:
+                obs = None
+                guard.failed(exc)
+        result = original(self, scheduler_output, model_runner_output, *args, **kwargs)
+        if obs is not None and guard.enabled:
+            try:
+                obs.after(scheduler_output, model_runner_output, seen, result)
+            except Exception as exc:
+                guard.failed(exc)
+        return result
+
+    return update_from_output
+
+
+def _drafts_wrapper(guard: Guard, observer: ObserverOf, original: Callable[..., Any]) -> Callable[..., Any]:
+    def update_draft_token_ids(self: Any, draft_token_ids: Any, *args: Any, **kwargs: Any) -> Any:
+        obs = proposed = None
+        if guard.enabled:
+            try:
+                obs = observer(self)
+                if obs is not None:
+                    # Copied now (C-level passes): with the in-process engine core, the V1 runner
+                    # hands over its live input_batch.req_ids, which the next steps reorder.
+                    counts = list(map(len, draft_token_ids.draft_token_ids))
+                    obs.proposed = (list(draft_token_ids.req_ids), counts)
+                    grammar = self.structured_output_manager.backend is not None
+                    proposed = counts if grammar else None
+            except Exception as exc:
+                guard.failed(exc)
+        result = original(self, draft_token_ids, *args, **kwargs)
+        if obs is not None and proposed is not None and guard.enabled:
+            try:  # only grammars truncate drafts, and only while the request still holds them
+                obs.truncated = grammar_truncations(self.requests, draft_token_ids.req_ids, proposed)
+            except Exception as exc:
+                guard.failed(exc)
+        return result
+
+    return update_draft_token_ids
+
+
+def _shutdown_wrapper(guard: Guard, detach: Callable[[], None], original: Callable[..., Any]) -> Callable[..., Any]:
+    def shutdown(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # First: vLLM may kill the process while its executor shuts down. Tried at every engine
+        # core's shutdown, even after one failed: each must let go of the publisher once.
+        try:
+            let_go(self, detach)
+        except Exception as exc:
+            guard.failed(exc)
+        return original(self, *args, **kwargs)
+
+    return shutdown
+
+
+def let_go(engine_core: Any, detach: Callable[[], None]) -> None:
+    """Detach an engine core whose scheduler published, once."""
+    scheduler = getattr(engine_core, "scheduler", None)
+    obs = None if scheduler is None else scheduler.__dict__.get(OBSERVER_ATTR)
+    if obs and not obs.detached:
+        obs.detached = True
+        detach()

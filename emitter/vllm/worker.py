@@ -10,9 +10,10 @@ the output under multiprocessing). The worker does no I/O and reads only CPU int
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from emitter.vllm.patching import Guard, attach_to_output, wrap
+from emitter.vllm.patching import Guard, Hook, attach_to_output, wrap_all
 
 DECISION_ATTR = "specmetrics_draft_decision"
 _LAST = "_specmetrics_last_decision"
@@ -23,38 +24,45 @@ def install() -> list[str]:
     from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
     guard = Guard("the drafter-fit decision (worker)")
-
-    def make_fits(original: Callable[..., bool]) -> Callable[..., bool]:
-        def _input_fits_in_drafter(self: Any, common_attn_metadata: Any, *args: Any, **kwargs: Any) -> bool:
-            fits = original(self, common_attn_metadata, *args, **kwargs)
-            if guard.enabled:
-                try:
-                    max_seq_len = -1 if common_attn_metadata is None else int(common_attn_metadata.max_seq_len)
-                    setattr(self, _LAST, (bool(fits), max_seq_len, int(self.effective_drafter_max_model_len)))
-                except Exception as exc:
-                    guard.failed(exc)
-            return fits
-
-        return _input_fits_in_drafter
-
-    def make_sample(original: Callable[..., Any]) -> Callable[..., Any]:
-        def sample_tokens(self: Any, grammar_output: Any, *args: Any, **kwargs: Any) -> Any:
-            if guard.enabled:
-                self.__dict__.pop(_LAST, None)
-            output = original(self, grammar_output, *args, **kwargs)
-            if guard.enabled:
-                try:
-                    decision = self.__dict__.pop(_LAST, None)
-                    if decision is not None:
-                        attach_to_output(output, DECISION_ATTR, decision)
-                except Exception as exc:
-                    guard.failed(exc)
-            return output
-
-        return sample_tokens
-
     observes = "drafting skipped for length (skipped_for_length events)"
-    fits = wrap(GPUModelRunner, "_input_fits_in_drafter", ("self", "common_attn_metadata"), observes, make_fits)
-    if fits and wrap(GPUModelRunner, "sample_tokens", ("self", "grammar_output"), observes, make_sample):
+    if wrap_all((
+        Hook(GPUModelRunner, "_input_fits_in_drafter", ("self", "common_attn_metadata"), observes,
+             partial(_fits_wrapper, guard)),
+        Hook(GPUModelRunner, "sample_tokens", ("self", "grammar_output"), observes, partial(_sample_wrapper, guard)),
+    )):
         return []
     return ["skipped_for_length"]
+
+
+# Both wrappers run at every step: their guards stay inline (see Guard.run).
+
+
+def _fits_wrapper(guard: Guard, original: Callable[..., bool]) -> Callable[..., bool]:
+    def _input_fits_in_drafter(self: Any, common_attn_metadata: Any, *args: Any, **kwargs: Any) -> bool:
+        fits = original(self, common_attn_metadata, *args, **kwargs)
+        if guard.enabled:
+            try:
+                max_seq_len = -1 if common_attn_metadata is None else int(common_attn_metadata.max_seq_len)
+                setattr(self, _LAST, (bool(fits), max_seq_len, int(self.effective_drafter_max_model_len)))
+            except Exception as exc:
+                guard.failed(exc)
+        return fits
+
+    return _input_fits_in_drafter
+
+
+def _sample_wrapper(guard: Guard, original: Callable[..., Any]) -> Callable[..., Any]:
+    def sample_tokens(self: Any, grammar_output: Any, *args: Any, **kwargs: Any) -> Any:
+        if guard.enabled:
+            self.__dict__.pop(_LAST, None)
+        output = original(self, grammar_output, *args, **kwargs)
+        if guard.enabled:
+            try:
+                decision = self.__dict__.pop(_LAST, None)
+                if decision is not None:
+                    attach_to_output(output, DECISION_ATTR, decision)
+            except Exception as exc:
+                guard.failed(exc)
+        return output
+
+    return sample_tokens

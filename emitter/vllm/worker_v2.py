@@ -15,9 +15,10 @@ no I/O.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from emitter.vllm.patching import Guard, attach_to_output, wrap
+from emitter.vllm.patching import Guard, Hook, attach_to_output, wrap_all
 
 BUDGET_ATTR = "specmetrics_verify_budget"  # the step's draft budget (int) on the ModelRunnerOutput
 _LAST = "_specmetrics_last_budget"  # (idx_mapping, draft_budget) on the manager
@@ -29,39 +30,45 @@ def install() -> list[str]:
     from vllm.v1.worker.gpu.spec_decode.adaptive_verification import AdaptiveVerificationManager
 
     guard = Guard("adaptive verification's draft budget (Model Runner V2 worker)")
-
-    def make_reallocate(original: Callable[..., Any]) -> Callable[..., Any]:
-        def reallocate_drafts(self: Any, req_ids: list[str], idx_mapping: Any, *args: Any, **kwargs: Any) -> Any:
-            budget = getattr(self, "_batch_budget", None) if guard.enabled else None  # consumed by the call
-            result = original(self, req_ids, idx_mapping, *args, **kwargs)
-            if budget is not None:
-                try:
-                    setattr(self, _LAST, (idx_mapping, int(budget[2])))
-                except Exception as exc:
-                    guard.failed(exc)
-            return result
-
-        return reallocate_drafts
-
-    def make_sample(original: Callable[..., Any]) -> Callable[..., Any]:
-        def sample_tokens(self: Any, grammar_output: Any, *args: Any, **kwargs: Any) -> Any:
-            state = getattr(self, "execute_model_state", None) if guard.enabled else None
-            output = original(self, grammar_output, *args, **kwargs)
-            manager = getattr(self, "adaptive_verification", None)
-            if state is not None and manager is not None and guard.enabled:
-                try:
-                    last = manager.__dict__.pop(_LAST, None)
-                    if last is not None and last[0] is state.input_batch.idx_mapping:
-                        attach_to_output(output, BUDGET_ATTR, last[1])
-                except Exception as exc:
-                    guard.failed(exc)
-            return output
-
-        return sample_tokens
-
     observes = "adaptive verification's verified drafts (k_zero verify_budget, drafts_verified)"
-    if wrap(AdaptiveVerificationManager, "reallocate_drafts", ("self", "req_ids", "idx_mapping"), observes,
-            make_reallocate) and wrap(GPUModelRunner, "sample_tokens", ("self", "grammar_output"), observes,
-                                      make_sample):
+    if wrap_all((
+        Hook(AdaptiveVerificationManager, "reallocate_drafts", ("self", "req_ids", "idx_mapping"), observes,
+             partial(_reallocate_wrapper, guard)),
+        Hook(GPUModelRunner, "sample_tokens", ("self", "grammar_output"), observes, partial(_sample_wrapper, guard)),
+    )):
         return []
     return ["verify_budget"]
+
+
+# Both wrappers run at every step: their guards stay inline (see Guard.run).
+
+
+def _reallocate_wrapper(guard: Guard, original: Callable[..., Any]) -> Callable[..., Any]:
+    def reallocate_drafts(self: Any, req_ids: list[str], idx_mapping: Any, *args: Any, **kwargs: Any) -> Any:
+        budget = getattr(self, "_batch_budget", None) if guard.enabled else None  # consumed by the call
+        result = original(self, req_ids, idx_mapping, *args, **kwargs)
+        if budget is not None:
+            try:
+                setattr(self, _LAST, (idx_mapping, int(budget[2])))
+            except Exception as exc:
+                guard.failed(exc)
+        return result
+
+    return reallocate_drafts
+
+
+def _sample_wrapper(guard: Guard, original: Callable[..., Any]) -> Callable[..., Any]:
+    def sample_tokens(self: Any, grammar_output: Any, *args: Any, **kwargs: Any) -> Any:
+        state = getattr(self, "execute_model_state", None) if guard.enabled else None
+        output = original(self, grammar_output, *args, **kwargs)
+        manager = getattr(self, "adaptive_verification", None)
+        if state is not None and manager is not None and guard.enabled:
+            try:
+                last = manager.__dict__.pop(_LAST, None)
+                if last is not None and last[0] is state.input_batch.idx_mapping:
+                    attach_to_output(output, BUDGET_ATTR, last[1])
+            except Exception as exc:
+                guard.failed(exc)
+        return output
+
+    return sample_tokens

@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from schemas import StepEvent, decode_step
-from schemas.codes import KIND_CODES, OUTCOME_COLUMNS, OUTCOME_DTYPE, REASON_CODE, REASON_CODES
-from schemas.events import KZeroReason
+from schemas.codes import OUTCOME_COLUMNS, OUTCOME_DTYPE, KindCode, ReasonCode
 from schemas.validation import invalid_outcome_rows
 from schemas.wire import _outcome_dict, step_event_to_wire
 from tests.conftest import step_event
@@ -19,10 +18,10 @@ from tests.schemas.test_wire import K as K_WIRE
 from tests.schemas.test_wire import step_events
 
 K = 4
-VERIFY_BUDGET = REASON_CODE[KZeroReason.VERIFY_BUDGET]
+K_ZERO_REASONS = set(ReasonCode) - {ReasonCode.NONE}
 rows = st.fixed_dictionaries({
-    "kind": st.integers(0, 4),
-    "reason": st.integers(0, 7),
+    "kind": st.integers(0, len(KindCode)),  # one unknown code too
+    "reason": st.integers(0, len(ReasonCode)),
     "k_sched": st.integers(-1, K + 1),
     "k_valid": st.integers(-1, K + 1),
     "k_invalid": st.integers(-1, K + 1),
@@ -32,16 +31,17 @@ rows = st.fixed_dictionaries({
 
 
 def pydantic_accepts(row: dict[str, int]) -> bool:
-    if row["kind"] >= len(KIND_CODES) or (row["kind"] == 3 and not 0 < row["reason"] < len(REASON_CODES)):
+    if row["kind"] not in set(KindCode) or (row["kind"] == KindCode.K_ZERO and row["reason"] not in K_ZERO_REASONS):
         return False
     outcome: dict[str, Any] = _outcome_dict("r", row)
     # The wire carries every column for every kind: the columns a kind does not have must hold
     # exactly what the encoder writes for it.
     implied = {
-        0: {"k_sched": row["k_valid"], "k_invalid": 0, "reason": 0},
-        1: {"k_invalid": row["k_sched"] - row["k_valid"], "reason": 0},
-        2: {"reason": 0},
-        3: {"accepted": 0} if row["reason"] == VERIFY_BUDGET else {"k_sched": 0, "k_valid": 0, "accepted": 0},
+        KindCode.DRAFTED: {"k_sched": row["k_valid"], "k_invalid": 0, "reason": ReasonCode.NONE},
+        KindCode.SKIPPED_FOR_LENGTH: {"k_invalid": row["k_sched"] - row["k_valid"], "reason": ReasonCode.NONE},
+        KindCode.GRAMMAR_INVALID: {"reason": ReasonCode.NONE},
+        KindCode.K_ZERO: {"accepted": 0} if row["reason"] == ReasonCode.VERIFY_BUDGET
+        else {"k_sched": 0, "k_valid": 0, "accepted": 0},
     }[row["kind"]]
     if any(row[name] != value for name, value in implied.items()):
         return False

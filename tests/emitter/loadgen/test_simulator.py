@@ -8,7 +8,7 @@ import pytest
 
 from emitter.loadgen import LoadSpec
 from emitter.loadgen.simulator import EngineSimulator
-from schemas.codes import OUTCOME_DTYPE
+from schemas.codes import OUTCOME_DTYPE, KindCode
 from schemas.wire import decode_step, step_event_from_wire
 from tests.conftest import T0
 
@@ -26,9 +26,9 @@ def test_skip_is_batch_wide_exactly_when_the_longest_sequence_plus_k_exceeds_the
         step = decode_step(payload)
         kinds = set(np.frombuffer(step.outcomes, dtype=OUTCOME_DTYPE)["kind"].tolist())
         skipped = step.batch_max_seq_len is not None and step.batch_max_seq_len + 3 > 600
-        assert (kinds == {1}) is skipped
+        assert (kinds == {KindCode.SKIPPED_FOR_LENGTH}) is skipped
         if not skipped:
-            assert 1 not in kinds
+            assert KindCode.SKIPPED_FOR_LENGTH not in kinds
         seen.add(skipped)
     assert seen == {True, False}
 

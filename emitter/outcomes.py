@@ -1,4 +1,5 @@
-"""What the scheduler saw at one step → one outcome per request (docs/design.md#events).
+"""Classifying a step's requests: what the scheduler saw at one step → one outcome per request
+(docs/design.md#events).
 
 Pure logic on plain values, no vLLM import. The engine thread only takes references and
 lengths (a plain tuple in :class:`RawStep` order); :class:`emitter.step_events.StepEvents`
@@ -13,20 +14,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from schemas.codes import KIND_CODE, REASON_CODE
-from schemas.events import KZeroReason, OutcomeKind
+from schemas.codes import KindCode, ReasonCode
 from schemas.wire import OutcomeColumns
 
-DRAFTED = KIND_CODE[OutcomeKind.DRAFTED]
-SKIPPED = KIND_CODE[OutcomeKind.SKIPPED_FOR_LENGTH]
-GRAMMAR_INVALID = KIND_CODE[OutcomeKind.GRAMMAR_INVALID]
-K_ZERO = KIND_CODE[OutcomeKind.K_ZERO]
-NO_PROPOSAL = REASON_CODE[KZeroReason.NO_PROPOSAL]
-LENGTH_TRIM = REASON_CODE[KZeroReason.LENGTH_TRIM]
-GRAMMAR_TRUNCATED = REASON_CODE[KZeroReason.GRAMMAR_TRUNCATED]
-SCHEDULE = REASON_CODE[KZeroReason.SCHEDULE]
-UNKNOWN = REASON_CODE[KZeroReason.UNKNOWN]
-VERIFY_BUDGET = REASON_CODE[KZeroReason.VERIFY_BUDGET]
+# The codes as plain ints, bound once: the loop below runs per request, where reading an enum
+# member costs an attribute lookup and numpy packs int subclasses at half the speed of ints.
+_DRAFTED = KindCode.DRAFTED.value
+_SKIPPED = KindCode.SKIPPED_FOR_LENGTH.value
+_GRAMMAR_INVALID = KindCode.GRAMMAR_INVALID.value
+_K_ZERO = KindCode.K_ZERO.value
+_NONE = ReasonCode.NONE.value
+_NO_PROPOSAL = ReasonCode.NO_PROPOSAL.value
+_LENGTH_TRIM = ReasonCode.LENGTH_TRIM.value
+_GRAMMAR_TRUNCATED = ReasonCode.GRAMMAR_TRUNCATED.value
+_SCHEDULE = ReasonCode.SCHEDULE.value
+_UNKNOWN = ReasonCode.UNKNOWN.value
+_VERIFY_BUDGET = ReasonCode.VERIFY_BUDGET.value
 
 
 class DraftDecision(NamedTuple):
@@ -38,7 +41,9 @@ class DraftDecision(NamedTuple):
 
 
 class RawStep(NamedTuple):
-    """One step as the scheduler saw it: references to its own per-step objects, and lengths."""
+    """One step as the scheduler saw it: references to its own per-step objects, and lengths. The
+    engine thread publishes it as a plain tuple in this field order
+    (:meth:`emitter.vllm.scheduler.EngineObserver.after`)."""
 
     step_index: int
     event_time_us: int
@@ -94,21 +99,21 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
         proposed, kept = raw.truncated.get(request_id, (0, 0))
         decision = held.get(request_id, raw.decision)
         if decision is not None and not decision.fits:
-            row = (SKIPPED, 0, k, k - pad, pad, acc)
+            row = (_SKIPPED, _NONE, k, k - pad, pad, acc)
         elif k and none_verified:  # scheduled (vLLM counts them), none verified
-            row = (K_ZERO, VERIFY_BUDGET, k, k - pad, pad, 0)
+            row = (_K_ZERO, _VERIFY_BUDGET, k, k - pad, pad, 0)
         elif k == 0:
             if proposals is None:
                 ids_, counts = raw.proposed or ([], [])
                 proposals = dict(zip(ids_, counts, strict=False))
             why = _k_zero_reason(raw, request_id, proposals)
-            row = (K_ZERO, why, 0, 0, proposed - kept if why == GRAMMAR_TRUNCATED else 0, 0)
+            row = (_K_ZERO, why, 0, 0, proposed - kept if why == _GRAMMAR_TRUNCATED else 0, 0)
         elif pad:
-            row = (GRAMMAR_INVALID, 0, k, k - pad, pad, acc)
+            row = (_GRAMMAR_INVALID, _NONE, k, k - pad, pad, acc)
         elif proposed > kept:
-            row = (GRAMMAR_INVALID, 0, k, k, proposed - kept, acc)
+            row = (_GRAMMAR_INVALID, _NONE, k, k, proposed - kept, acc)
         else:
-            row = (DRAFTED, 0, k, k, 0, acc)
+            row = (_DRAFTED, _NONE, k, k, 0, acc)
         ids.append(request_id)
         kind.append(row[0])
         reason.append(row[1])
@@ -122,16 +127,16 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
 
 def _k_zero_reason(raw: RawStep, request_id: str, proposals: dict[str, int]) -> int:
     if raw.k_schedule == 0:  # dynamic K chose 0 for the drafts verified now (the drafter got K = 0)
-        return SCHEDULE
+        return _SCHEDULE
     if request_id in raw.truncated and raw.truncated[request_id][1] == 0:
-        return GRAMMAR_TRUNCATED
+        return _GRAMMAR_TRUNCATED
     if not raw.asynchronous:  # async gives every decoding request placeholders: the drafter is not the cause
         proposed = proposals.get(request_id)
         if proposed is None:
-            return UNKNOWN
+            return _UNKNOWN
         if proposed == 0:
-            return NO_PROPOSAL
+            return _NO_PROPOSAL
     # schedule() caps a step at max_model_len - computed - num_sampled tokens: drafts go first
     if raw.decoding_without_drafts[request_id] + raw.num_sampled >= raw.max_model_len:
-        return LENGTH_TRIM
-    return SCHEDULE  # the token budget
+        return _LENGTH_TRIM
+    return _SCHEDULE  # the token budget

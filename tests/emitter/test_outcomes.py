@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from emitter.recorder import DraftDecision, RawStep, step_outcomes
+from emitter.outcomes import DraftDecision, RawStep, step_outcomes
 from schemas.codes import KIND_CODES, REASON_CODES
 
 

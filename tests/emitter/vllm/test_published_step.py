@@ -1,0 +1,122 @@
+"""The engine thread publishes each step as a plain tuple in :class:`emitter.outcomes.RawStep`'s
+field order, which the publisher's thread reads back with ``RawStep._make``.
+
+Production path: the plugin's wrappers on vLLM's real ``Scheduler`` and ``AsyncScheduler`` (built
+on CPU), driven step by step with constructed model-runner outputs; the publisher's queue is read
+before its thread drains it. Every field is checked against the vLLM object or value it must come
+from, and the checks are first shown to catch any two fields swapped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import combinations
+from pathlib import Path
+from time import time_ns
+from typing import Any
+
+import pytest
+from vllm.v1.core.sched.async_scheduler import AsyncScheduler
+from vllm.v1.core.sched.scheduler import Scheduler
+from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput
+
+from emitter import plugin
+from emitter.outcomes import RawStep
+from emitter.vllm.scheduler import TAG_ATTR
+from emitter.vllm.worker import DECISION_ATTR
+from emitter.vllm.worker_v2 import BUDGET_ATTR
+from tests.emitter.vllm.schedulers import K, build, hook_plugin, request
+
+Check = dict[str, Callable[[Any], bool]]
+DROPPED_STEP = 3  # published while the queue (one step) is full: the next step says so
+
+
+def run_steps(cls: type[Scheduler], model: Path) -> list[tuple[tuple[Any, ...], Check]]:
+    """Five steps of two requests (r1 stops at its third token, inside a step's accepted drafts);
+    per step published, the tuple and what each field must be."""
+    sched = build(cls, model)
+    sched.add_request(request("r0"))
+    sched.add_request(request("r1", max_tokens=3))
+    asynchronous = cls is AsyncScheduler
+    queue = plugin.publisher()._queue
+    published: list[tuple[tuple[Any, ...], Check]] = []
+    queued: list[Check] = []
+    decision = proposed = k_schedule = None
+    for step in range(5):
+        so = sched.schedule()
+        ids, drafts = list(so.num_scheduled_tokens), so.scheduled_spec_decode_tokens
+        if asynchronous:  # what update_draft_token_ids_in_output leaves on the output
+            so.num_invalid_spec_tokens = {r: 1 for r in drafts}
+        sampled = [[5] * (1 + len(drafts.get(r, ()))) for r in ids]
+        mro = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
+                                sampled_token_ids=sampled)
+        setattr(mro, DECISION_ATTR, (step % 2 == 0, 40 + step, 96))
+        setattr(mro, BUDGET_ATTR, 100 + step)
+        before = [len(s) for s in sampled]
+        start = time_ns() // 1000
+        outputs = sched.update_from_output(so, mro)
+        end = time_ns() // 1000
+        processed = [o.request_id for eco in outputs.values() for o in eco.outputs] if asynchronous else None
+        tag = getattr(so, TAG_ATTR)
+        check: Check = {
+            "step_index": lambda v, tag=tag: v == tag[0],
+            "event_time_us": lambda v, a=start, b=end: type(v) is int and a <= v <= b,
+            "decision": lambda v, d=decision: v == d,
+            "num_scheduled": lambda v, so=so: v is so.num_scheduled_tokens,
+            "scheduled_drafts": lambda v, so=so: v is so.scheduled_spec_decode_tokens,
+            "pads": lambda v, so=so: v is so.num_invalid_spec_tokens,
+            "row_of": lambda v, mro=mro: v is mro.req_id_to_index,
+            "sampled_before": lambda v, b=before: v == b,
+            "sampled_after": lambda v, a=[len(s) for s in mro.sampled_token_ids]: v == a,
+            "decoding_without_drafts": lambda v, tag=tag: v is tag[1],
+            "proposed": lambda v, p=proposed: v == p,
+            "truncated": lambda v: v == {},
+            "max_model_len": lambda v: v == 256,
+            "num_sampled": lambda v: v == 1,
+            "k_schedule": lambda v, k=k_schedule: v == k,
+            "asynchronous": lambda v, a=asynchronous: v is a,
+            "processed": lambda v, p=processed: v == p,
+            "batch_decision": lambda v, d=getattr(mro, DECISION_ATTR): v == d,
+            "after_drop": lambda v, s=step: v is (s == DROPPED_STEP + 1),
+            "verify_budget": lambda v, s=step: v == 100 + s,
+        }
+        if step != DROPPED_STEP:
+            queued.append(check)
+        if step != DROPPED_STEP - 1:  # the publisher thread's turn; before the dropped step it waits
+            published += [(queue.popleft(), queued.pop(0)) for _ in range(len(queue))]
+        decision, k_schedule = getattr(mro, DECISION_ATTR), so.num_spec_tokens_to_schedule
+        if not asynchronous:
+            sched.update_draft_token_ids(DraftTokenIds(ids, [[5] * K for _ in ids]))
+            proposed = (ids, [K] * len(ids))
+    assert not queue and not queued
+    return [(values[1], check) for values, check in published]
+
+
+def failed_fields(values: tuple[Any, ...], check: Check) -> list[str]:
+    raw = RawStep._make(values)
+    return [name for name in RawStep._fields if not check[name](getattr(raw, name))]
+
+
+@pytest.fixture
+def steps(tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[tuple[Any, ...], Check]]:
+    monkeypatch.setenv("SPECMETRICS_FLUSH_INTERVAL_MS", "600000")  # its thread never drains the queue here
+    monkeypatch.setenv("SPECMETRICS_QUEUE_STEPS", "1")
+    hook_plugin(tmp_path, monkeypatch)
+    model = model_cache / "tiny-llama-target"
+    try:
+        return run_steps(Scheduler, model) + run_steps(AsyncScheduler, model)
+    finally:
+        plugin.flush()
+
+
+def test_the_engine_thread_publishes_every_field_in_raw_step_order(
+    steps: list[tuple[tuple[Any, ...], Check]],
+) -> None:
+    assert len(steps) == 8 and set(steps[0][1]) == set(RawStep._fields)
+    assert all(len(values) == len(RawStep._fields) for values, _ in steps)
+    assert [failed_fields(values, check) for values, check in steps] == [[]] * len(steps)
+    # The checks tell every field from every other: any two swapped fail some step's check.
+    for i, j in combinations(range(len(RawStep._fields)), 2):
+        swapped = [(tuple(v[j] if n == i else v[i] if n == j else x for n, x in enumerate(v)), check)
+                   for v, check in steps]
+        assert any(failed_fields(v, check) for v, check in swapped), (RawStep._fields[i], RawStep._fields[j])
