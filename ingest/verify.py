@@ -6,12 +6,15 @@ source and partition the covered ranges must follow each other with no gap and n
 Event ids must appear at one (source, partition, offset) only: a second copy means the same
 step was produced twice (at-least-once delivery upstream) or ingested twice. A rollup must equal
 the rollup recomputed from its data file's rows, and have its data file (ingest.rollup); data
-files without a rollup yet are only counted.
+files without a rollup yet are only counted. Files readers leave out (ingest.tree_files: foreign
+names or schemas, copies) are listed and make the tree not clean; events and rollups are checked
+in the files readers take.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +22,8 @@ import duckdb
 
 from ingest.layout import DATA_GLOB
 from ingest.output import DEAD_LETTER_DIR, FileName
-from ingest.rollup import RollupCheck, check_rollups
+from ingest.rollup import RollupCheck, check_rollups, rollup_schema
+from ingest.tree_files import LeftOut, select_files
 
 
 @dataclass
@@ -39,17 +43,20 @@ class VerifyReport:
     duplicate_events: int  # event ids stored at more than one position
     duplicate_examples: list[tuple[str, int]]  # (event id, copies)
     rollups: RollupCheck
+    left_out: list[LeftOut] = field(default_factory=list)  # files readers do not read, with the reason
 
     @property
     def clean(self) -> bool:
         return not self.duplicate_events and not any(p.gaps or p.overlaps for p in self.partitions) \
-            and self.rollups.clean
+            and self.rollups.clean and not self.left_out
 
 
 def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
     if not data.is_dir():
         raise FileNotFoundError(f"{data} is not a directory")
-    return VerifyReport(_coverage(data), *_duplicate_events(data, examples), check_rollups(data))
+    files = select_files(data, rollup_schema=rollup_schema())
+    return VerifyReport(_coverage(data), *_duplicate_events(files.data, examples), check_rollups(data, files),
+                        list(files.left_out))
 
 
 def _coverage(data: Path) -> list[PartitionCoverage]:
@@ -74,8 +81,8 @@ def _coverage(data: Path) -> list[PartitionCoverage]:
     return report
 
 
-def _duplicate_events(data: Path, examples: int) -> tuple[int, list[tuple[str, int]]]:
-    if not any(data.glob(DATA_GLOB)):
+def _duplicate_events(files: Sequence[Path], examples: int) -> tuple[int, list[tuple[str, int]]]:
+    if not files:
         return 0, []
     con = duckdb.connect()
     try:
@@ -84,13 +91,13 @@ def _duplicate_events(data: Path, examples: int) -> tuple[int, list[tuple[str, i
             WITH positions AS (
                 SELECT DISTINCT event_id, regexp_extract(filename, '([^/]+)-\\d+-\\d{20}-\\d{20}\\.parquet$', 1) AS src,
                        log_partition, log_offset
-                FROM read_parquet(?, filename = true, hive_partitioning = false)
+                FROM read_parquet(?, filename = true, hive_partitioning = false, union_by_name = true)
             ), copies AS (
                 SELECT event_id, count(*) AS copies FROM positions GROUP BY event_id HAVING count(*) > 1
             )
             SELECT event_id, copies, count(*) OVER () AS total FROM copies ORDER BY copies DESC, event_id LIMIT ?
             """,
-            [str(data / DATA_GLOB), examples],
+            [[str(path) for path in files], examples],
         ).fetchall()
     finally:
         con.close()

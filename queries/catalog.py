@@ -6,6 +6,9 @@ top of it, and a read-only way to query them.
     raw_request_outcomes            source: DATADIR/dt=YYYY-MM-DD/hour=HH/*.parquet (or an empty view)
     raw_rollups                     source: DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/*.parquet, the
                                     per-file rollups of ingest.rollup (or an empty view)
+
+Both sources read only the files :func:`ingest.tree_files.select_files` takes; each file it
+leaves out is logged as a warning with the reason.
     sql/staging/*.sql               request_steps
     sql/intermediate/*.sql          outcome_histogram, acceptance_by_definition, position_counts,
                                     request_acceptance
@@ -26,7 +29,9 @@ database is always writable, so :func:`run_query` also admits only single read-o
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -34,7 +39,8 @@ import duckdb
 import pyarrow as pa
 
 from ingest.layout import DATA_GLOB, ROLLUP_DIR
-from ingest.rollup import ROLLUP_SELECT
+from ingest.rollup import ROLLUP_SELECT, rollup_schema
+from ingest.tree_files import partition_files, select_files
 from queries.guard import check_read_only
 from schemas.arrow import OUTCOME_SCHEMA
 
@@ -61,7 +67,6 @@ PUBLIC_MACROS: tuple[str, ...] = (
     "acceptance_timeline",
 )
 LAYERS: tuple[str, ...] = ("staging", "intermediate", "metrics")
-ROLLUP_GLOB = f"{ROLLUP_DIR}/{DATA_GLOB}"
 #: Hive partition columns and their types in the source view (DuckDB's own guess depends on the
 #: values: ``hour=07`` stays text, ``hour=10`` becomes BIGINT).
 PARTITION_COLUMNS: tuple[tuple[str, str], ...] = (("dt", "DATE"), ("hour", "INTEGER"))
@@ -76,8 +81,9 @@ Params = Sequence[object] | Mapping[str, object]
 def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with every view over the Parquet tree under ``data_dir``.
 
-    The tree is globbed again by each query, so files the ingester adds later are seen. A data
-    directory without Parquet files gives empty views (this is decided once, here).
+    The sources read the files :func:`ingest.tree_files.select_files` takes. :func:`run_query`
+    lists the tree again before each query and, when files came or went, selects again, so
+    files the ingester adds later are seen.
     """
     root = Path(data_dir).expanduser()
     if not root.exists():
@@ -90,12 +96,11 @@ def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
     root = root.resolve()
     con = duckdb.connect(":memory:", config={"python_enable_replacements": False})
     try:
-        has_files = _create_sources(con, root)
+        _TREES[con] = _create_sources(con, root)
         for statement in view_statements(con):
             con.execute(statement)
         con.execute("SET TimeZone = 'UTC'")  # event times are UTC; so are naive window bounds
-        if has_files:
-            con.execute("SET allowed_directories = ?", [[str(root)]])
+        con.execute("SET allowed_directories = ?", [[str(root)]])
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
     except BaseException:
@@ -114,6 +119,7 @@ def run_query(con: duckdb.DuckDBPyConnection, sql: str, params: Params | None = 
     if isinstance(params, (str, bytes)):
         raise TypeError("params must be a sequence or a mapping of values, not a string")
     check_read_only(con, sql)
+    _refresh_sources(con)
     relation = con.sql(sql) if params is None else con.sql(sql, params=params)
     if relation is None:  # cannot happen for a SELECT; keeps the type checker honest
         raise RuntimeError("the query returned no result")
@@ -184,39 +190,59 @@ def view_statements(con: duckdb.DuckDBPyConnection) -> list[str]:
     return statements
 
 
-def _create_sources(con: duckdb.DuckDBPyConnection, root: Path) -> bool:
-    """Create :data:`SOURCE_VIEW` and then :data:`ROLLUP_SOURCE_VIEW` (an empty one is typed after
-    the source), each over its files or empty; whether the tree holds any files."""
-    found = False
-    for glob, view, comment, create_empty in (
-        (DATA_GLOB, SOURCE_VIEW, comment_source, _create_empty_source),
-        (ROLLUP_GLOB, ROLLUP_SOURCE_VIEW, comment_rollup_source, create_empty_rollup_source),
-    ):
-        if _create_tree_view(con, root, glob, view):
-            comment(con)
-            found = True
-        else:
-            create_empty(con)
-    return found
+@dataclass(frozen=True)
+class _Tree:
+    """The tree a connection reads, and its files as listed when the sources were made."""
+
+    root: Path
+    listing: frozenset[Path]
 
 
-def _create_tree_view(con: duckdb.DuckDBPyConnection, root: Path, glob: str, view: str) -> bool:
-    """Create ``view`` over the hive-partitioned files ``root/glob``, unless there are none."""
-    files = sorted(str(path) for path in root.glob(glob) if path.is_file())
-    if not files:
-        return False
-    # The path travels as a value, never pasted into SQL; a path that DuckDB would read as a glob
-    # pattern itself is passed as the file list of now (later files are then not seen).
-    source = files if GLOB_CHARS & set(str(root)) else str(root / glob)
-    relation = con.read_parquet(source, hive_partitioning=True, union_by_name=True)
-    relation.project(f"* REPLACE ({partition_casts()})").create_view(view)
-    return True
+#: The tree of each connection made by :func:`connect`.
+_TREES: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, _Tree] = weakref.WeakKeyDictionary()
+
+
+def _listing(root: Path) -> frozenset[Path]:
+    return frozenset([*partition_files(root, None, None), *partition_files(root / ROLLUP_DIR, None, None)])
+
+
+def _create_sources(con: duckdb.DuckDBPyConnection, root: Path) -> _Tree:
+    """Create (or replace) :data:`SOURCE_VIEW` and then :data:`ROLLUP_SOURCE_VIEW` (an empty
+    one is typed after the source), each over the files readers take, or empty."""
+    listing = _listing(root)
+    files = select_files(root, rollup_schema=rollup_schema())
+    files.warn()
+    if files.data:
+        _create_tree_view(con, files.data, SOURCE_VIEW)
+        comment_source(con)
+    else:
+        _create_empty_source(con)
+    if files.rollups:
+        _create_tree_view(con, files.rollups, ROLLUP_SOURCE_VIEW)
+        comment_rollup_source(con)
+    else:
+        create_empty_rollup_source(con)
+    return _Tree(root, listing)
+
+
+def _refresh_sources(con: duckdb.DuckDBPyConnection) -> None:
+    """Make the sources again when files of the tree came or went since they were made."""
+    tree = _TREES.get(con)
+    if tree is not None and _listing(tree.root) != tree.listing:
+        _TREES[con] = _create_sources(con, tree.root)
+
+
+def _create_tree_view(con: duckdb.DuckDBPyConnection, files: Sequence[Path], view: str) -> None:
+    """Create or replace ``view`` over the hive-partitioned ``files``."""
+    # The paths travel as values, never pasted into SQL.
+    relation = con.read_parquet([str(path) for path in files], hive_partitioning=True, union_by_name=True)
+    relation.project(f"* REPLACE ({partition_casts()})").create_view(view, replace=True)
 
 
 def create_empty_rollup_source(con: duckdb.DuckDBPyConnection) -> None:
     """An empty :data:`ROLLUP_SOURCE_VIEW`: the rollup of no rows, typed as a real one."""
-    con.execute(f"CREATE VIEW {ROLLUP_SOURCE_VIEW} AS {ROLLUP_SELECT}, dt, hour FROM {SOURCE_VIEW} WHERE false "
-                "GROUP BY ALL")
+    con.execute(f"CREATE OR REPLACE VIEW {ROLLUP_SOURCE_VIEW} AS {ROLLUP_SELECT}, dt, hour FROM {SOURCE_VIEW} "
+                "WHERE false GROUP BY ALL")
     comment_rollup_source(con)
 
 
@@ -239,7 +265,7 @@ def _create_empty_source(con: duckdb.DuckDBPyConnection) -> None:
     columns = [(name, str(dtype)) for name, dtype in zip(empty.columns, empty.types, strict=True)]
     columns += PARTITION_COLUMNS
     select = ", ".join(f"CAST(NULL AS {dtype}) AS {_quote(name)}" for name, dtype in columns)
-    con.execute(f"CREATE VIEW {SOURCE_VIEW} AS SELECT {select} LIMIT 0")
+    con.execute(f"CREATE OR REPLACE VIEW {SOURCE_VIEW} AS SELECT {select} LIMIT 0")
     comment_source(con)
 
 
