@@ -25,6 +25,7 @@ the reason, for the readers to warn about and for ``specmetrics verify`` to list
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 from collections import defaultdict
@@ -32,7 +33,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -42,6 +45,7 @@ from ingest.output import FileName
 from schemas.arrow import OUTCOME_SCHEMA
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: The stored schemas a data file may have: the current one and schema 1.0's.
 DATA_SCHEMAS: tuple[pa.Schema, ...] = (
@@ -52,6 +56,12 @@ _PARTITION = re.compile(r"^dt=(\d{4}-\d{2}-\d{2})/hour=(\d{2})$")
 _FOOTER_THREADS = 8
 _STATS_COLUMNS = ("event_id", "event_time", "log_partition", "log_offset")
 _HOUR = timedelta(hours=1)
+#: Footers and rollup schemas already read, by (path, inode, size, modification time), and
+#: stored Arrow schemas already compared: a report selects the files of its window several times.
+_FOOTERS: dict[tuple[Path, int, int, int], _Footer | str] = {}
+_ROLLUP_SCHEMAS: dict[tuple[Path, int, int, int], str | None] = {}
+_CACHED_FILES = 200_000
+_SCHEMAS: dict[bytes, str | None] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,17 +154,37 @@ def _read_footers(root: Path, paths: list[Path], left_out: list[LeftOut]) -> lis
 
 
 def _footer(root: Path, path: Path) -> _Footer | str:
+    """The footer of a data file that passes rules 1 to 3, or why it does not."""
+    return _once(_FOOTERS, path, partial(_read_footer, root), "removed while the tree was read")
+
+
+def _once(cache: dict[tuple[Path, int, int, int], T], path: Path, read: Callable[[Path], T], gone: T) -> T:
+    """``read(path)``, or what it gave before: files are immutable once in place, so a
+    result is taken again while the file's inode, size and modification time are the same."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return gone
+    key = (path, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    if key not in cache:
+        if len(cache) >= _CACHED_FILES:  # a long-running process: files removed since stay here
+            cache.clear()
+        cache[key] = read(path)
+    return cache[key]
+
+
+def _read_footer(root: Path, path: Path) -> _Footer | str:
     place = _place(root, path)
     if isinstance(place, str):
         return place
     name, hour = place
     try:
-        file = pq.ParquetFile(path)
-        schema, metadata = file.schema_arrow.remove_metadata(), file.metadata
+        metadata = pq.read_metadata(path)
+        difference = _schema_difference(metadata)
     except (OSError, pa.ArrowException) as exc:
         return f"not a readable Parquet file ({exc})"
-    if not any(schema.equals(expected) for expected in DATA_SCHEMAS):
-        return f"not the stored table's schema: {schema_difference(schema, DATA_SCHEMAS[0])}"
+    if difference is not None:
+        return f"not the stored table's schema: {difference}"
     ranges = _column_ranges(metadata)
     if metadata.num_rows and len(ranges) < len(_STATS_COLUMNS):
         return "its footer has no statistics of " + ", ".join(c for c in _STATS_COLUMNS if c not in ranges)
@@ -163,12 +193,29 @@ def _footer(root: Path, path: Path) -> _Footer | str:
     return misplaced or footer
 
 
+def _schema_difference(metadata: pq.FileMetaData) -> str | None:
+    """How a file's Arrow schema differs from both :data:`DATA_SCHEMAS`, or None; decided once
+    per distinct stored schema."""
+    stored = (metadata.metadata or {}).get(b"ARROW:schema")
+    if stored is None:  # not written by Arrow: its types are Parquet's alone
+        return _difference(metadata.schema.to_arrow_schema())
+    if stored not in _SCHEMAS:
+        _SCHEMAS[stored] = _difference(pa.ipc.read_schema(pa.py_buffer(base64.b64decode(stored))))
+    return _SCHEMAS[stored]
+
+
+def _difference(schema: pa.Schema) -> str | None:
+    schema = schema.remove_metadata()
+    return None if any(schema.equals(expected) for expected in DATA_SCHEMAS) else \
+        schema_difference(schema, DATA_SCHEMAS[0])
+
+
 def _column_ranges(metadata: pq.FileMetaData) -> dict[str, tuple[object, object]]:
     """Minimum and maximum of each checked column over all row groups, where every row group has them."""
-    index = {metadata.schema.column(i).name: i for i in range(metadata.num_columns)}
+    names = metadata.schema.names
     ranges: dict[str, tuple[object, object]] = {}
     for column in _STATS_COLUMNS:
-        stats = [metadata.row_group(g).column(index[column]).statistics for g in range(metadata.num_row_groups)]
+        stats = [metadata.row_group(g).column(names.index(column)).statistics for g in range(metadata.num_row_groups)]
         if all(s is not None and s.has_min_max for s in stats):
             ranges[column] = (min(s.min for s in stats), max(s.max for s in stats))
     return ranges
@@ -254,7 +301,8 @@ def _rollups(root: Path, since: datetime | None, until: datetime | None, schema:
             left_out.append(LeftOut(relative, place))
         elif data_file in rejected:
             left_out.append(LeftOut(relative, "its data file is left out"))
-        elif (difference := _rollup_schema_difference(path, schema)) is not None:
+        elif (difference := _once(_ROLLUP_SCHEMAS, path, partial(_rollup_schema_difference, schema=schema),
+                                  "removed while the tree was read")) is not None:
             left_out.append(LeftOut(relative, difference))
         else:
             rollups.append(path)
