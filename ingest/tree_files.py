@@ -9,14 +9,12 @@ A data file is read when all of these hold (the footer is read, never the rows):
 3. its column statistics place its rows there: every ``event_time`` in the folder's hour,
    ``log_partition`` the name's partition, every ``log_offset`` from the name's first to last
    offset (a copy into another hour folder, or renamed to other offsets, fails this);
-4. no file read before it (in path order) has the same rows: equal row count and equal
-   minimum and maximum of ``event_id``, ``event_time`` and ``log_offset`` (a copy under another
-   source's name);
+4. of files with the same rows (equal row count and equal minimum and maximum of
+   ``event_id``, ``event_time`` and ``log_offset``: a copy, say under another source's name),
+   one is read: the one whose source and partition hold more flushes (a copy under another
+   source's name is usually alone there), then the first by path;
 5. of flushes of one source and partition whose offset ranges overlap, the one with the most
    rows is read (then the narrower range, then the earlier); a flush is the files of one name.
-
-Of files with equal rows (rule 4) the one whose source and partition hold more flushes is read
-(then the first by path): a copy under another source's name is usually alone there.
 
 A rollup (``_rollup/`` + a data file's path) is read when its name is one the ingester writes,
 its schema is a rollup's, and its data file is not left out. Every file left out is named with
@@ -26,6 +24,7 @@ the reason, for the readers to warn about and for ``specmetrics verify`` to list
 from __future__ import annotations
 
 import base64
+import bisect
 import logging
 import re
 from collections import defaultdict
@@ -53,7 +52,7 @@ DATA_SCHEMAS: tuple[pa.Schema, ...] = (
     OUTCOME_SCHEMA.remove(OUTCOME_SCHEMA.get_field_index("drafts_verified")).remove_metadata(),
 )
 _PARTITION = re.compile(r"^dt=(\d{4}-\d{2}-\d{2})/hour=(\d{2})$")
-_FOOTER_THREADS = 8
+_FOOTER_THREADS = 4  # a footer read waits on the disk: threads overlap that where files are not cached
 _STATS_COLUMNS = ("event_id", "event_time", "log_partition", "log_offset")
 _HOUR = timedelta(hours=1)
 #: Footers and rollup schemas already read, by (path, inode, size, modification time), and
@@ -62,6 +61,7 @@ _FOOTERS: dict[tuple[Path, int, int, int], _Footer | str] = {}
 _ROLLUP_SCHEMAS: dict[tuple[Path, int, int, int], str | None] = {}
 _CACHED_FILES = 200_000
 _SCHEMAS: dict[bytes, str | None] = {}
+_GONE = "removed while the tree was read"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +80,10 @@ class TreeFiles:
     rollups: tuple[Path, ...]
     left_out: tuple[LeftOut, ...]
 
-    def warn(self, warn: Callable[[str], None] | None = None) -> None:
-        """Report each file left out, through ``warn`` (default: a logged warning)."""
+    def warn(self) -> None:
+        """Log a warning for each file left out."""
         for file in self.left_out:
-            (warn or logger.warning)(f"left out {file.path}: {file.reason}")
+            logger.warning("left out %s: %s", file.path, file.reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +146,8 @@ def _read_footers(root: Path, paths: list[Path], left_out: list[LeftOut]) -> lis
         results = list(pool.map(lambda path: _footer(root, path), paths))
     footers = []
     for path, result in zip(paths, results, strict=True):
+        if result is _GONE:  # the ingester removed an uncommitted flush meanwhile: not a finding
+            continue
         if isinstance(result, str):
             left_out.append(LeftOut(path.relative_to(root).as_posix(), result))
         else:
@@ -155,7 +157,7 @@ def _read_footers(root: Path, paths: list[Path], left_out: list[LeftOut]) -> lis
 
 def _footer(root: Path, path: Path) -> _Footer | str:
     """The footer of a data file that passes rules 1 to 3, or why it does not."""
-    return _once(_FOOTERS, path, partial(_read_footer, root), "removed while the tree was read")
+    return _once(_FOOTERS, path, partial(_read_footer, root), _GONE)
 
 
 def _once(cache: dict[tuple[Path, int, int, int], T], path: Path, read: Callable[[Path], T], gone: T) -> T:
@@ -277,12 +279,13 @@ def _flush(footer: _Footer) -> tuple[str, int, int, int]:
 def _kept_flushes(rows: dict[tuple[str, int, int, int], int]) -> set[tuple[str, int, int, int]]:
     """Rule 5: flushes with more rows first (then the narrower, then the earlier), each kept
     unless it overlaps a kept one of its source and partition."""
-    kept: list[tuple[str, int, int, int]] = []
-    for flush in sorted(rows, key=lambda f: (-rows[f], f[3] - f[2], f[2], f)):
-        source, partition, start, end = flush
-        if all((k, p) != (source, partition) or end < s or e < start for k, p, s, e in kept):
-            kept.append(flush)
-    return set(kept)
+    kept: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)  # disjoint, by start
+    for source, partition, start, end in sorted(rows, key=lambda f: (-rows[f], f[3] - f[2], f[2], f)):
+        spans = kept[source, partition]
+        at = bisect.bisect(spans, (start, end))
+        if (at == 0 or spans[at - 1][1] < start) and (at == len(spans) or end < spans[at][0]):
+            spans.insert(at, (start, end))
+    return {(source, partition, start, end) for (source, partition), spans in kept.items() for start, end in spans}
 
 
 def _relative(root: Path, path: Path) -> str:
@@ -302,7 +305,9 @@ def _rollups(root: Path, since: datetime | None, until: datetime | None, schema:
         elif data_file in rejected:
             left_out.append(LeftOut(relative, "its data file is left out"))
         elif (difference := _once(_ROLLUP_SCHEMAS, path, partial(_rollup_schema_difference, schema=schema),
-                                  "removed while the tree was read")) is not None:
+                                  _GONE)) is _GONE:
+            continue
+        elif difference is not None:
             left_out.append(LeftOut(relative, difference))
         else:
             rollups.append(path)
