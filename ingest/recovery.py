@@ -23,6 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest.layout import DATA_GLOB, ROLLUP_DIR
@@ -143,11 +144,16 @@ def _remove_flush(out: Path, flush: StoredFlush) -> None:
 
 
 def _flush_files(path: Path) -> int | None:
-    """How many files the flush of ``path`` wrote, as the file records it (None: not recorded)."""
-    if path.suffix == ".parquet":
-        metadata = pq.read_metadata(path).metadata or {}
-        value = metadata.get(FLUSH_FILES_KEY.encode())
-        return None if value is None else int(value)
-    with path.open("rb") as f:
-        count = json.loads(f.readline()).get(FLUSH_FILES_KEY)
-    return None if count is None else int(count)
+    """How many files the flush of ``path`` wrote, as the file records it (None: not recorded, or
+    the file is not one the ingester wrote: readers and ``verify`` name such files)."""
+    try:
+        if path.suffix == ".parquet":
+            metadata = pq.read_metadata(path).metadata or {}
+            value: object = metadata.get(FLUSH_FILES_KEY.encode())
+        else:
+            with path.open("rb") as f:
+                line = json.loads(f.readline())
+            value = line.get(FLUSH_FILES_KEY) if isinstance(line, dict) else None
+        return None if value is None else int(value)  # type: ignore[call-overload]
+    except (OSError, ValueError, pa.ArrowInvalid):
+        return None

@@ -15,6 +15,9 @@ top of it, and a read-only way to query them.
     sql/metrics/*.sql               the metrics users read (PUBLIC_VIEWS, PUBLIC_MACROS)
     sql/report/*.sql                report_rollup, report_rollup_stored: the scans of a report
 
+Both sources read only the files :func:`ingest.tree_files.select_files` takes; each file it
+leaves out is logged as a warning with the reason.
+
 Each view ``name`` past staging is its table macro ``name_between(t0, t1)`` over all time, so any
 metric can be asked for a time window (``FROM acceptance_between(?, ?)``, parameters bound);
 ``acceptance_timeline(bucket, t0, t1)`` is a macro only.
@@ -30,7 +33,10 @@ database is always writable, so :func:`run_query` also admits only single read-o
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -38,6 +44,7 @@ import duckdb
 import pyarrow as pa
 
 from ingest.layout import DATA_GLOB, ROLLUP_DIR
+from ingest.tree_files import partition_files, select_files
 from queries.guard import check_read_only
 from schemas.arrow import OUTCOME_SCHEMA
 
@@ -81,8 +88,9 @@ Params = Sequence[object] | Mapping[str, object]
 def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with every view over the Parquet tree under ``data_dir``.
 
-    The tree is globbed again by each query, so files the ingester adds later are seen. A data
-    directory without Parquet files gives empty views (this is decided once, here).
+    The sources read the files :func:`ingest.tree_files.select_files` takes. :func:`run_query`
+    lists the tree again before each query and, when files came or went, selects again, so
+    files the ingester adds later are seen.
     """
     root = Path(data_dir).expanduser()
     if not root.exists():
@@ -95,11 +103,11 @@ def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
     root = root.resolve()
     con = duckdb.connect(":memory:", config={"python_enable_replacements": False})
     try:
-        has_files, has_rollups = _create_sources(con, root)
+        tree, has_rollups = _create_sources(con, root)
+        _TREES[con] = tree
         create_views(con, rollup_files=has_rollups)
         con.execute("SET TimeZone = 'UTC'")  # event times are UTC; so are naive window bounds
-        if has_files:
-            con.execute("SET allowed_directories = ?", [[str(root)]])
+        con.execute("SET allowed_directories = ?", [[str(root)]])
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
     except BaseException:
@@ -118,6 +126,7 @@ def run_query(con: duckdb.DuckDBPyConnection, sql: str, params: Params | None = 
     if isinstance(params, (str, bytes)):
         raise TypeError("params must be a sequence or a mapping of values, not a string")
     check_read_only(con, sql)
+    _refresh_sources(con)
     relation = con.sql(sql) if params is None else con.sql(sql, params=params)
     if relation is None:  # cannot happen for a SELECT; keeps the type checker honest
         raise RuntimeError("the query returned no result")
@@ -198,38 +207,85 @@ def view_statements(con: duckdb.DuckDBPyConnection, layers: Sequence[str] = LAYE
     return statements
 
 
-def _create_sources(con: duckdb.DuckDBPyConnection, root: Path) -> tuple[bool, bool]:
-    """Create :data:`SOURCE_VIEW` over the data files (or empty), and :data:`ROLLUP_SOURCE_VIEW`
-    over the rollups if there are any (:func:`create_views` creates an empty one); whether the
-    tree holds any files, and any rollups."""
-    has_data = _create_tree_view(con, root, DATA_GLOB, SOURCE_VIEW)
-    if has_data:
+@dataclass(frozen=True)
+class _Tree:
+    """The tree a connection reads, and its files as listed when the sources were made."""
+
+    root: Path
+    listing: frozenset[Path]
+
+
+#: The tree of each connection made by :func:`connect`.
+_TREES: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, _Tree] = weakref.WeakKeyDictionary()
+
+
+def _listing(root: Path) -> frozenset[Path]:
+    return frozenset([*partition_files(root, None, None), *partition_files(root / ROLLUP_DIR, None, None)])
+
+
+def _create_sources(con: duckdb.DuckDBPyConnection, root: Path) -> tuple[_Tree, bool]:
+    """Create (or replace) :data:`SOURCE_VIEW` over the data files readers take (or empty), and
+    :data:`ROLLUP_SOURCE_VIEW` over the rollups readers take if there are any (else the caller
+    makes an empty one once file_rollup exists); the tree as listed, and whether it has rollups."""
+    listing = _listing(root)
+    files = select_files(root, rollup_schema=rollup_schema())
+    files.warn()
+    if files.data:
+        _create_tree_view(con, files.data, SOURCE_VIEW)
         comment_source(con)
     else:
         create_empty_source(con)
-    has_rollups = _create_tree_view(con, root, ROLLUP_GLOB, ROLLUP_SOURCE_VIEW)
-    if has_rollups:
+    if files.rollups:
+        _create_tree_view(con, files.rollups, ROLLUP_SOURCE_VIEW)
         comment_rollup_source(con)
-    return has_data or has_rollups, has_rollups
+    return _Tree(root, listing), bool(files.rollups)
 
 
-def _create_tree_view(con: duckdb.DuckDBPyConnection, root: Path, glob: str, view: str) -> bool:
-    """Create ``view`` over the hive-partitioned files ``root/glob``, unless there are none."""
-    files = sorted(str(path) for path in root.glob(glob) if path.is_file())
-    if not files:
-        return False
-    # The path travels as a value, never pasted into SQL; a path that DuckDB would read as a glob
-    # pattern itself is passed as the file list of now (later files are then not seen).
-    source = files if GLOB_CHARS & set(str(root)) else str(root / glob)
-    relation = con.read_parquet(source, hive_partitioning=True, union_by_name=True)
-    relation.project(f"* REPLACE ({partition_casts()})").create_view(view)
-    return True
+def _refresh_sources(con: duckdb.DuckDBPyConnection) -> None:
+    """Make the sources again when files of the tree came or went since they were made."""
+    tree = _TREES.get(con)
+    if tree is not None and _listing(tree.root) != tree.listing:
+        _TREES[con], has_rollups = _create_sources(con, tree.root)
+        if not has_rollups:
+            create_empty_rollup_source(con)
+
+
+def _create_tree_view(con: duckdb.DuckDBPyConnection, files: Sequence[Path], view: str) -> None:
+    """Create or replace ``view`` over the hive-partitioned ``files``."""
+    # The paths travel as values, never pasted into SQL.
+    relation = con.read_parquet([str(path) for path in files], hive_partitioning=True, union_by_name=True)
+    relation.project(f"* REPLACE ({partition_casts()})").create_view(view, replace=True)
+
+
+def rollup_connection() -> duckdb.DuckDBPyConnection:
+    """A connection with file_rollup and the layers it needs over an empty source view (which
+    :mod:`queries.rollup` points at one data file at a time)."""
+    con = duckdb.connect()
+    try:
+        create_empty_source(con)
+        con.execute("SET TimeZone = 'UTC'")
+        for statement in view_statements(con, LAYERS[:LAYERS.index(ROLLUP_LAYER) + 1]):
+            con.execute(statement)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+@cache
+def rollup_schema() -> pa.Schema:
+    """The columns and types of a rollup file, as file_rollup makes them."""
+    con = rollup_connection()
+    try:
+        return con.sql("FROM file_rollup LIMIT 0").to_arrow_table().schema
+    finally:
+        con.close()
 
 
 def create_empty_rollup_source(con: duckdb.DuckDBPyConnection) -> None:
     """An empty :data:`ROLLUP_SOURCE_VIEW`: the rollup of no rows (file_rollup), typed as a real one."""
     partitions = ", ".join(f"CAST(NULL AS {dtype}) AS {_quote(name)}" for name, dtype in PARTITION_COLUMNS)
-    con.execute(f"CREATE VIEW {ROLLUP_SOURCE_VIEW} AS SELECT *, {partitions} FROM file_rollup WHERE false")
+    con.execute(f"CREATE OR REPLACE VIEW {ROLLUP_SOURCE_VIEW} AS SELECT *, {partitions} FROM file_rollup WHERE false")
     comment_rollup_source(con)
 
 
@@ -252,7 +308,7 @@ def create_empty_source(con: duckdb.DuckDBPyConnection) -> None:
     columns = [(name, str(dtype)) for name, dtype in zip(empty.columns, empty.types, strict=True)]
     columns += PARTITION_COLUMNS
     select = ", ".join(f"CAST(NULL AS {dtype}) AS {_quote(name)}" for name, dtype in columns)
-    con.execute(f"CREATE VIEW {SOURCE_VIEW} AS SELECT {select} LIMIT 0")
+    con.execute(f"CREATE OR REPLACE VIEW {SOURCE_VIEW} AS SELECT {select} LIMIT 0")
     comment_source(con)
 
 

@@ -32,12 +32,12 @@ from functools import partial
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest.durable import write_durably
 from ingest.layout import ROLLUP_DIR
-from queries.catalog import LAYERS, ROLLUP_LAYER, SOURCE_VIEW, create_empty_source, partition_casts, view_statements
+from ingest.tree_files import TreeFiles, partition_files, select_files
+from queries.catalog import SOURCE_VIEW, partition_casts, rollup_connection, rollup_schema
 
 logger = logging.getLogger(__name__)
 
@@ -56,16 +56,20 @@ def build_missing(data: Path, rebuild: bool = False, since: datetime | None = No
                   progress: Callable[[int, int], None] | None = None) -> list[Path]:
     """Write the rollup of every data file under ``data`` (of the days from ``since`` to
     ``until``) that has none, or of all of them with ``rebuild``; returns the rollups written.
-    ``progress(done, total)`` after each one. Rollups of those days whose data file is gone
-    are deleted first. A data file that disappears meanwhile (the ingester removes the files
-    of a flush it never committed) is skipped, and a rollup written for it deleted."""
-    for orphan in sorted(_data_files(data / ROLLUP_DIR, since, until)):
+    Only the files readers take are rolled up (:func:`ingest.tree_files.select_files`); a
+    rollup readers leave out (another schema) is written again. ``progress(done, total)`` after
+    each one. Rollups of those days whose data file is gone are deleted first. A data file that
+    disappears meanwhile (the ingester removes a flush a crash cut short) is skipped, and a
+    rollup written for it deleted."""
+    for orphan in sorted(partition_files(data / ROLLUP_DIR, since, until)):
         if not (data / orphan.relative_to(data / ROLLUP_DIR)).exists():
             logger.info("removing the rollup of a data file that is gone: %s", orphan)
             orphan.unlink(missing_ok=True)
-    todo = [f for f in sorted(_data_files(data, since, until)) if rebuild or not rollup_path(data, f).exists()]
+    files = select_files(data, since, until, rollup_schema())
+    stored = set(files.rollups)
+    todo = [f for f in files.data if rebuild or rollup_path(data, f) not in stored]
     written = []
-    con = _rollup_connection()
+    con = rollup_connection()
     try:
         for done, data_file in enumerate(todo, 1):
             target = rollup_path(data, data_file)
@@ -94,58 +98,31 @@ def _write_rollup(con: duckdb.DuckDBPyConnection, data_file: Path, target: Path)
                   temp=target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp"))
 
 
-def _rollup_connection() -> duckdb.DuckDBPyConnection:
-    """A connection with file_rollup and the layers it needs over an empty source view, which
-    :func:`_read_only` points at one data file."""
-    con = duckdb.connect()
-    try:
-        create_empty_source(con)
-        con.execute("SET TimeZone = 'UTC'")
-        for statement in view_statements(con, LAYERS[:LAYERS.index(ROLLUP_LAYER) + 1]):
-            con.execute(statement)
-    except BaseException:
-        con.close()
-        raise
-    return con
-
-
 def _read_only(con: duckdb.DuckDBPyConnection, data_file: Path) -> None:
     """Point the source view of ``con`` at ``data_file`` alone (its dt and hour from its path)."""
     relation = con.read_parquet(str(data_file), hive_partitioning=True)
     relation.project(f"* REPLACE ({partition_casts()})").create_view(SOURCE_VIEW, replace=True)
 
 
-def _rollup_schema(con: duckdb.DuckDBPyConnection) -> pa.Schema:
-    """The columns and types of a rollup file, as file_rollup makes them."""
-    return con.sql(f"{_ROLLUP} LIMIT 0").to_arrow_table().schema
-
-
 def window_files(data: Path, since: datetime | None = None, until: datetime | None = None) -> frozenset[Path]:
-    """The data files of the days from ``since`` to ``until``, relative to ``data``: compared
-    before and after a report reads rollups, to see a file that arrived or went meanwhile."""
-    return frozenset(path.relative_to(data) for path in _data_files(data, since, until))
+    """The data files readers take of the days from ``since`` to ``until``, relative to
+    ``data``: compared before and after a report reads rollups, to see a file that arrived or
+    went meanwhile."""
+    return frozenset(path.relative_to(data) for path in select_files(data, since, until).data)
 
 
 def rollups_cover(data: Path, since: datetime | None = None, until: datetime | None = None) -> bool:
-    """Whether every data file of the days from ``since`` to ``until`` has its rollup, and
-    every rollup of those days its data file (a rollup left by a deleted file would count rows
-    that are gone)."""
-    data_files = window_files(data, since, until)
-    stored = window_files(data / ROLLUP_DIR, since, until)
+    """Whether every data file readers take of the days from ``since`` to ``until`` has its
+    rollup, and every rollup of those days its data file (a rollup left by a deleted file would
+    count rows that are gone)."""
+    files = select_files(data, since, until, rollup_schema())
+    data_files = {path.relative_to(data) for path in files.data}
+    stored = {path.relative_to(data / ROLLUP_DIR) for path in files.rollups}
     if data_files != stored:
         logger.info("rollups do not cover %s (%d data file(s) without one, %d without data): reading raw rows",
                     data, len(data_files - stored), len(stored - data_files))
         return False
     return True
-
-
-def _data_files(root: Path, since: datetime | None, until: datetime | None) -> list[Path]:
-    """The files of ``root``'s ``dt=*/hour=*`` partitions whose day is from ``since`` to ``until``."""
-    def in_window(day: Path) -> bool:
-        date = day.name.removeprefix("dt=")
-        return (since is None or date >= f"{since:%Y-%m-%d}") and (until is None or date <= f"{until:%Y-%m-%d}")
-
-    return [path for day in root.glob("dt=*") if in_window(day) for path in day.glob("hour=*/*.parquet")]
 
 
 @dataclass
@@ -162,19 +139,23 @@ class RollupCheck:
         return not (self.orphaned or self.unequal)
 
 
-def check_rollups(data: Path) -> RollupCheck:
-    """Recompute every rollup from its data file and compare it with the stored one."""
-    data_files = {str(path) for path in window_files(data)}
-    stored = {str(path) for path in window_files(data / ROLLUP_DIR)}
-    con = _rollup_connection()
+def check_rollups(data: Path, files: TreeFiles | None = None) -> RollupCheck:
+    """Recompute every rollup from its data file and compare it with the stored one; only the
+    files readers take (``files``, else selected here) are compared. A rollup of another
+    schema counts as not equal."""
+    files = files or select_files(data, rollup_schema=rollup_schema())
+    data_files = {path.relative_to(data).as_posix() for path in files.data}
+    stored = {path.relative_to(data / ROLLUP_DIR).as_posix() for path in files.rollups}
+    misshapen = {entry.path.removeprefix(f"{ROLLUP_DIR}/") for entry in files.left_out
+                 if entry.path.startswith(f"{ROLLUP_DIR}/") and "schema" in entry.reason}
+    con = rollup_connection()
     try:
-        expected = _rollup_schema(con)
-        unreadable = [f for f in sorted(data_files & stored) if not _has_schema(data / ROLLUP_DIR / f, expected)]
-        unequal = [f for f in sorted(data_files & stored - set(unreadable))
+        unequal = [f for f in sorted(data_files & stored)
                    if not _equals_recomputed(con, data / f, data / ROLLUP_DIR / f)]
     finally:
         con.close()
-    return RollupCheck(sorted(data_files - stored), sorted(stored - data_files), sorted(unequal + unreadable))
+    return RollupCheck(sorted(data_files - stored - misshapen), sorted(stored - data_files),
+                       sorted(unequal + sorted(misshapen & data_files)))
 
 
 def _equals_recomputed(con: duckdb.DuckDBPyConnection, data_file: Path, rollup: Path) -> bool:
@@ -189,10 +170,3 @@ def _equals_recomputed(con: duckdb.DuckDBPyConnection, data_file: Path, rollup: 
         {"stored": str(rollup)},
     ).fetchall()
     return bool(differing == 0)
-
-
-def _has_schema(path: Path, schema: pa.Schema) -> bool:
-    try:
-        return bool(pq.read_schema(path).remove_metadata().equals(schema.remove_metadata()))
-    except (OSError, pa.ArrowInvalid):
-        return False

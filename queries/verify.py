@@ -8,7 +8,9 @@ step was produced twice (at-least-once delivery upstream) or ingested twice. A r
 the rollup recomputed from its data file's rows, and have its data file (queries.rollup); data
 files without a rollup yet are only counted. Offsets the ingester recorded as lost (gone from the
 source: a ``_dead_letter`` line with ``"lost": true``) are covered, but listed, and the tree is
-not clean while any is, nor while a flush lacks some of the files it wrote. This module sits
+not clean while any is, nor while a flush lacks some of the files it wrote. Files readers leave
+out (ingest.tree_files: foreign names or schemas, copies) are listed and make the tree not clean;
+events and rollups are checked in the files readers take. This module sits
 with the queries, not the ingester: rollups are the queries' derived data, and the ingester
 imports nothing from queries.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +28,8 @@ import duckdb
 from ingest.layout import DATA_GLOB
 from ingest.output import DEAD_LETTER_DIR, FileName
 from ingest.recovery import incomplete_flushes
+from ingest.tree_files import LeftOut, select_files
+from queries.catalog import rollup_schema
 from queries.rollup import RollupCheck, check_rollups
 
 
@@ -58,18 +63,21 @@ class VerifyReport:
     rollups: RollupCheck
     lost: list[RecordedLoss] = field(default_factory=list)
     incomplete_flushes: list[str] = field(default_factory=list)  # ingest.recovery.incomplete_flushes
+    left_out: list[LeftOut] = field(default_factory=list)  # files readers do not read, with the reason
 
     @property
     def clean(self) -> bool:
         return not self.duplicate_events and not any(p.gaps or p.overlaps for p in self.partitions) \
-            and self.rollups.clean and not self.lost and not self.incomplete_flushes
+            and self.rollups.clean and not self.lost and not self.incomplete_flushes and not self.left_out
 
 
 def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
     if not data.is_dir():
         raise FileNotFoundError(f"{data} is not a directory")
-    return VerifyReport(_coverage(data), *_duplicate_events(data, examples), check_rollups(data),
-                        lost=_recorded_losses(data), incomplete_flushes=incomplete_flushes(data))
+    files = select_files(data, rollup_schema=rollup_schema())
+    return VerifyReport(_coverage(data), *_duplicate_events(files.data, examples), check_rollups(data, files),
+                        lost=_recorded_losses(data), incomplete_flushes=incomplete_flushes(data),
+                        left_out=list(files.left_out))
 
 
 def _coverage(data: Path) -> list[PartitionCoverage]:
@@ -109,8 +117,8 @@ def _recorded_losses(data: Path) -> list[RecordedLoss]:
     return sorted(losses, key=lambda loss: (loss.source, loss.partition, loss.first))
 
 
-def _duplicate_events(data: Path, examples: int) -> tuple[int, list[tuple[str, int]]]:
-    if not any(data.glob(DATA_GLOB)):
+def _duplicate_events(files: Sequence[Path], examples: int) -> tuple[int, list[tuple[str, int]]]:
+    if not files:
         return 0, []
     con = duckdb.connect()
     try:
@@ -119,13 +127,13 @@ def _duplicate_events(data: Path, examples: int) -> tuple[int, list[tuple[str, i
             WITH positions AS (
                 SELECT DISTINCT event_id, regexp_extract(filename, '([^/]+)-\\d+-\\d{20}-\\d{20}\\.parquet$', 1) AS src,
                        log_partition, log_offset
-                FROM read_parquet(?, filename = true, hive_partitioning = false)
+                FROM read_parquet(?, filename = true, hive_partitioning = false, union_by_name = true)
             ), copies AS (
                 SELECT event_id, count(*) AS copies FROM positions GROUP BY event_id HAVING count(*) > 1
             )
             SELECT event_id, copies, count(*) OVER () AS total FROM copies ORDER BY copies DESC, event_id LIMIT ?
             """,
-            [str(data / DATA_GLOB), examples],
+            [[str(path) for path in files], examples],
         ).fetchall()
     finally:
         con.close()

@@ -163,10 +163,12 @@ def decode_step(payload: bytes) -> WireStep:
     The values inside the outcome columns are checked per batch by
     :func:`schemas.validation.invalid_outcome_rows`.
     """
+    if not payload:
+        raise InvalidRecord("empty message: 0 bytes")
     try:
         message = msgpack.unpackb(payload, raw=False, use_list=False)
-    except Exception as exc:  # msgpack raises several unrelated types
-        raise InvalidRecord(f"not a msgpack step message: {exc}") from None
+    except Exception as exc:  # msgpack raises several unrelated types, some without a message
+        raise InvalidRecord(f"not a msgpack step message: {str(exc) or type(exc).__name__}") from None
     if type(message) is not tuple:
         raise InvalidRecord(f"step message must be a msgpack array, got {type(message).__name__}")
     check_schema_version(message[0] if message else None)

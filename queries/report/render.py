@@ -7,6 +7,7 @@ denominators, skip share by context length, K = 0 reasons, and the per-engine/mo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -94,12 +95,14 @@ def markdown(data: ReportData, generated: datetime, chart_files: dict[str, str])
         lines += ["", note]
     lines += ["", "## What happened to speculation", ""]
     lines += _md_table(["outcome", "request-steps", "share"],
-                       [[r["kind"], fmt("count", r["request_steps"]), fmt("pct", r["share"])] for r in data.shares])
+                       [[md_text(r["kind"]), fmt("count", r["request_steps"]), fmt("pct", r["share"])]
+                        for r in data.shares])
     for name, file in chart_files.items():
         lines += ["", f"![{name}]({file})"]
     lines += ["", "## Per engine and model", ""]
     lines += _md_table([label for _, label, _ in GROUP_COLUMNS],
-                       [[fmt(kind, row[key]) for key, _, kind in GROUP_COLUMNS] for row in data.groups])
+                       [[md_text(row[key]) if kind == "text" else fmt(kind, row[key]) for key, _, kind in GROUP_COLUMNS]
+                        for row in data.groups])
     return "\n".join([*lines, ""])
 
 
@@ -211,6 +214,16 @@ def _time_label(t: datetime, data: ReportData) -> str:
 
 def _context_label(row: Row) -> str:
     return "unknown" if row["context_start"] is None else f"{row['context_start']}–{row['context_end']}"
+
+
+def md_text(value: Any) -> str:
+    """Text from the data (engine ids, models, methods) as Markdown that shows it literally: HTML
+    escaped as in the HTML report (Markdown passes tags through), and Markdown's own marks
+    (links, emphasis, code, strike-through) backslash-escaped. ``|`` is left to the table."""
+    return _MD_MARKS.sub(r"\\\g<0>", escape(fmt("text", value), quote=False))
+
+
+_MD_MARKS = re.compile(r"[\\`*_\[\]~]")
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

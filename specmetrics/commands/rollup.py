@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ingest.tree_files import select_files
 from queries.rollup import build_missing
 from specmetrics.progress import Progress
 
@@ -22,6 +23,7 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if not args.data.is_dir():
         raise FileNotFoundError(f"{args.data} is not a directory")
+    select_files(args.data).warn()
     progress = Progress("rollup", unit="files")
     written = build_missing(args.data, rebuild=args.rebuild, progress=progress.update)
     if written:

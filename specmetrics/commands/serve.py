@@ -1,54 +1,152 @@
-"""``specmetrics serve``: a read-only static file server for the reports folder."""
+"""``specmetrics serve``: a read-only static file server for the reports folder.
+
+It serves files only: no directory listings (a folder with ``latest.html`` redirects to it),
+no dotfiles, nothing outside the folder. A connection that sends no complete request within
+the idle timeout is closed, and at most ``max_connections`` are served at once (others are
+answered 503 at once), so idle sockets cannot pile up threads or delay a stop.
+"""
 
 from __future__ import annotations
 
 import argparse
 import functools
 import logging
+import os
 import signal
+import socket
 import threading
+import urllib.parse
+from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger(__name__)
 
+_BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
+         b"Connection: close\r\n\r\n")
+_NOT_SERVED = ".specmetrics-not-served"  # never exists: 404
+
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "serve", help="Serve a folder (the reports) read-only over HTTP: GET and HEAD only, nothing outside it.")
+        "serve", help="Serve a folder (the reports) read-only over HTTP: GET and HEAD of its files only, no "
+                      "listings, no dotfiles, nothing outside it.")
     parser.add_argument("--dir", required=True, type=Path, help="The folder to serve.")
     parser.add_argument("--port", type=int, default=8080, help="TCP port (default 8080; 0: any free port).")
     parser.add_argument("--bind", default="127.0.0.1",
                         help="Address to listen on (default 127.0.0.1; 0.0.0.0 in a container).")
+    parser.add_argument("--max-connections", type=int, default=64,
+                        help="Connections served at once; more are answered 503 (default 64).")
+    parser.add_argument("--idle-timeout-s", type=float, default=10.0,
+                        help="Close a connection that sends nothing for this long (default 10).")
     parser.set_defaults(run=run)
 
 
+class ReportServer(ThreadingHTTPServer):
+    """A thread per connection, at most ``max_connections`` of them, each socket with a timeout.
+    Closing the server does not wait for open connections (daemon threads)."""
+
+    block_on_close = False
+    request_queue_size = 1024  # the listen backlog (socketserver's 5 makes a burst of clients retry for seconds)
+
+    def __init__(self, address: tuple[str, int], handler: Any, max_connections: int, idle_timeout_s: float) -> None:
+        if max_connections < 1 or idle_timeout_s <= 0:
+            raise ValueError("--max-connections must be at least 1 and --idle-timeout-s above 0")
+        self.idle_timeout_s = idle_timeout_s
+        self._slots = threading.BoundedSemaphore(max_connections)
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            _answer_busy(request)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def _answer_busy(request: socket.socket) -> None:
+    try:
+        request.settimeout(1.0)
+        request.sendall(_BUSY)
+    except OSError:
+        pass
+
+
 class ReadOnlyFiles(SimpleHTTPRequestHandler):
-    """``SimpleHTTPRequestHandler`` (GET and HEAD only) that also refuses any path that
-    resolves outside the served folder, such as a symbolic link pointing elsewhere."""
+    """``SimpleHTTPRequestHandler`` (GET and HEAD only) for files alone: 400 for a path that is
+    not one (bad escapes, a NUL byte), 404 for dotfiles, folders without ``latest.html`` and
+    anything that resolves outside the served folder, such as a symbolic link pointing elsewhere."""
+
+    server: ReportServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.idle_timeout_s)
+
+    def send_head(self) -> Any:
+        try:
+            self._target(self.path)
+        except ValueError:
+            self.send_error(HTTPStatus.BAD_REQUEST, "Bad path")
+            return None
+        return super().send_head()
 
     def translate_path(self, path: str) -> str:
+        try:
+            target = self._target(path)
+        except ValueError:
+            target = None
+        return str(target or Path(self.directory, _NOT_SERVED))
+
+    def _target(self, path: str) -> Path | None:
+        """The file ``path`` names, None where it names nothing served; ValueError for a path
+        that is not one."""
+        text = urllib.parse.unquote(urllib.parse.urlsplit(path).path, errors="strict")
+        if "\0" in text or not text.startswith("/"):
+            raise ValueError(f"not a path: {path!r}")
         root = Path(self.directory).resolve()
-        translated = Path(super().translate_path(path)).resolve()
-        if translated != root and not translated.is_relative_to(root):
-            return str(root / ".specmetrics-outside-the-served-folder")  # does not exist: 404
-        return str(translated)
+        target = root.joinpath(*(part for part in text.split("/") if part)).resolve()
+        if target != root and not target.is_relative_to(root):
+            return None
+        if any(part.startswith(".") for part in [*text.split("/"), *target.relative_to(root).parts]):
+            return None  # dotfiles, and "." or ".." however written
+        return target
+
+    def list_directory(self, path: str | os.PathLike[str]) -> None:
+        if (Path(path) / "latest.html").is_file():
+            self.send_response(HTTPStatus.FOUND)
+            self.send_header("Location", "latest.html")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:
+            self.send_error(HTTPStatus.NOT_FOUND, "No listings")
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.info("%s %s", self.address_string(), format % args)
 
 
-def make_server(directory: Path, bind: str, port: int) -> ThreadingHTTPServer:
+def make_server(directory: Path, bind: str, port: int, max_connections: int = 64,
+                idle_timeout_s: float = 10.0) -> ReportServer:
     """A server for ``directory`` on ``bind:port`` (not yet serving)."""
     if not directory.is_dir():
         raise ValueError(f"{directory} is not a folder")
     handler = functools.partial(ReadOnlyFiles, directory=str(directory))
-    return ThreadingHTTPServer((bind, port), handler)
+    return ReportServer((bind, port), handler, max_connections, idle_timeout_s)
 
 
 def run(args: argparse.Namespace) -> int:
-    server = make_server(args.dir, args.bind, args.port)
+    server = make_server(args.dir, args.bind, args.port, args.max_connections, args.idle_timeout_s)
     print(f"serving {args.dir} read-only at http://{args.bind}:{server.server_address[1]}/", flush=True)
 
     def terminate(signum: int, frame: object) -> None:

@@ -1,6 +1,6 @@
 """``specmetrics verify``: offset gaps and overlaps per partition, offsets recorded as lost,
 duplicate event ids, rollups equal to the raw rows (missing rollups are only counted: reports
-build them), flushes with all their files."""
+build them), flushes with all their files, files readers leave out."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "verify", help="Check a Parquet tree: offset gaps and overlaps per partition, offsets the ingester "
                        "recorded as lost (--accept-loss), duplicate event ids, rollups orphaned or not equal "
-                       "to the raw rows, flushes missing some of their files (exit code 1 when any); counts "
-                       "data files without a rollup yet.")
+                       "to the raw rows, flushes missing some of their files, files readers leave out (exit "
+                       "code 1 when any); counts data files without a rollup yet.")
     parser.add_argument("--data", required=True, type=Path, help="The tree written by 'specmetrics ingest'.")
     parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
     parser.set_defaults(run=run)
@@ -60,5 +60,7 @@ def run(args: argparse.Namespace) -> int:
         print("  remove orphaned rollups by hand: the report reads raw rows for their days until then")
     if rollups.unequal:
         print(f"  'specmetrics rollup --data {args.data} --rebuild' rewrites every rollup from the raw rows")
+    for left_out in report.left_out:
+        print(f"left out by readers: {left_out.path}: {left_out.reason}")
     print("clean" if report.clean else "NOT clean")
     return 0 if report.clean else 1

@@ -63,18 +63,21 @@ def test_a_missing_file_is_a_gap(tree: Path, capsys: pytest.CaptureFixture[str])
     assert "gap: log partition 0 offsets 25-49 are missing" in capsys.readouterr().out
 
 
-def test_a_second_copy_is_an_overlap_and_duplicate_events(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_second_copy_is_an_overlap_and_left_out(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first = files(tree)[0]
-    shutil.copy(first, first.with_name("log-0-00000000000000000010-00000000000000000030.parquet"))
+    renamed = first.with_name("log-0-00000000000000000010-00000000000000000030.parquet")
+    shutil.copy(first, renamed)
     report = verify_tree(tree)
     assert report.partitions[0].overlaps == [(10, 24), (25, 30)]
-    assert report.duplicate_events == 0  # same (partition, offset) positions: an overlap, not a re-produced event
+    assert [f.path for f in report.left_out] == [str(renamed.relative_to(tree))]
+    assert report.duplicate_events == 0  # readers take the original only
     other_source = first.with_name("other-0-00000000000000000000-00000000000000000024.parquet")
     shutil.copy(first, other_source)
     report = verify_tree(tree)
-    assert report.duplicate_events == 25 and report.duplicate_examples[0][1] == 2
+    assert report.duplicate_events == 0 and not report.clean
     assert main(["verify", "--data", str(tree), "--json"]) == 1
-    assert json.loads(capsys.readouterr().out)["duplicate_events"] == 25
+    left_out = {f["path"]: f["reason"] for f in json.loads(capsys.readouterr().out)["left_out"]}
+    assert left_out[str(other_source.relative_to(tree))] == f"the same rows as {first.relative_to(tree)}: a copy"
 
 
 def test_an_empty_or_missing_tree_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from ingest.output import FileName
 from queries import connect
 from schemas.arrow import OUTCOME_SCHEMA
 from schemas.codes import KIND_CODE, REASON_CODE
@@ -101,18 +102,22 @@ class OutcomeRows:
         assert not bad.any(), {i: (reasons[i], rows[i]) for i in reasons}
 
     def write_tree(self, root: Path, rows: Iterable[Row]) -> Path:
-        """Write ``rows`` under ``root/dt=YYYY-MM-DD/hour=HH/`` (from event_time), one file per hour."""
+        """Write ``rows`` under ``root/dt=YYYY-MM-DD/hour=HH/`` (from event_time) as one flush per
+        log partition: per hour, a file named like the ingester's, ``test-<partition>-<first
+        offset>-<last offset>.parquet``."""
         rows = list(rows)
         if rows:
             self.check_valid(rows)
-        by_hour: dict[tuple[str, str], list[Row]] = defaultdict(list)
+        by_place: dict[tuple[int, str, str], list[Row]] = defaultdict(list)
         for row in rows:
-            by_hour[(f"{row['event_time']:%Y-%m-%d}", f"{row['event_time']:%H}")].append(row)
+            by_place[(row["log_partition"], f"{row['event_time']:%Y-%m-%d}", f"{row['event_time']:%H}")].append(row)
         root.mkdir(parents=True, exist_ok=True)
-        for (dt, hour), part in by_hour.items():
+        for (partition, dt, hour), part in by_place.items():
+            offsets = [r["log_offset"] for r in rows if r["log_partition"] == partition]
+            name = FileName("test", partition, min(offsets), max(offsets)).render("parquet")
             folder = root / f"dt={dt}" / f"hour={hour}"
             folder.mkdir(parents=True, exist_ok=True)
-            pq.write_table(pa.Table.from_pylist(part, schema=OUTCOME_SCHEMA), folder / "test-0.parquet")
+            pq.write_table(pa.Table.from_pylist(part, schema=OUTCOME_SCHEMA), folder / name)
         return root
 
 

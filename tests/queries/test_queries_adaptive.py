@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from ingest.output import FileName
 from queries import connect, run_query
 from queries.export import export_database
 from schemas.arrow import OUTCOME_SCHEMA
@@ -62,16 +63,18 @@ def test_partial_budget_steps_give_the_exact_rate(connect_rows: Any, outcomes: A
         "acceptance_rate_scheduled": pytest.approx(6 / 12), "acceptance_rate_verified": pytest.approx(6 / 8)}]
 
 
-def _write_1_0_file(folder: Path, outcomes: Any, name: str) -> None:
-    """A data file as schema 1.0 wrote it: OUTCOME_SCHEMA without drafts_verified."""
+def _write_1_0_file(folder: Path, outcomes: Any, source: str) -> None:
+    """A data file of ``source`` as schema 1.0 wrote it: OUTCOME_SCHEMA without drafts_verified."""
     schema = OUTCOME_SCHEMA.remove(OUTCOME_SCHEMA.get_field_index("drafts_verified"))
     folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([outcomes.drafted(3, 2)], schema=schema), folder / name)
+    row = outcomes.drafted(3, 2)
+    name = FileName(source, 0, row["log_offset"], row["log_offset"]).render("parquet")
+    pq.write_table(pa.Table.from_pylist([row], schema=schema), folder / name)
 
 
 def test_trees_written_before_schema_1_1_are_read(tmp_path: Path, outcomes: Any) -> None:
     old = tmp_path / "old"
-    _write_1_0_file(old / "dt=2025-01-01" / "hour=10", outcomes, "old-0.parquet")
+    _write_1_0_file(old / "dt=2025-01-01" / "hour=10", outcomes, "old")
     con = connect(old)
     assert run_query(con, "SELECT drafts_verified, k_valid FROM request_steps").to_pylist() == [
         {"drafts_verified": None, "k_valid": 3}]

@@ -67,7 +67,7 @@ def test_files_added_after_connect_are_seen(tmp_path: Path, outcomes: Any) -> No
     try:
         more = outcomes.write_tree(tmp_path / "more", [outcomes.drafted(3, 2)])
         src = next(more.glob("dt=*/hour=*/*.parquet"))
-        src.rename(root / src.parent.relative_to(more) / "test-1.parquet")
+        src.rename(root / src.relative_to(more))
         assert run_query(con, "SELECT num_drafts FROM acceptance").to_pylist() == [{"num_drafts": 2}]
     finally:
         con.close()

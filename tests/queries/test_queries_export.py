@@ -43,10 +43,12 @@ def test_exported_file_has_the_views_over_the_tree(tmp_path: Path, connect_rows:
     assert seen["acceptance"] == [list(r.values()) for r in expected] == [["a/dp0", 1, 2]]
     assert seen["window"] == [[2]]  # the draft and the placeholder draft, as vLLM counts
     assert seen["timeline"] == [[1]]
-    # files the ingester adds later are seen
+    # files the ingester adds later are seen once exported again
     more = outcomes.write_tree(tmp_path / "more", [outcomes.drafted(3, 3)])
     src = next(more.glob("dt=*/hour=*/*.parquet"))
-    src.rename(data / src.parent.relative_to(more) / "later.parquet")
+    src.rename(data / src.relative_to(more))
+    assert client(db)["acceptance"] == [["a/dp0", 1, 2]]
+    assert main(["db", "export", str(db), "--data", str(data), "--force"]) == 0
     assert client(db)["acceptance"] == [["a/dp0", 2, 5]]
 
 
@@ -72,5 +74,5 @@ def test_export_refuses_to_overwrite_and_to_export_nothing(tmp_path: Path, conne
     assert main(["db", "export", str(db), "--data", str(tmp_path / "data"), "--force"]) == 0
     (tmp_path / "empty").mkdir()
     assert main(["db", "export", str(tmp_path / "y.duckdb"), "--data", str(tmp_path / "empty")]) == 2
-    assert "no Parquet files under" in capsys.readouterr().err
+    assert "no data files of the ingester under" in capsys.readouterr().err
     assert not (tmp_path / "y.duckdb").exists()

@@ -171,3 +171,9 @@ def test_bad_outcome_values_are_reported_by_row() -> None:
     message[FIELDS.index("outcomes")] = packed.tobytes()
     with pytest.raises(InvalidRecord, match="outcome 2: unknown outcome kind code"):
         step_event_from_wire(msgpack.packb(message))
+
+
+def test_an_empty_message_is_rejected_as_empty() -> None:
+    with pytest.raises(InvalidRecord) as raised:
+        decode_step(b"")
+    assert str(raised.value) == "empty message: 0 bytes"

@@ -3,9 +3,11 @@ failed run."""
 
 from __future__ import annotations
 
+import html
 import logging
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,3 +112,20 @@ def test_scheduled_windows_end_at_the_scheduled_time(report_tree: Path, tmp_path
                  "--every", "1h", "--runs", "2"]) == 0
     # the second run's window is the hour before the next full hour, whenever the process woke up
     assert re.search(r"Window: \d{4}-\d\d-\d\d \d\d:00:00 UTC to the last event", (out / "latest.md").read_text())
+
+
+def test_text_from_the_data_is_escaped_in_markdown_as_in_html(tmp_path: Path, outcomes: Any) -> None:
+    """Model names, engine ids and methods come from the engines: shown literally, never as
+    markup (Markdown renderers pass HTML through, and would follow a link)."""
+    model, instance, method = "<script>alert(1)</script>", "[x](javascript:alert(1))", "*draft*_`model`"
+    tree = outcomes.write_tree(tmp_path / "data", [
+        outcomes.drafted(3, 2, model=model, engine_instance=instance, method=method, event_time=T)])
+    out = tmp_path / "reports"
+    assert main(["report", "--data", str(tree), "--out", str(out)]) == 0
+    md, page = (out / "latest.md").read_text(), (out / "latest.html").read_text()
+    assert "<script>" not in md and "<script>" not in page
+    row = next(line for line in md.splitlines() if "alert" in line)
+    cells = [cell.strip() for cell in row.strip("|").split(" | ")]
+    assert cells[:3] == [r"\[x\](javascript:alert(1))/dp0", "&lt;script&gt;alert(1)&lt;/script&gt;",
+                         r"\*draft\*\_\`model\`"]
+    assert html.escape(model, quote=False) in page

@@ -105,7 +105,7 @@ def test_the_report_command_builds_the_rollups_it_lacks_and_reads_them_only_when
     assert main(["report", "--data", str(tree), "--out", str(tmp_path / "r"), "--format", "md",
                  "--since", "2025-01-02T00:00"]) == 1  # no file that day: covered, and empty
     capsys.readouterr()
-    orphan = rollups[0].with_name("deleted-data.parquet")
+    orphan = rollups[0].with_name("test-0-00000000000099999990-00000000000099999999.parquet")
     shutil.copy(rollups[0], orphan)
     assert not rollups_cover(tree, since=START)  # a rollup without its data file counts rows that are gone
     assert rollups_cover(tree, since=START - timedelta(days=2), until=START - timedelta(days=1))
@@ -122,7 +122,7 @@ def test_a_data_file_arriving_while_the_report_reads_rollups_sends_it_to_the_raw
     def collect_while_a_file_lands(*args: Any, **kwargs: Any) -> ReportData:
         if not arrived:  # the ingester renames a flush into place after the coverage check
             source = next(late_tree.glob(DATA_GLOB))
-            target = tree / source.relative_to(late_tree).with_name("late-0.parquet")
+            target = tree / source.relative_to(late_tree)
             shutil.copy(source, target)
             arrived.append(target)
         return collect(*args, **kwargs)
