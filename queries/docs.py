@@ -28,7 +28,7 @@ read, **report** the scans of `specmetrics report`. Every metric is grouped by
 `engine_id, model, method, num_spec_tokens`; the time dimension comes from the
 `*_between(t0, t1)` macro of each view (`t0 <= event_time < t1`, UTC, `NULL` leaves an end
 open; bind them: `FROM acceptance_between(?, ?)`) and from `acceptance_timeline`.
-Definitions: [docs/design.md](design.md#metric-definitions) and the README's "Views" section.
+Definitions: [docs/design.md](design.md#metric-definitions) and [docs/queries.md](queries.md).
 """
 
 

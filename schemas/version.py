@@ -1,6 +1,6 @@
 """Schema versioning.
 
-The rule (see README "Schema versions"):
+The rule (see docs/design.md#events, "Schema versions"):
 
 * Within a major version only additive changes are allowed: a new envelope field or outcome
   column must be optional with a default, so every reader of that major version can still

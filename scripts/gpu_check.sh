@@ -10,7 +10,7 @@
 #   scripts/gpu_check.sh [WORKDIR [MODE...]]    MODE: v1-sync v2-sync v1-async v2-async (default: all)
 #
 # On a CPU only v1-sync can run (V2 needs Triton, async needs a GPU).
-# Not yet verified on a GPU (see README, "Supported versions").
+# Not yet verified on a GPU (see docs/plugin.md, "Supported versions").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${1:-$(mktemp -d)}

@@ -161,6 +161,6 @@ def test_no_path_leads_outside_the_repository() -> None:
 
 def test_markdown_links_reach_tracked_files_and_headings() -> None:
     assert broken_markdown_links("README.md", "[a](docs/missing.md) [b](#no-such-heading) [c](BENCHMARKS.md#nope)")
-    assert not broken_markdown_links("README.md", "[a](docs/design.md#glossary) [b](#kafka) [c](https://x.org/y)")
+    assert not broken_markdown_links("README.md", "[a](docs/design.md#glossary) [b](#commands) [c](https://x.org/y)")
     broken = problems(broken_markdown_links)
     assert not broken, "\n".join(broken)
