@@ -25,9 +25,8 @@ from benchmarks.args import positive_int
 from emitter.loadgen import LoadSpec, run_load
 from emitter.sinks import LocalLogSink
 from ingest import Ingester, IngestSettings
-from ingest.layout import DATA_GLOB
-from ingest.output import STATE_DIR
 from ingest.sources import LocalLogSource
+from storage.layout import DATA_GLOB, STATE_DIR
 
 
 def ingest_seconds(log_dir: Path, out: Path, settings: IngestSettings) -> tuple[float, int]:

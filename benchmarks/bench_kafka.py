@@ -27,16 +27,15 @@ import pyarrow.parquet as pq
 from kafka import KafkaConsumer, KafkaProducer
 
 from benchmarks.args import positive_int
-from emitter.kafka import KafkaAddress, KafkaSettings, ensure_topic
+from devtools.kafka_broker import TansuBroker
 from emitter.loadgen import LoadSpec, run_load
-from emitter.log import LocalLogReader
 from emitter.sinks import open_sink
 from ingest import Ingester, IngestSettings, IngestStats
-from ingest.layout import DATA_GLOB
-from ingest.output import STATE_DIR
 from ingest.sources.kafka import KafkaSource
 from schemas.wire import step_event_from_wire
-from tests.kafka_broker import TansuBroker
+from storage.layout import DATA_GLOB, STATE_DIR
+from transport.kafka import KafkaAddress, KafkaSettings, ensure_topic
+from transport.log import LocalLogReader
 
 
 def prefill(url: str, rows: int, batch_size: int) -> dict[str, float]:

@@ -27,8 +27,8 @@ import duckdb
 from benchmarks.args import positive_int
 from benchmarks.report_rows import BATCH, FILES, build_tree, whole_steps
 from queries import connect
-from queries.report import Window, collect
 from queries.rollup import build_missing, check_rollups, rollups_cover
+from reports import Window, collect
 
 NEEDED = ("engine_id", "model", "method", "num_spec_tokens", "event_time", "kind", "k_zero_reason", "k_sched",
           "k_valid", "k_invalid", "accepted", "batch_max_seq_len")

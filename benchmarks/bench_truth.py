@@ -18,10 +18,10 @@ from benchmarks.args import positive_int
 from emitter.loadgen import EngineTruth, LoadSpec, run_load
 from emitter.sinks import LocalLogSink
 from ingest import Ingester, IngestSettings
-from ingest.output import STATE_DIR
 from ingest.sources import LocalLogSource
 from queries import connect, run_query
-from queries.report import Window, collect
+from reports import Window, collect
+from storage.layout import STATE_DIR
 
 
 def differences(data: Path, truth: dict[str, EngineTruth]) -> list[str]:

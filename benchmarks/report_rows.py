@@ -17,9 +17,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ingest import IngestSettings
-from ingest.output import FileName
 from schemas.arrow import OUTCOME_SCHEMA
 from schemas.codes import KIND_CODES, KindCode
+from storage.layout import FileName
 
 START = datetime(2026, 11, 30, 0, 0)
 ENGINES = ("node-0/dp0", "node-1/dp0", "node-2/dp0", "node-3/dp0")

@@ -8,9 +8,12 @@ FROM python:3.11.14-slim-bookworm AS wheel
 RUN pip install --no-cache-dir setuptools==80.9.0
 COPY pyproject.toml README.md /src/
 COPY schemas /src/schemas
+COPY transport /src/transport
+COPY storage /src/storage
 COPY emitter /src/emitter
 COPY ingest /src/ingest
 COPY queries /src/queries
+COPY reports /src/reports
 COPY specmetrics /src/specmetrics
 RUN pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /wheels /src
 

@@ -23,9 +23,9 @@ from typing import Any
 
 from emitter.settings import EmitterSettings
 from emitter.sinks.base import Sink
-from ingest.durable import write_atomically
 from schemas.events import engine_id
 from schemas.wire import OutcomeColumns, encode_step
+from storage.durable import write_atomically
 
 logger = logging.getLogger("vllm.specmetrics")  # only the plugin publishes: log among vLLM's lines
 

@@ -31,8 +31,6 @@ import pyarrow as pa
 
 from ingest.batch import DeadLetter, PartitionBuffer
 from ingest.output import (
-    STATE_DIR,
-    FileName,
     ParquetOptions,
     WrittenFile,
     remove_written,
@@ -47,6 +45,7 @@ from ingest.sources.base import LostRange, Source
 from schemas.arrow import OUTCOME_SCHEMA
 from schemas.version import UnsupportedSchemaVersion
 from schemas.wire import InvalidRecord, decode_step
+from storage.layout import STATE_DIR, FileName
 
 if TYPE_CHECKING:  # kafka-python is an optional dependency
     from ingest.dead_letter_topic import DeadLetterTopic

@@ -1,27 +1,10 @@
-"""The ingester's output tree: hive-partitioned Parquet, dead letters, committed state.
-
-::
-
-    DATADIR/dt=YYYY-MM-DD/hour=HH/<source>-<partition>-<first offset>-<last offset>.parquet
-    DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/<the same name>.parquet   (see queries.rollup)
-    DATADIR/_dead_letter/<source>-<partition>-<first offset>-<last offset>.jsonl   (or a lost range)
-    DATADIR/_state/<source>.offsets.json     (local log sources: the committed offset, a hint)
-    DATADIR/_state/<source>.lock             (local log sources: held by the one ingester)
-    DATADIR/_state/<source>.identity.json    (local log sources: the log the name stands for)
-    DATADIR/_state/<source>-<partition>.lock (held while a flush of the partition is written, see ingest.partition_lock)
-
-File names are deterministic: the same input gives the same names, so a restart after a
-crash rewrites a file instead of adding a second copy. One flush writes several files (one
-Parquet file per event-time hour, a dead-letter file), one after the other; each records how
-many the flush wrote (:data:`FLUSH_FILES_KEY`), so a flush cut short by a crash is recognised
-and rewritten on start (:mod:`ingest.recovery`). A complete flush is stored for good.
-"""
+"""The ingester's writes into its output tree (laid out as :mod:`storage.layout` says): Parquet
+files split by event-time hour, dead letters, lost ranges, each written durably."""
 
 from __future__ import annotations
 
 import base64
 import json
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -32,14 +15,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest.batch import DeadLetter
-from ingest.durable import write_atomically, write_durably
+from storage.durable import write_atomically, write_durably
+from storage.layout import DEAD_LETTER_DIR, FLUSH_FILES_KEY, FileName
 
-DEAD_LETTER_DIR = "_dead_letter"
-STATE_DIR = "_state"
-#: Parquet key-value metadata, and dead-letter JSON field, holding how many files the flush wrote.
-FLUSH_FILES_KEY = "specmetrics.flush_files"
 _HOUR_US = 3_600_000_000
-_NAME = re.compile(r"^(?P<source>\w+)-(?P<partition>\d+)-(?P<start>\d{20})-(?P<end>\d{20})\.(parquet|jsonl)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,26 +26,6 @@ class ParquetOptions:
     compression: str = "zstd"
     compression_level: int | None = None
     row_group_rows: int = 1_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class FileName:
-    """What an output file's name says."""
-
-    source: str
-    partition: int
-    start: int
-    end: int
-
-    def render(self, suffix: str) -> str:
-        return f"{self.source}-{self.partition}-{self.start:020d}-{self.end:020d}.{suffix}"
-
-    @classmethod
-    def parse(cls, name: str) -> FileName | None:
-        m = _NAME.match(name)
-        if m is None:
-            return None
-        return cls(m["source"], int(m["partition"]), int(m["start"]), int(m["end"]))
 
 
 def write_partitioned(

@@ -1,7 +1,7 @@
 """Where to resume a partition: the stored files are the truth, the committed offset a hint.
 
-File names say which offsets each flush stored (:class:`ingest.output.FileName`), and every
-file of a flush says how many files the flush wrote (:data:`ingest.output.FLUSH_FILES_KEY`).
+File names say which offsets each flush stored (:class:`storage.layout.FileName`), and every
+file of a flush says how many files the flush wrote (:data:`storage.layout.FLUSH_FILES_KEY`).
 Flushes of a partition are written one after another, so only its last flush can be
 incomplete (a crash between two of its files): that one is removed, with its rollups, and read
 again. Every other file stays. The partition resumes after its last complete flush:
@@ -26,8 +26,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest.layout import DATA_GLOB, ROLLUP_DIR
-from ingest.output import DEAD_LETTER_DIR, FLUSH_FILES_KEY, FileName
+from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, ROLLUP_DIR, FileName
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ top of it, and a read-only way to query them.
     sql/metrics/*.sql               the metrics users read (PUBLIC_VIEWS, PUBLIC_MACROS)
     sql/report/*.sql                report_rollup, report_rollup_stored: the scans of a report
 
-Both sources read only the files :func:`ingest.tree_files.select_files` takes; each file it
+Both sources read only the files :func:`storage.tree_files.select_files` takes; each file it
 leaves out is logged as a warning with the reason.
 
 Each view ``name`` past staging is its table macro ``name_between(t0, t1)`` over all time, so any
@@ -43,10 +43,10 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ingest.layout import DATA_GLOB, ROLLUP_DIR
-from ingest.tree_files import partition_files, select_files
 from queries.guard import check_read_only
 from schemas.arrow import OUTCOME_SCHEMA
+from storage.layout import DATA_GLOB, ROLLUP_DIR
+from storage.tree_files import partition_files, select_files
 
 SOURCE_VIEW = "raw_request_outcomes"
 ROLLUP_SOURCE_VIEW = "raw_rollups"
@@ -88,7 +88,7 @@ Params = Sequence[object] | Mapping[str, object]
 def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with every view over the Parquet tree under ``data_dir``.
 
-    The sources read the files :func:`ingest.tree_files.select_files` takes. :func:`run_query`
+    The sources read the files :func:`storage.tree_files.select_files` takes. :func:`run_query`
     lists the tree again before each query and, when files came or went, selects again, so
     files the ingester adds later are seen.
     """

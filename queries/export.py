@@ -2,7 +2,7 @@
 the DuckDB CLI, notebooks and BI tools.
 
 The file holds no data, only the view and macro definitions; the source views read the files of
-the tree that :func:`ingest.tree_files.select_files` takes at export time, by absolute path, so
+the tree that :func:`storage.tree_files.select_files` takes at export time, by absolute path, so
 files the ingester adds later are seen after exporting again. Open it read-only
 (``duckdb -readonly FILE``, ``duckdb.connect(FILE, read_only=True)``). Moving the tree means
 exporting again. Event times are UTC; window bounds with an offset are converted in the
@@ -17,7 +17,6 @@ from pathlib import Path
 
 import duckdb
 
-from ingest.tree_files import select_files
 from queries.catalog import (
     GLOB_CHARS,
     ROLLUP_SOURCE_VIEW,
@@ -28,6 +27,7 @@ from queries.catalog import (
     partition_casts,
     rollup_schema,
 )
+from storage.tree_files import select_files
 
 
 def export_database(data_dir: Path, target: Path, *, force: bool = False) -> Path:

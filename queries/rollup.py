@@ -34,10 +34,10 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from ingest.durable import write_durably
-from ingest.layout import ROLLUP_DIR
-from ingest.tree_files import TreeFiles, partition_files, select_files
 from queries.catalog import SOURCE_VIEW, partition_casts, rollup_connection, rollup_schema
+from storage.durable import write_durably
+from storage.layout import ROLLUP_DIR
+from storage.tree_files import TreeFiles, partition_files, select_files
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def build_missing(data: Path, rebuild: bool = False, since: datetime | None = No
                   progress: Callable[[int, int], None] | None = None) -> list[Path]:
     """Write the rollup of every data file under ``data`` (of the days from ``since`` to
     ``until``) that has none, or of all of them with ``rebuild``; returns the rollups written.
-    Only the files readers take are rolled up (:func:`ingest.tree_files.select_files`); a
+    Only the files readers take are rolled up (:func:`storage.tree_files.select_files`); a
     rollup readers leave out (another schema) is written again. ``progress(done, total)`` after
     each one. Rollups of those days whose data file is gone are deleted first. A data file that
     disappears meanwhile (the ingester removes a flush a crash cut short) is skipped, and a

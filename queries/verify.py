@@ -9,7 +9,7 @@ the rollup recomputed from its data file's rows, and have its data file (queries
 files without a rollup yet are only counted. Offsets the ingester recorded as lost (gone from the
 source: a ``_dead_letter`` line with ``"lost": true``) are covered, but listed, and the tree is
 not clean while any is, nor while a flush lacks some of the files it wrote. Files readers leave
-out (ingest.tree_files: foreign names or schemas, copies) are listed and make the tree not clean;
+out (storage.tree_files: foreign names or schemas, copies) are listed and make the tree not clean;
 events and rollups are checked in the files readers take. This module sits
 with the queries, not the ingester: rollups are the queries' derived data, and the ingester
 imports nothing from queries.
@@ -25,12 +25,11 @@ from pathlib import Path
 
 import duckdb
 
-from ingest.layout import DATA_GLOB
-from ingest.output import DEAD_LETTER_DIR, FileName
 from ingest.recovery import incomplete_flushes
-from ingest.tree_files import LeftOut, select_files
 from queries.catalog import rollup_schema
 from queries.rollup import RollupCheck, check_rollups
+from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FileName
+from storage.tree_files import LeftOut, select_files
 
 
 @dataclass

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from devtools.kafka_broker import TansuBroker
 from emitter.loadgen import EngineTruth, LoadSpec, run_load
 from emitter.sinks import LocalLogSink
 from schemas import StepEvent
-from tests.kafka_broker import TansuBroker
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -5,35 +5,30 @@ from __future__ import annotations
 import logging
 import os
 import re
-from urllib.parse import urlparse
 
-from emitter.log.address import local_log_dir
 from emitter.sinks.base import Sink
 from emitter.sinks.local_log import LocalLogSink
+from transport.url import transport_address
 
 
 def open_sink(url: str, name: str = "default") -> Sink:
     """Open the sink a URL names: ``file:///path/to/log`` is the embedded local log,
     ``kafka://host:9092/topic`` a Kafka topic (settings from ``SPECMETRICS_KAFKA_*``; ``name``
     picks this writer's spool folder, so use a stable engine label)."""
-    parsed = urlparse(url)
-    if parsed.scheme == "file":
-        return LocalLogSink(local_log_dir(parsed))
-    if parsed.scheme == "kafka":
-        from emitter.kafka import KafkaAddress, KafkaSettings
-        from emitter.sinks.kafka import KafkaSink
-        from emitter.sinks.spool import SpoolInUse
+    address = transport_address(url, "sink")
+    if isinstance(address, str):
+        return LocalLogSink(address)
+    from emitter.sinks.kafka import KafkaSink
+    from emitter.sinks.spool import SpoolInUse
+    from transport.kafka import KafkaSettings
 
-        address, settings = KafkaAddress.parse(url), KafkaSettings()
-        folder = settings.spool_dir / re.sub(r"[^A-Za-z0-9_.-]", "_", f"{address.topic}-{name}")
-        try:
-            return KafkaSink(address, settings, folder)
-        except SpoolInUse:
-            logging.getLogger(__name__).warning("%s is in use; this process spools to a folder of its own", folder)
-            return KafkaSink(address, settings, folder.with_name(f"{folder.name}-{os.getpid()}"))
-    # The URL itself is not echoed: it may carry credentials (kafkas://user:password@...).
-    raise ValueError(f"unsupported sink URL scheme {parsed.scheme!r}: use file:///dir (the local log) or "
-                     "kafka://host:port/topic")
+    settings = KafkaSettings()
+    folder = settings.spool_dir / re.sub(r"[^A-Za-z0-9_.-]", "_", f"{address.topic}-{name}")
+    try:
+        return KafkaSink(address, settings, folder)
+    except SpoolInUse:
+        logging.getLogger(__name__).warning("%s is in use; this process spools to a folder of its own", folder)
+        return KafkaSink(address, settings, folder.with_name(f"{folder.name}-{os.getpid()}"))
 
 
 __all__ = ["LocalLogSink", "Sink", "open_sink"]

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 
-from emitter.log import LocalLogReader, LocalLogWriter
-from emitter.log.segment import list_segments, segment_path
-from ingest.durable import write_atomically
+from storage.durable import write_atomically
+from transport.log import LocalLogReader, LocalLogWriter
+from transport.log.segment import list_segments, segment_path
 
 logger = logging.getLogger("vllm.specmetrics")
 _KEY_LENGTH = struct.Struct("<H")

@@ -13,9 +13,9 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.errors import CommitFailedError, KafkaError, OffsetOutOfRangeError, RebalanceInProgressError
 from kafka.structs import OffsetAndMetadata
 
-from emitter.kafka import KafkaAddress, KafkaSettings, ensure_topic
-from ingest.durable import fsync_dir, write_atomically
 from ingest.sources.base import OnAssigned, OnLost, OnRevoked, Source, SourceRecord, SourceUnavailable
+from storage.durable import fsync_dir, write_atomically
+from transport.kafka import KafkaAddress, KafkaSettings, ensure_topic
 
 logger = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ import re
 import time
 from pathlib import Path
 
-from emitter.log import LocalLogReader
-from emitter.log.directory import log_id, writers_idle
-from ingest.durable import write_atomically
 from ingest.sources.base import LostRange, Source, SourceRecord
+from storage.durable import write_atomically
+from transport.log import LocalLogReader
+from transport.log.directory import log_id, writers_idle
 
 logger = logging.getLogger(__name__)
 _POLL_INTERVAL_S = 0.05

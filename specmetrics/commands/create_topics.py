@@ -23,7 +23,7 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from kafka.errors import KafkaError
 
-    from emitter.kafka import KafkaAddress, KafkaSettings, ensure_topic
+    from transport.kafka import KafkaAddress, KafkaSettings, ensure_topic
 
     address, settings = KafkaAddress.parse(args.url), KafkaSettings()
     dead_letter = args.dead_letter_topic if args.dead_letter_topic is not None else IngestSettings().dead_letter_topic

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ingest import Ingester, IngestSettings, IngestStats
-from ingest.output import STATE_DIR
 from ingest.sources import open_source
 from ingest.sources.base import SourceUnavailable
 from specmetrics.heartbeat import Heartbeat
 from specmetrics.progress import Progress
+from storage.layout import STATE_DIR
 
 if TYPE_CHECKING:  # kafka-python is an optional dependency
     from ingest.dead_letter_topic import DeadLetterTopic
@@ -144,8 +144,8 @@ def _pause(seconds: float, should_stop: Callable[[], bool], alive: Callable[[], 
 def _dead_letter_topic(url: str, settings: IngestSettings) -> DeadLetterTopic | None:
     if not url.startswith("kafka:") or settings.dead_letter_topic == "":
         return None
-    from emitter.kafka import KafkaAddress
     from ingest.dead_letter_topic import DeadLetterTopic
+    from transport.kafka import KafkaAddress
 
     address = KafkaAddress.parse(url)
     return DeadLetterTopic(address, settings.dead_letter_topic or f"{address.topic}.dead-letter")

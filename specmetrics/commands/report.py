@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from queries import connect
-from queries.report import Window, collect, parse_duration, parse_formats, parse_schedule, write_report
-from queries.report.writer import prune_reports
 from queries.rollup import build_missing, rollups_cover, window_files
+from reports import Window, collect, parse_duration, parse_formats, parse_schedule, write_report
+from reports.writer import prune_reports
 from specmetrics.progress import Progress
 
 log = logging.getLogger("specmetrics.report")

@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ingest.tree_files import select_files
 from queries.rollup import build_missing
 from specmetrics.progress import Progress
+from storage.tree_files import select_files
 
 
 def add_parser(subparsers: Any) -> None:

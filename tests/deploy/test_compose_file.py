@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from queries.report import parse_duration, parse_formats, parse_schedule
+from reports import parse_duration, parse_formats, parse_schedule
 from specmetrics.cli import build_parser, main
 from tests.deploy.compose import (
     COMPOSE_FILE,

@@ -16,13 +16,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from kafka import KafkaAdminClient
 
+from devtools.kafka_broker import TansuBroker, free_port
 from emitter.loadgen import run_load
 from emitter.sinks import LocalLogSink
-from ingest.layout import DATA_GLOB
 from specmetrics.cli import build_parser, main
 from specmetrics.commands.loadgen import spec_from_args
+from storage.layout import DATA_GLOB
 from tests.deploy.compose import HostProcess, healthcheck_argv, resolved_services
-from tests.kafka_broker import TansuBroker, free_port
 
 ROWS = 3_000
 

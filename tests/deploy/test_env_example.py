@@ -12,7 +12,7 @@ from pydantic_settings import BaseSettings
 
 from tests.deploy.compose import COMPOSE_FILE, ROOT, all_services
 
-PACKAGES = ("schemas", "emitter", "ingest", "queries", "specmetrics")
+PACKAGES = ("schemas", "transport", "storage", "emitter", "ingest", "queries", "reports", "specmetrics")
 COMPOSE_OWN = {"COMPOSE_PROFILES", "COMPOSE_PROJECT_NAME"}  # read by docker compose itself
 
 

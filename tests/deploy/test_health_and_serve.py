@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from emitter.kafka import KafkaAddress, KafkaSettings, admin
 from specmetrics.cli import main
 from specmetrics.commands.serve import make_server
 from tests.conftest import write_load
 from tests.deploy.compose import ROOT
+from transport.kafka import KafkaAddress, KafkaSettings, admin
 
 
 def test_ingest_writes_its_heartbeat_with_the_totals(log_dir: Path, data_dir: Path, tmp_path: Path) -> None:

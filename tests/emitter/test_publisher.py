@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from devtools.kafka_broker import TansuBroker, free_port
 from emitter.publisher import EventPublisher
 from emitter.settings import EmitterSettings
 from emitter.sinks import open_sink
 from emitter.sinks.spool import Spool
 from schemas.wire import OutcomeColumns
 from tests.ingest.conftest import ingest_once, read_rows
-from tests.kafka_broker import TansuBroker, free_port
 
 
 def event(i: int) -> tuple[dict[str, Any], OutcomeColumns]:

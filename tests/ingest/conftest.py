@@ -10,11 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest import Ingester, IngestSettings, IngestStats
-from ingest.layout import DATA_GLOB
-from ingest.output import STATE_DIR
 from ingest.sources import LocalLogSource
 from schemas.codes import OUTCOME_DTYPE
 from schemas.wire import FIELDS, step_event_to_wire
+from storage.layout import DATA_GLOB, STATE_DIR
 from tests.conftest import step_event
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 
-from ingest.output import STATE_DIR
+from storage.layout import STATE_DIR
 from tests.conftest import write_load
 from tests.ingest.conftest import ingest_once, read_rows
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from emitter.log import LocalLogWriter
-from ingest.output import DEAD_LETTER_DIR
 from schemas.wire import step_event_to_wire
+from storage.layout import DEAD_LETTER_DIR
 from tests.conftest import step_event
 from tests.ingest.conftest import ingest_once, read_rows
+from transport.log import LocalLogWriter
 
 
 def test_an_empty_record_is_dead_lettered_with_a_clear_reason(log_dir: Path, data_dir: Path) -> None:

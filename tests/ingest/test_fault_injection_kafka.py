@@ -24,14 +24,13 @@ from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
-from emitter.kafka import KafkaAddress
-from ingest.layout import DATA_GLOB
-from ingest.output import DEAD_LETTER_DIR, FLUSH_FILES_KEY
+from devtools.kafka_broker import TansuBroker, free_port
 from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
+from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY
 from tests.conftest import T0, step_event
 from tests.ingest.conftest import read_rows
-from tests.kafka_broker import TansuBroker, free_port
+from transport.kafka import KafkaAddress
 
 ROOT = Path(__file__).resolve().parents[2]
 

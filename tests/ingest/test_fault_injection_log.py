@@ -19,14 +19,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emitter.log import LocalLogReader, LocalLogWriter, LogCorrupted
-from emitter.log.directory import ID_FILE, LOCK_FILE
-from emitter.log.segment import HEADER, MAX_RECORD_BYTES, list_segments, segment_path
 from ingest.ingester import LostOffsets
-from ingest.output import DEAD_LETTER_DIR, STATE_DIR
 from schemas.wire import step_event_to_wire
+from storage.layout import DEAD_LETTER_DIR, STATE_DIR
 from tests.conftest import T0, step_event
 from tests.ingest.conftest import ingest_once, read_rows
+from transport.log import LocalLogReader, LocalLogWriter, LogCorrupted
+from transport.log.directory import ID_FILE, LOCK_FILE
+from transport.log.segment import HEADER, MAX_RECORD_BYTES, list_segments, segment_path
 
 ROOT = Path(__file__).resolve().parents[2]
 

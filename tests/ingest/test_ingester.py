@@ -15,16 +15,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from emitter.log import LocalLogWriter
 from ingest import Ingester, IngestSettings
-from ingest.layout import DATA_GLOB
-from ingest.output import DEAD_LETTER_DIR, STATE_DIR
 from ingest.sources import LocalLogSource
 from schemas import OUTCOME_SCHEMA
 from schemas.wire import FIELDS, MAX_EVENT_TIME_US, MIN_EVENT_TIME_US, step_event_to_wire
 from specmetrics.cli import main
+from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR
 from tests.conftest import T0, step_event, write_load
 from tests.ingest.conftest import bad_outcomes_message, ingest_once, parquet_files, read_rows
+from transport.log import LocalLogWriter
 
 
 def test_files_are_hive_partitioned_and_named_by_offsets(log_dir: Path, data_dir: Path) -> None:

@@ -20,14 +20,13 @@ import pyarrow.parquet as pq
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from emitter.kafka import KafkaAddress
-from ingest.layout import DATA_GLOB
-from ingest.output import DEAD_LETTER_DIR
+from devtools.kafka_broker import TansuBroker
 from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
+from storage.layout import DATA_GLOB, DEAD_LETTER_DIR
 from tests.conftest import step_event
 from tests.ingest.conftest import bad_outcomes_message, read_rows
-from tests.kafka_broker import TansuBroker
+from transport.kafka import KafkaAddress
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest.durable import write_atomically
 from ingest.output import WrittenFile, remove_written
 from ingest.partition_lock import PartitionLocks
+from storage.durable import write_atomically
 
 
 def test_a_refused_flush_removes_its_files_but_not_what_a_new_owner_wrote_since(tmp_path: Path) -> None:

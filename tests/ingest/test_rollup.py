@@ -10,13 +10,12 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from emitter.log import LocalLogWriter
-from ingest.layout import ROLLUP_DIR
-from ingest.output import STATE_DIR
 from queries.rollup import build_missing, check_rollups, rollup_path
 from schemas.wire import step_event_to_wire
+from storage.layout import ROLLUP_DIR, STATE_DIR
 from tests.conftest import T0, step_event, write_load
 from tests.ingest.conftest import ingest_once, parquet_files
+from transport.log import LocalLogWriter
 
 KEY = ("engine_id", "model", "method", "num_spec_tokens", "minute", "context_start", "kind", "k_zero_reason",
        "k_sched", "k_valid", "k_invalid", "accepted")

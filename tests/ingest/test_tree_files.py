@@ -1,4 +1,4 @@
-"""Readers take only the ingester's files (ingest.tree_files): a foreign file or a copy in the tree
+"""Readers take only the ingester's files (storage.tree_files): a foreign file or a copy in the tree
 changes no number, is named with the reason, and makes ``verify`` fail."""
 
 from __future__ import annotations
@@ -18,13 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.layout import DATA_GLOB, ROLLUP_DIR
-from ingest.output import FileName
-from ingest.tree_files import select_files
 from queries import connect, run_query
 from queries.rollup import rollup_path
 from queries.verify import verify_tree
 from specmetrics.cli import main
+from storage.layout import DATA_GLOB, ROLLUP_DIR, FileName
+from storage.tree_files import select_files
 from tests.conftest import T0, write_load
 from tests.ingest.conftest import ingest_once
 

@@ -17,14 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emitter.log import LocalLogWriter
-from emitter.log.segment import list_segments, segment_path
-from ingest.layout import DATA_GLOB
-from ingest.output import DEAD_LETTER_DIR, FLUSH_FILES_KEY, STATE_DIR
 from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
+from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, STATE_DIR
 from tests.conftest import T0, step_event, write_load
 from tests.ingest.conftest import ingest_once, read_rows
+from transport.log import LocalLogWriter
+from transport.log.segment import list_segments, segment_path
 
 ROOT = Path(__file__).resolve().parents[2]
 

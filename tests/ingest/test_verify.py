@@ -10,14 +10,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from emitter.log import LocalLogWriter
-from ingest.layout import DATA_GLOB
 from queries.rollup import rollup_path
 from queries.verify import verify_tree
 from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
+from storage.layout import DATA_GLOB
 from tests.conftest import T0, step_event, write_load
 from tests.ingest.conftest import ingest_once
+from transport.log import LocalLogWriter
 
 
 @pytest.fixture

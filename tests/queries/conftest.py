@@ -20,12 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ingest.output import FileName
 from queries import connect
 from schemas.arrow import OUTCOME_SCHEMA
 from schemas.codes import KIND_CODE, REASON_CODE
 from schemas.events import KZeroReason, OutcomeKind, engine_id
 from schemas.validation import invalid_outcome_rows
+from storage.layout import FileName
 
 Row = dict[str, Any]
 

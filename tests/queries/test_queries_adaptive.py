@@ -11,10 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ingest.output import FileName
 from queries import connect, run_query
 from queries.export import export_database
 from schemas.arrow import OUTCOME_SCHEMA
+from storage.layout import FileName
 
 
 def budget_zero(outcomes: Any, k_sched: int, k_invalid: int = 0, **kw: Any) -> dict[str, Any]:

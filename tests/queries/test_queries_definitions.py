@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 
 from queries import connect, run_query
-from queries.report import Window, collect
+from reports import Window, collect
 from specmetrics.cli import main
 from specmetrics.windows import window_metrics
 

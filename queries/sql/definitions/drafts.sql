@@ -1,6 +1,6 @@
 -- drafts: what counts as a draft, and the draft counts every metric is built from.
 --
--- Scalar macros: every view, the report (queries/report/data.py), the time windows
+-- Scalar macros: every view, the report (reports/data.py), the time windows
 -- (specmetrics/windows.py) and the rollups call these, so the corrected and the vLLM-compatible
 -- definitions are written here once. is_draft and is_vllm_draft decide per request-step; the
 -- counts are aggregates over rows of request-steps, each row weighted by request_steps (the

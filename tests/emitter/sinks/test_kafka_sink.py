@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from emitter.kafka import KafkaAddress, KafkaSettings
+from devtools.kafka_broker import TansuBroker
 from emitter.sinks import open_sink
 from emitter.sinks.kafka import REPLAY_BATCH, KafkaSink
 from emitter.sinks.spool import Spool
-from tests.kafka_broker import TansuBroker
+from transport.kafka import KafkaAddress, KafkaSettings
 
 
 def read_topic(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes]]:
@@ -127,7 +127,7 @@ def test_a_full_spool_drops_and_counts_without_raising(own_broker: TansuBroker, 
 _FULL_DISK = """
 import errno, json, os, subprocess, sys
 from pathlib import Path
-from emitter.kafka import KafkaAddress, KafkaSettings
+from transport.kafka import KafkaAddress, KafkaSettings
 from emitter.sinks.kafka import KafkaSink
 from emitter.sinks.spool import Spool
 

@@ -1,4 +1,5 @@
-"""A small timed tree for the report tests: two engines, drafts, skips, grammar and K = 0."""
+"""The report tests' rows (the query tests' :class:`OutcomeRows`) and a small timed tree: two
+engines, drafts, skips, grammar and K = 0."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ from typing import Any
 
 import pytest
 
+from tests.queries.conftest import OutcomeRows
+
 T = datetime(2025, 1, 1, 10, 0)
+
+
+@pytest.fixture(scope="session")
+def outcomes() -> OutcomeRows:
+    return OutcomeRows()
 
 
 @pytest.fixture

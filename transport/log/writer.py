@@ -7,8 +7,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from emitter.log.directory import LOCK_FILE, ensure_log_id
-from emitter.log.segment import frame, list_segments, overlapping_segment, scan_segment, segment_path
+from transport.log.directory import LOCK_FILE, ensure_log_id
+from transport.log.segment import frame, list_segments, overlapping_segment, scan_segment, segment_path
 
 DEFAULT_SEGMENT_BYTES = 128 * 1024 * 1024
 

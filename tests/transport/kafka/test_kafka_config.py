@@ -7,7 +7,7 @@ import os
 import pytest
 from pydantic import ValidationError
 
-from emitter.kafka import KafkaAddress, KafkaSettings
+from transport.kafka import KafkaAddress, KafkaSettings
 
 
 def test_urls_name_brokers_and_a_topic() -> None:

@@ -1,7 +1,7 @@
 """The embedded local log: append-only, fsynced segment files (the zero-setup transport)."""
 
-from emitter.log.reader import LocalLogReader, LogGap
-from emitter.log.segment import LogCorrupted, LogRecord
-from emitter.log.writer import LocalLogWriter
+from transport.log.reader import LocalLogReader, LogGap
+from transport.log.segment import LogCorrupted, LogRecord
+from transport.log.writer import LocalLogWriter
 
 __all__ = ["LocalLogReader", "LocalLogWriter", "LogCorrupted", "LogGap", "LogRecord"]

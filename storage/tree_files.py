@@ -3,7 +3,7 @@
 A data file is read when all of these hold (the footer is read, never the rows):
 
 1. its path is ``dt=YYYY-MM-DD/hour=HH/<source>-<partition>-<first>-<last>.parquet``
-   (:class:`ingest.output.FileName`) with a real date and hour;
+   (:class:`storage.layout.FileName`) with a real date and hour;
 2. its schema is the stored table's (:data:`schemas.arrow.OUTCOME_SCHEMA`) or schema 1.0's
    (the same without ``drafts_verified``);
 3. its column statistics place its rows there: every ``event_time`` in the folder's hour,
@@ -39,9 +39,8 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest.layout import ROLLUP_DIR
-from ingest.output import FileName
 from schemas.arrow import OUTCOME_SCHEMA
+from storage.layout import ROLLUP_DIR, FileName
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -8,8 +8,8 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
-from emitter.kafka.address import KafkaAddress
-from emitter.kafka.settings import KafkaSettings
+from transport.kafka.address import KafkaAddress
+from transport.kafka.settings import KafkaSettings
 
 logger = logging.getLogger(__name__)
 

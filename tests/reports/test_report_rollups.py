@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.layout import DATA_GLOB, ROLLUP_DIR
 from queries import connect
-from queries.report import ReportData, Window, collect
 from queries.rollup import build_missing, rollups_cover
+from reports import ReportData, Window, collect
 from specmetrics.cli import main
+from storage.layout import DATA_GLOB, ROLLUP_DIR
 from tests.queries.test_queries_properties import outcome
 
 START = datetime(2025, 1, 1, 10, 58)

@@ -1,8 +1,8 @@
 """Kafka connection: addresses, settings (credentials included) and topic admin, shared by
 the Kafka sink (:mod:`emitter.sinks.kafka`) and the ingester's Kafka source."""
 
-from emitter.kafka.address import KafkaAddress
-from emitter.kafka.admin import ensure_topic
-from emitter.kafka.settings import KafkaSettings
+from transport.kafka.address import KafkaAddress
+from transport.kafka.admin import ensure_topic
+from transport.kafka.settings import KafkaSettings
 
 __all__ = ["KafkaAddress", "KafkaSettings", "ensure_topic"]

@@ -14,8 +14,8 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
-from queries.report.charts import Series, bar_chart, line_chart
-from queries.report.data import ReportData, Row
+from reports.charts import Series, bar_chart, line_chart
+from reports.data import ReportData, Row
 
 #: (key in ReportData.headline without the vllm_ prefix, label, formatter name)
 HEADLINE_ROWS: tuple[tuple[str, str, str], ...] = (

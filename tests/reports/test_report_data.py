@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from queries import connect
-from queries.report import Window, collect
-from queries.report.data import MAX_BUCKETS, _pick_bucket
-from tests.queries.report.conftest import T
+from reports import Window, collect
+from reports.data import MAX_BUCKETS, _pick_bucket
+from tests.reports.conftest import T
 
 
 def test_headline_pools_all_groups(report_tree: Path) -> None:
@@ -81,7 +81,7 @@ def test_bucket_can_be_given(report_tree: Path) -> None:
 
 
 def test_the_timeline_chart_breaks_over_an_outage(tmp_path: Path, outcomes: Any) -> None:
-    from queries.report.render import charts
+    from reports.render import charts
 
     minutes = (0, 1, 5, 6)  # nothing in minutes 2-4
     root = outcomes.write_tree(tmp_path / "gap", [outcomes.drafted(3, 1, event_time=T.replace(minute=m))

@@ -1,7 +1,7 @@
 """Reading the local log from any offset, following it while writers append.
 
 Damaged records come back as records with ``error`` set, and the records after them are read
-(see :mod:`emitter.log.segment`); offsets whose bytes are gone (a segment deleted or truncated,
+(see :mod:`transport.log.segment`); offsets whose bytes are gone (a segment deleted or truncated,
 a start older than the log's first segment) are reported as :class:`LogGap`\\ s.
 """
 
@@ -11,8 +11,8 @@ import logging
 from pathlib import Path
 from typing import NamedTuple
 
-from emitter.log.directory import writers_idle
-from emitter.log.segment import (
+from transport.log.directory import writers_idle
+from transport.log.segment import (
     HEADER,
     MAX_RECORD_BYTES,
     LogCorrupted,

@@ -1,0 +1,1 @@
+"""Development tools shared by the tests and the benchmarks (not installed with the package)."""

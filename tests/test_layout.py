@@ -1,0 +1,119 @@
+"""The packages import along the data flow, so there is no import cycle between them:
+
+    schemas -> transport, storage -> emitter, ingest -> queries -> reports -> specmetrics (the CLI)
+
+A package may import itself and the packages of earlier levels; the two of one level import
+neither each other (transport and storage, emitter and ingest). ``devtools`` (the test Kafka
+broker) imports no package of the repository, ``benchmarks`` and ``scripts`` import any but the
+tests, and the tests import anything. Every import statement counts, in functions and under
+``TYPE_CHECKING`` too. Each test first shows that its check catches what it is for.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FLOW: tuple[tuple[str, ...], ...] = (
+    ("schemas",),
+    ("transport", "storage"),
+    ("emitter", "ingest"),
+    ("queries",),
+    ("reports",),
+    ("specmetrics",),
+)
+PRODUCT = {package: level for level, packages in enumerate(FLOW) for package in packages}
+DEVTOOLS = "devtools"
+USERS = ("benchmarks", "scripts")  # may import the product and devtools, never the tests
+TESTS = "tests"
+KNOWN = {*PRODUCT, DEVTOOLS, *USERS, TESTS}
+
+
+def allowed(importer: str, imported: str) -> bool:
+    """Whether a module of top-level package ``importer`` may import one of ``imported``."""
+    if importer == imported or importer == TESTS:
+        return True
+    if importer in PRODUCT:
+        return imported in PRODUCT and PRODUCT[imported] < PRODUCT[importer]
+    if importer in USERS:
+        return imported in PRODUCT or imported == DEVTOOLS
+    return False  # devtools
+
+
+def imported_packages(path: Path, top: str) -> list[tuple[int, str]]:
+    """``(line, top-level package)`` of every import in the module at ``path`` (a relative import
+    stays in ``top``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name.split(".")[0]) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.lineno, top if node.level else (node.module or "").split(".")[0]))
+    return found
+
+
+def python_files(root: Path) -> list[tuple[str, Path]]:
+    """``(top-level folder, path)`` of every module below a top-level folder of ``root``."""
+    return sorted((path.relative_to(root).parts[0], path) for path in root.glob("*/**/*.py")
+                  if not any(part.startswith(".") for part in path.relative_to(root).parts))
+
+
+def violations(root: Path) -> list[str]:
+    """Every import in the tree at ``root`` that runs against the flow, as ``path:line``."""
+    found = []
+    for top, path in python_files(root):
+        for line, imported in imported_packages(path, top):
+            if imported in KNOWN and not allowed(top, imported):
+                found.append(f"{path.relative_to(root)}:{line}: {top} imports {imported}")
+    return found
+
+
+def unplaced_packages(root: Path) -> set[str]:
+    """Top-level folders with Python modules that the flow does not place."""
+    return {top for top, _ in python_files(root)} - KNOWN
+
+
+def write_module(root: Path, name: str, source: str) -> None:
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+
+
+@pytest.mark.parametrize(("module", "source", "expected"), [
+    ("ingest/sources/kafka.py", "from emitter.kafka import KafkaAddress\n", "ingest imports emitter"),
+    ("emitter/publisher.py", "def f():\n    import ingest.durable\n", "emitter imports ingest"),
+    ("storage/durable.py", "from transport.log import LocalLogWriter\n", "storage imports transport"),
+    ("transport/log/writer.py", "from storage.durable import write_atomically\n", "transport imports storage"),
+    ("schemas/wire.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import queries\n",
+     "schemas imports queries"),
+    ("queries/catalog.py", "from reports import collect\n", "queries imports reports"),
+    ("reports/data.py", "from specmetrics.windows import WINDOWS\n", "reports imports specmetrics"),
+    ("benchmarks/bench_kafka.py", "from tests.kafka_broker import TansuBroker\n", "benchmarks imports tests"),
+    ("devtools/kafka_broker.py", "import tests.conftest\n", "devtools imports tests"),
+])
+def test_the_check_catches_an_import_against_the_flow(tmp_path: Path, module: str, source: str,
+                                                      expected: str) -> None:
+    write_module(tmp_path, module, source)
+    assert [v.split(": ", 1)[1] for v in violations(tmp_path)] == [expected]
+
+
+def test_the_check_allows_imports_along_the_flow(tmp_path: Path) -> None:
+    write_module(tmp_path, "reports/data.py", "import queries\nfrom storage.layout import DATA_GLOB\nimport schemas\n")
+    write_module(tmp_path, "ingest/batch.py", "from . import output\nfrom transport.log import LocalLogReader\n")
+    write_module(tmp_path, "benchmarks/bench_kafka.py", "from devtools.kafka_broker import TansuBroker\n")
+    write_module(tmp_path, "tests/test_x.py", "import benchmarks.args\nimport specmetrics.cli\n")
+    assert violations(tmp_path) == []
+    write_module(tmp_path, "plugins/x.py", "")
+    assert unplaced_packages(tmp_path) == {"plugins"}
+
+
+def test_every_import_runs_along_the_flow() -> None:
+    assert violations(ROOT) == []
+
+
+def test_every_package_has_a_place_in_the_flow() -> None:
+    assert unplaced_packages(ROOT) == set()
+    assert {top for top, _ in python_files(ROOT)} >= {*PRODUCT, DEVTOOLS, "benchmarks", TESTS}
