@@ -9,8 +9,8 @@ import pytest
 
 from emitter.loadgen import EngineTruth
 from queries import connect, run_query
-from tests.conftest import write_load
-from tests.ingest.conftest import ingest_once
+from tests.support.ingest import ingest_once
+from tests.support.loadgen import write_load
 
 
 @pytest.fixture(scope="module")

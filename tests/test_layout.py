@@ -6,7 +6,9 @@ A package may import itself and the packages of earlier levels; the two of one l
 neither each other (transport and storage, emitter and ingest). ``devtools`` (the test Kafka
 broker) imports no package of the repository, ``benchmarks`` and ``scripts`` import any but the
 tests, and the tests import anything. Every import statement counts, in functions and under
-``TYPE_CHECKING`` too. Each test first shows that its check catches what it is for.
+``TYPE_CHECKING`` too. No test module imports a conftest module: conftest modules hold fixtures,
+and what tests share to import lives in ``tests/support/``. Each test first shows that its check
+catches what it is for.
 """
 
 from __future__ import annotations
@@ -76,6 +78,35 @@ def unplaced_packages(root: Path) -> set[str]:
     return {top for top, _ in python_files(root)} - KNOWN
 
 
+def imported_modules(path: Path, package: tuple[str, ...]) -> list[tuple[int, str]]:
+    """``(line, dotted name)`` of every module that an import in the module at ``path``, of
+    ``package``, may bring in: ``from m import a`` counts as ``m`` and ``m.a`` (``a`` may be a
+    module), a relative import resolved against ``package``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package[:len(package) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            found += [(node.lineno, base), *((node.lineno, f"{base}.{alias.name}") for alias in node.names)]
+    return found
+
+
+def conftest_imports(root: Path) -> list[str]:
+    """Every import of a conftest module (``tests.conftest``, ``tests.<package>.conftest``) by a
+    module under ``root/tests``, as ``path:line``."""
+    found = []
+    for path in sorted((root / TESTS).glob("**/*.py")):
+        relative = path.relative_to(root)
+        for line, module in imported_modules(path, relative.parent.parts):
+            if module.split(".")[0] == TESTS and module.split(".")[-1] == "conftest":
+                found.append(f"{relative}:{line}: imports {module}")
+    return found
+
+
 def write_module(root: Path, name: str, source: str) -> None:
     path = root / name
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -112,6 +143,23 @@ def test_the_check_allows_imports_along_the_flow(tmp_path: Path) -> None:
 
 def test_every_import_runs_along_the_flow() -> None:
     assert violations(ROOT) == []
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("from tests.conftest import step_event\n", "tests.conftest"),
+    ("def f():\n    import tests.ingest.conftest\n", "tests.ingest.conftest"),
+    ("from tests.queries import conftest\n", "tests.queries.conftest"),
+    ("from .conftest import Run\n", "tests.emitter.vllm.conftest"),
+    ("from ...conftest import T0\n", "tests.conftest"),
+], ids=["absolute", "in a function", "as a name", "relative", "relative, three levels up"])
+def test_the_check_catches_a_test_importing_a_conftest_module(tmp_path: Path, source: str, expected: str) -> None:
+    write_module(tmp_path, "tests/emitter/vllm/test_x.py", source)
+    write_module(tmp_path, "tests/emitter/vllm/conftest.py", "from tests.support.ingest import ingest_once\n")
+    assert [v.split(": ", 1)[1] for v in conftest_imports(tmp_path)] == [f"imports {expected}"]
+
+
+def test_no_test_imports_a_conftest_module() -> None:
+    assert conftest_imports(ROOT) == []
 
 
 def test_every_package_has_a_place_in_the_flow() -> None:

@@ -20,8 +20,8 @@ import pytest
 
 from specmetrics.cli import main
 from specmetrics.commands.serve import make_server
-from tests.conftest import write_load
 from tests.deploy.compose import ROOT
+from tests.support.loadgen import write_load
 from transport.kafka import KafkaAddress, KafkaSettings, admin
 
 

@@ -15,7 +15,7 @@ from emitter.settings import EmitterSettings
 from emitter.sinks import open_sink
 from emitter.sinks.spool import Spool
 from schemas.wire import OutcomeColumns
-from tests.ingest.conftest import ingest_once, read_rows
+from tests.support.ingest import ingest_once, read_rows
 
 
 def event(i: int) -> tuple[dict[str, Any], OutcomeColumns]:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow.compute as pc
 
 from storage.layout import STATE_DIR
-from tests.conftest import write_load
-from tests.ingest.conftest import ingest_once, read_rows
+from tests.support.ingest import ingest_once, read_rows
+from tests.support.loadgen import write_load
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from schemas.wire import step_event_to_wire
 from storage.layout import DEAD_LETTER_DIR
-from tests.conftest import step_event
-from tests.ingest.conftest import ingest_once, read_rows
+from tests.support.events import step_event
+from tests.support.ingest import ingest_once, read_rows
 from transport.log import LocalLogWriter
 
 

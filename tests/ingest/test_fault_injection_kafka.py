@@ -28,8 +28,8 @@ from devtools.kafka_broker import TansuBroker, free_port
 from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY
-from tests.conftest import T0, step_event
-from tests.ingest.conftest import read_rows
+from tests.support.events import T0, step_event
+from tests.support.ingest import read_rows
 from transport.kafka import KafkaAddress
 
 ROOT = Path(__file__).resolve().parents[2]

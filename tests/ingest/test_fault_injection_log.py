@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from ingest.ingester import LostOffsets
 from schemas.wire import step_event_to_wire
 from storage.layout import DEAD_LETTER_DIR, STATE_DIR
-from tests.conftest import T0, step_event
-from tests.ingest.conftest import ingest_once, read_rows
+from tests.support.events import T0, step_event
+from tests.support.ingest import ingest_once, read_rows
 from transport.log import LocalLogReader, LocalLogWriter, LogCorrupted
 from transport.log.directory import ID_FILE, LOCK_FILE
 from transport.log.segment import HEADER, MAX_RECORD_BYTES, list_segments, segment_path

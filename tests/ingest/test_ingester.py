@@ -21,8 +21,9 @@ from schemas import OUTCOME_SCHEMA
 from schemas.wire import FIELDS, MAX_EVENT_TIME_US, MIN_EVENT_TIME_US, step_event_to_wire
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR
-from tests.conftest import T0, step_event, write_load
-from tests.ingest.conftest import bad_outcomes_message, ingest_once, parquet_files, read_rows
+from tests.support.events import T0, step_event
+from tests.support.ingest import bad_outcomes_message, ingest_once, parquet_files, read_rows
+from tests.support.loadgen import write_load
 from transport.log import LocalLogWriter
 
 

@@ -24,8 +24,8 @@ from devtools.kafka_broker import TansuBroker
 from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR
-from tests.conftest import step_event
-from tests.ingest.conftest import bad_outcomes_message, read_rows
+from tests.support.events import step_event
+from tests.support.ingest import bad_outcomes_message, read_rows
 from transport.kafka import KafkaAddress
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, STATE_DIR
-from tests.conftest import T0, step_event, write_load
-from tests.ingest.conftest import ingest_once, read_rows
+from tests.support.events import T0, step_event
+from tests.support.ingest import ingest_once, read_rows
+from tests.support.loadgen import write_load
 from transport.log import LocalLogWriter
 from transport.log.segment import list_segments, segment_path
 

@@ -1,124 +1,16 @@
-"""Fixture builders for the query tests: request-outcome rows as dicts with defaults, written as
-Parquet in OUTCOME_SCHEMA into a hive tree ``dt=YYYY-MM-DD/hour=HH/``.
-
-Tests reach the builders through the ``outcomes`` fixture (an :class:`OutcomeRows`), never by
-importing this module.
-"""
+"""Fixtures for the query tests: the row builders and fresh trees to connect to."""
 
 from __future__ import annotations
 
-import itertools
-from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from queries import connect
-from schemas.arrow import OUTCOME_SCHEMA
-from schemas.codes import KIND_CODE, REASON_CODE
-from schemas.events import KZeroReason, OutcomeKind, engine_id
-from schemas.validation import invalid_outcome_rows
-from storage.layout import FileName
-
-Row = dict[str, Any]
-
-DEFAULTS: Row = {
-    "schema_version": "1.0",
-    "engine_instance": "a",
-    "dp_rank": 0,
-    "model": "tiny-llama",
-    "vllm_version": "0.32.0",
-    "method": "draft_model",
-    "num_spec_tokens": 3,
-    "drafter_max_len": 96,
-    "step_index": 0,
-    "event_time": datetime(2025, 1, 1, 10, 30),
-    "batch_max_seq_len": 64,
-    "log_partition": 0,
-    "request_id": "req-0",
-    "kind": "drafted",
-    "k_zero_reason": None,
-    "k_invalid": 0,
-    "accepted": 0,
-}
-
-
-class OutcomeRows:
-    """Builds rows (every column of OUTCOME_SCHEMA, defaults filled) and writes them as a tree."""
-
-    def __init__(self) -> None:
-        self._ids: Iterator[int] = itertools.count()
-
-    def row(self, **overrides: Any) -> Row:
-        """A row: DEFAULTS, then ``overrides``; engine_id, event_id, log_offset, k_sched (= k_valid),
-        k_valid (= k_sched) and emitted (= accepted + 1, 0 for k_zero) are derived when not given."""
-        n = next(self._ids)
-        row = {**DEFAULTS, "event_id": f"ev-{n}", "log_offset": n, **overrides}
-        row.setdefault("engine_id", engine_id(row["engine_instance"], row["dp_rank"]))
-        if "k_sched" not in row:
-            row["k_sched"] = row.get("k_valid", 0)
-        row.setdefault("k_valid", row["k_sched"])
-        row.setdefault("emitted", 0 if row["kind"] == "k_zero" else row["accepted"] + 1)
-        return row
-
-    def drafted(self, k_valid: int, accepted: int, **kw: Any) -> Row:
-        return self.row(kind="drafted", k_sched=k_valid, k_valid=k_valid, accepted=accepted, **kw)
-
-    def skipped(self, k_sched: int, accepted: int = 0, **kw: Any) -> Row:
-        """Skipped for length: placeholders, all verified (k_valid = k_sched)."""
-        return self.row(kind="skipped_for_length", k_sched=k_sched, k_valid=k_sched, accepted=accepted, **kw)
-
-    def grammar_async(self, k_valid: int, k_invalid: int, accepted: int, **kw: Any) -> Row:
-        """Async scheduling: invalid drafts are -1 pads, scheduled but not verified."""
-        return self.row(kind="grammar_invalid", k_sched=k_valid + k_invalid, k_valid=k_valid,
-                        k_invalid=k_invalid, accepted=accepted, **kw)
-
-    def grammar_sync(self, k_valid: int, k_invalid: int, accepted: int, **kw: Any) -> Row:
-        """Sync scheduling: invalid drafts were truncated before scheduling."""
-        return self.row(kind="grammar_invalid", k_sched=k_valid, k_valid=k_valid, k_invalid=k_invalid,
-                        accepted=accepted, **kw)
-
-    def k_zero(self, reason: str, k_invalid: int = 0, **kw: Any) -> Row:
-        return self.row(kind="k_zero", k_zero_reason=reason, k_sched=0, k_valid=0, k_invalid=k_invalid,
-                        accepted=0, **kw)
-
-    @staticmethod
-    def check_valid(rows: list[Row]) -> None:
-        """Fail on rows that break the contract's per-outcome rules (schemas/validation.py)."""
-        cols = {
-            "kind": np.array([KIND_CODE[OutcomeKind(r["kind"])] for r in rows]),
-            "reason": np.array([REASON_CODE[None if r["k_zero_reason"] is None else KZeroReason(r["k_zero_reason"])]
-                                for r in rows]),
-            **{c: np.array([r[c] for r in rows]) for c in ("k_sched", "k_valid", "k_invalid", "accepted", "emitted")},
-        }
-        bad, reasons = invalid_outcome_rows(cols, np.array([r["num_spec_tokens"] for r in rows]))
-        assert not bad.any(), {i: (reasons[i], rows[i]) for i in reasons}
-
-    def write_tree(self, root: Path, rows: Iterable[Row]) -> Path:
-        """Write ``rows`` under ``root/dt=YYYY-MM-DD/hour=HH/`` (from event_time) as one flush per
-        log partition: per hour, a file named like the ingester's, ``test-<partition>-<first
-        offset>-<last offset>.parquet``."""
-        rows = list(rows)
-        if rows:
-            self.check_valid(rows)
-        by_place: dict[tuple[int, str, str], list[Row]] = defaultdict(list)
-        for row in rows:
-            by_place[(row["log_partition"], f"{row['event_time']:%Y-%m-%d}", f"{row['event_time']:%H}")].append(row)
-        root.mkdir(parents=True, exist_ok=True)
-        for (partition, dt, hour), part in by_place.items():
-            offsets = [r["log_offset"] for r in rows if r["log_partition"] == partition]
-            name = FileName("test", partition, min(offsets), max(offsets)).render("parquet")
-            folder = root / f"dt={dt}" / f"hour={hour}"
-            folder.mkdir(parents=True, exist_ok=True)
-            pq.write_table(pa.Table.from_pylist(part, schema=OUTCOME_SCHEMA), folder / name)
-        return root
+from tests.support.outcomes import OutcomeRows, Row
 
 
 @pytest.fixture(scope="session")

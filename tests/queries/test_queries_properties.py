@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import tempfile
 from collections import defaultdict
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,51 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from queries import connect, run_query
+from tests.support.outcomes import outcome
 
-#: (engine_instance, method, K): groups of different K side by side.
-GROUPS = [("a", "draft_model", 1), ("a", "draft_model", 3), ("b", "ngram", 4)]
-REASONS = ["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown", "verify_budget"]
-TIMES = [datetime(2025, 1, 1, 10, 5), datetime(2025, 1, 1, 11, 59), datetime(2025, 1, 2, 0, 0)]
 Key = tuple[str, str, str, int]
-
-
-@st.composite
-def outcome(draw: st.DrawFn) -> dict[str, Any]:
-    """Keyword arguments of one row that keeps the rules of schemas/validation.py."""
-    instance, method, k = draw(st.sampled_from(GROUPS))
-    kind = draw(st.sampled_from(["drafted", "skipped_for_length", "grammar_invalid", "k_zero"]))
-    k_invalid, reason = 0, None
-    if kind == "drafted":
-        k_valid = draw(st.integers(1, k))
-        k_sched = k_valid
-    elif kind == "skipped_for_length":
-        k_sched = draw(st.integers(0, k))
-        k_valid = draw(st.integers(0, k_sched))
-        k_invalid = k_sched - k_valid
-    elif kind == "grammar_invalid":
-        if draw(st.booleans()):  # async: invalid drafts are -1 pads
-            k_valid = draw(st.integers(0, k - 1))
-            k_invalid = draw(st.integers(1, k - k_valid))
-            k_sched = k_valid + k_invalid
-        else:  # sync: invalid drafts were truncated
-            k_valid = k_sched = draw(st.integers(1, k))
-            k_invalid = draw(st.integers(1, k))
-    else:
-        k_valid = k_sched = 0
-        reason = draw(st.sampled_from(REASONS))
-        k_invalid = draw(st.integers(1, k)) if reason == "grammar_truncated" else 0
-        if reason == "verify_budget":  # scheduled, none verified: vLLM counts them
-            k_sched = draw(st.integers(1, k))
-            k_valid = draw(st.integers(0, k_sched))
-            k_invalid = k_sched - k_valid
-    accepted = 0 if kind == "k_zero" else draw(st.integers(0, k_valid))
-    return {
-        "engine_instance": instance, "method": method, "num_spec_tokens": k, "kind": kind,
-        "k_zero_reason": reason, "k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_invalid,
-        "accepted": accepted, "emitted": draw(st.integers(0, accepted + 1)),
-        "event_time": draw(st.sampled_from(TIMES)), "request_id": draw(st.sampled_from(["r1", "r2", "r3"])),
-        "batch_max_seq_len": draw(st.one_of(st.none(), st.integers(1, 4096))),
-    }
 
 
 def expected(rows: list[dict[str, Any]]) -> dict[Key, dict[Any, int]]:

@@ -1,17 +1,15 @@
-"""The report tests' rows (the query tests' :class:`OutcomeRows`) and a small timed tree: two
-engines, drafts, skips, grammar and K = 0."""
+"""Fixtures for the report tests: the query tests' rows (:class:`OutcomeRows`) and a small timed tree
+(from ``tests.support.reports.T``): two engines, drafts, skips, grammar and K = 0."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.queries.conftest import OutcomeRows
-
-T = datetime(2025, 1, 1, 10, 0)
+from tests.support.outcomes import OutcomeRows
+from tests.support.reports import T
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ import pytest
 
 from specmetrics.cli import main
 from specmetrics.commands import report as report_command
-from tests.reports.conftest import T
+from tests.support.reports import T
 
 
 def test_one_report_in_both_formats(report_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

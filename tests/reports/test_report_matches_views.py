@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from queries import connect, run_query
 from reports import Window, collect
-from tests.queries.test_queries_properties import outcome
+from tests.support.outcomes import outcome
 
 
 def pooled(con: Any, sql: str) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ from queries.rollup import build_missing, rollups_cover
 from reports import ReportData, Window, collect
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, ROLLUP_DIR
-from tests.queries.test_queries_properties import outcome
+from tests.support.outcomes import outcome
 
 START = datetime(2025, 1, 1, 10, 58)
 #: Event times over four minutes around an hour boundary, at second and sub-second offsets.

@@ -8,7 +8,7 @@ import pytest
 from schemas.codes import KIND_CODE, KIND_CODES, OUTCOME_DTYPE, REASON_CODE, REASON_CODES, KindCode, ReasonCode
 from schemas.events import KZeroReason, OutcomeKind
 from schemas.wire import decode_step, step_event_to_wire
-from tests.conftest import step_event
+from tests.support.events import step_event
 
 # What every message written so far carries: these numbers never change within a major version.
 WIRE_KIND_CODES = {"drafted": 0, "skipped_for_length": 1, "grammar_invalid": 2, "k_zero": 3}

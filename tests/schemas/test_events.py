@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from schemas import SCHEMA_VERSION, UnsupportedSchemaVersion, check_schema_version, step_event_json_schema
-from tests.conftest import step_event
+from tests.support.events import step_event
 
 
 def test_valid_event_keeps_every_kind() -> None:

@@ -20,7 +20,7 @@ from schemas.wire import (
     step_event_from_wire,
     step_event_to_wire,
 )
-from tests.conftest import T0, step_event
+from tests.support.events import T0, step_event
 
 K = 5
 

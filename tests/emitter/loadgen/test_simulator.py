@@ -10,7 +10,7 @@ from emitter.loadgen import LoadSpec
 from emitter.loadgen.simulator import EngineSimulator
 from schemas.codes import OUTCOME_DTYPE, KindCode
 from schemas.wire import decode_step, step_event_from_wire
-from tests.conftest import T0
+from tests.support.events import T0
 
 
 def steps(spec: LoadSpec, count: int) -> list[bytes]:

@@ -23,7 +23,7 @@ from emitter import plugin
 from emitter.settings import EmitterSettings
 from emitter.vllm import scheduler as scheduler_hooks
 from queries import connect, run_query
-from tests.ingest.conftest import ingest_once
+from tests.support.ingest import ingest_once
 
 K = 3
 COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")

@@ -15,7 +15,7 @@ import pytest
 
 from queries import connect, run_query
 from specmetrics.windows import window_metrics
-from tests.emitter.vllm.conftest import DemoRun, Run
+from tests.support.vllm import DemoRun, Run
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.emitter.vllm.conftest import Run
-from tests.ingest.conftest import ingest_once, read_rows
+from tests.support.ingest import ingest_once, read_rows
+from tests.support.vllm import Run
 
 ENGINE = "draft_model"
 

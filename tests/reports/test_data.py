@@ -11,7 +11,7 @@ import pytest
 from queries import connect
 from reports import Window, collect
 from reports.data import MAX_BUCKETS, _pick_bucket
-from tests.reports.conftest import T
+from tests.support.reports import T
 
 
 def test_headline_pools_all_groups(report_tree: Path) -> None:

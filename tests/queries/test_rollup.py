@@ -13,8 +13,9 @@ import pyarrow.parquet as pq
 from queries.rollup import build_missing, check_rollups, rollup_path
 from schemas.wire import step_event_to_wire
 from storage.layout import ROLLUP_DIR, STATE_DIR
-from tests.conftest import T0, step_event, write_load
-from tests.ingest.conftest import ingest_once, parquet_files
+from tests.support.events import T0, step_event
+from tests.support.ingest import ingest_once, parquet_files
+from tests.support.loadgen import write_load
 from transport.log import LocalLogWriter
 
 KEY = ("engine_id", "model", "method", "num_spec_tokens", "minute", "context_start", "kind", "k_zero_reason",

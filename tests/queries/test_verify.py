@@ -15,8 +15,9 @@ from queries.verify import verify_tree
 from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB
-from tests.conftest import T0, step_event, write_load
-from tests.ingest.conftest import ingest_once
+from tests.support.events import T0, step_event
+from tests.support.ingest import ingest_once
+from tests.support.loadgen import write_load
 from transport.log import LocalLogWriter
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from specmetrics.cli import main
 from specmetrics.commands.ingest import ingest_source
-from tests.conftest import write_load
+from tests.support.loadgen import write_load
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -24,8 +24,9 @@ from queries.verify import verify_tree
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, ROLLUP_DIR, FileName
 from storage.tree_files import select_files
-from tests.conftest import T0, write_load
-from tests.ingest.conftest import ingest_once
+from tests.support.events import T0
+from tests.support.ingest import ingest_once
+from tests.support.loadgen import write_load
 
 COUNTS = "SELECT count(*) AS rows, sum(accepted) AS accepted, count(DISTINCT event_id) AS events FROM request_steps"
 ACCEPTANCE = "SELECT engine_id, num_drafts, num_accepted_tokens FROM acceptance ORDER BY engine_id"

@@ -1,8 +1,10 @@
-"""Helpers for ingest tests."""
+"""Ingest for tests: one pass over a local log, the rows and files it wrote, and a step message
+whose outcomes break a rule."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import numpy as np
@@ -14,10 +16,10 @@ from ingest.sources import LocalLogSource
 from schemas.codes import OUTCOME_DTYPE
 from schemas.wire import FIELDS, step_event_to_wire
 from storage.layout import DATA_GLOB, STATE_DIR
-from tests.conftest import step_event
+from tests.support.events import step_event
 
 
-def ingest_once(log_dir: Path, data_dir: Path, **settings: float) -> IngestStats:
+def ingest_once(log_dir: Path, data_dir: Path, **settings: Any) -> IngestStats:
     source = LocalLogSource(log_dir, data_dir / STATE_DIR)
     ingester = Ingester(source, data_dir, IngestSettings(**settings))
     try:
@@ -46,4 +48,5 @@ def bad_outcomes_message(mutate: str) -> bytes:
         packed["accepted"][0] = 3
         packed["k_valid"][0] = packed["k_sched"][0] = 2
     message[FIELDS.index("outcomes")] = packed.tobytes()
-    return msgpack.packb(message)
+    packed_message: bytes = msgpack.packb(message)
+    return packed_message

@@ -1,4 +1,5 @@
-"""The embedded local log: dense offsets, fsynced batches, torn tails never read as data."""
+"""The local log's writer: dense offsets, fsynced batches, torn tails never read as data and cut by
+the next writer, several writers on one log."""
 
 from __future__ import annotations
 
@@ -12,21 +13,9 @@ from typing import Any
 
 import pytest
 
-from transport.log import LocalLogReader, LocalLogWriter, LogRecord, segment
+from tests.support.local_log import WRITER, payload, read_all
+from transport.log import LocalLogWriter, segment
 from transport.log.segment import HEADER, list_segments, segment_path
-
-
-def payload(offset: int) -> bytes:
-    """A payload whose content says which offset it must be at."""
-    return f"record-{offset}-".encode() * (1 + offset % 7)
-
-
-def read_all(log_dir: Path, start: int = 0) -> list[tuple[int, bytes]]:
-    reader = LocalLogReader(log_dir, start)
-    out: list[tuple[int, bytes]] = []
-    while batch := reader.read(1000):
-        out += [(r.offset, r.payload) for r in batch]
-    return out
 
 
 def test_offsets_are_dense_across_batches_and_segments(log_dir: Path) -> None:
@@ -38,17 +27,6 @@ def test_offsets_are_dense_across_batches_and_segments(log_dir: Path) -> None:
     records = read_all(log_dir)
     assert [o for o, _ in records] == list(range(200))
     assert all(p == payload(o) for o, p in records)
-
-
-def test_reader_starts_at_any_offset_and_follows_appends(log_dir: Path) -> None:
-    writer = LocalLogWriter(log_dir, segment_bytes=1500)
-    writer.append([payload(o) for o in range(50)])
-    reader = LocalLogReader(log_dir, 33)
-    assert [r.offset for r in reader.read(5)] == [33, 34, 35, 36, 37]
-    assert [r.offset for r in reader.read(100)] == list(range(38, 50))
-    assert reader.read(100) == []
-    writer.append([payload(50), payload(51)])
-    assert [r.payload for r in reader.read(100)] == [payload(50), payload(51)]
 
 
 def test_a_torn_tail_is_never_parsed_and_the_next_writer_cuts_it(log_dir: Path) -> None:
@@ -68,38 +46,11 @@ def test_a_torn_tail_is_never_parsed_and_the_next_writer_cuts_it(log_dir: Path) 
     assert [o for o, _ in read_all(log_dir)] == list(range(11))
 
 
-def test_a_corrupt_record_in_the_middle_is_a_damaged_record_and_the_rest_is_read(log_dir: Path) -> None:
-    writer = LocalLogWriter(log_dir)
-    writer.append([payload(o) for o in range(3)])
-    segment = segment_path(log_dir, 0)
-    data = bytearray(segment.read_bytes())
-    data[HEADER.size + 2] ^= 0xFF  # flip a payload byte of offset 0
-    segment.write_bytes(bytes(data))
-    records = LocalLogReader(log_dir).read()
-    assert [(r.offset, r.error is not None) for r in records] == [(0, True), (1, False), (2, False)]
-    assert records[0].payload == bytes(data[:HEADER.size + len(payload(0))])
-    assert [r.payload for r in records[1:]] == [payload(1), payload(2)]
-    assert writer.append([payload(3)]) == (3, 3)
-
-
 def test_two_writers_share_one_log(log_dir: Path) -> None:
     first, second = LocalLogWriter(log_dir, segment_bytes=3000), LocalLogWriter(log_dir, segment_bytes=3000)
     for i in range(30):
         (first if i % 3 else second).append([b"a" * 50, b"b" * 70])
     assert [o for o, _ in read_all(log_dir)] == list(range(60))
-
-
-WRITER = """
-import sys
-from transport.log import LocalLogWriter
-from tests.transport.log.test_local_log import payload
-writer = LocalLogWriter(sys.argv[1], segment_bytes=256 * 1024)
-offset = 0
-while True:
-    first, last = writer.append([payload(o) for o in range(offset, offset + 200)])
-    print(last, flush=True)
-    offset = last + 1
-"""
 
 
 @pytest.mark.parametrize("kill_after_batches", [3, 17, 41])
@@ -156,21 +107,3 @@ def test_a_writer_catching_up_reads_only_what_the_others_appended(tmp_path: Path
     monkeypatch.setattr(segment, "parse", counting_parse)
     assert a.append([b"a"]) == (1003, 1003)
     assert parsed == [1000, 1001, 1002, 1003]  # b's three records and the end, not a's thousand
-
-
-def test_a_reader_following_a_busy_writer_sees_no_damage(log_dir: Path) -> None:
-    root = Path(__file__).resolve().parents[3]
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(log_dir)], stdout=subprocess.DEVNULL, cwd=root,
-                            env={**os.environ, "PYTHONPATH": str(root)})
-    try:
-        reader = LocalLogReader(log_dir)
-        records: list[LogRecord] = []
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline:
-            records += reader.read(50)  # small reads: many of them end inside a batch being written
-    finally:
-        proc.kill()
-        proc.wait()
-    assert len(records) > 1000
-    assert [r.offset for r in records] == list(range(len(records)))
-    assert all(r.error is None and r.payload == payload(r.offset) for r in records)
