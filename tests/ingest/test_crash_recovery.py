@@ -11,10 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-import pyarrow.compute as pc
-
 from storage.layout import STATE_DIR
-from tests.support.ingest import ingest_once, read_rows
+from tests.support.ingest import assert_rows_once, ingest_once
 from tests.support.loadgen import write_load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,12 +25,6 @@ def start_ingester(log_dir: Path, data_dir: Path, *extra: str) -> subprocess.Pop
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
 
-
-def assert_exactly_once(data_dir: Path, expected_rows: int) -> None:
-    table = read_rows(data_dir)
-    keys = pc.binary_join_element_wise(table["event_id"].cast("string"), table["request_id"], "|")
-    assert table.num_rows == expected_rows
-    assert pc.count_distinct(keys).as_py() == expected_rows
 
 
 def committed(data_dir: Path) -> int:
@@ -61,7 +53,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(log_dir: Path, d
     assert killed_at == sorted(killed_at)
     ingest_once(log_dir, data_dir, flush_rows=8_000)
     assert committed(data_dir) == end
-    assert_exactly_once(data_dir, expected)
+    assert_rows_once(data_dir, expected)
 
 
 def test_following_picks_up_appends_and_sigterm_flushes_and_commits(log_dir: Path, data_dir: Path) -> None:
@@ -77,5 +69,5 @@ def test_following_picks_up_appends_and_sigterm_flushes_and_commits(log_dir: Pat
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
     assert committed(data_dir) == 32 + 47  # SIGTERM flushed and committed the second batch
-    assert_exactly_once(data_dir, 2_048 + 3_008)
+    assert_rows_once(data_dir, 2_048 + 3_008)
     assert ingest_once(log_dir, data_dir).rows == 0

@@ -11,7 +11,6 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,7 +20,7 @@ from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, STATE_DIR
 from tests.support.events import T0, step_event
-from tests.support.ingest import ingest_once, read_rows
+from tests.support.ingest import assert_rows_once, ingest_once, read_rows
 from tests.support.loadgen import write_load
 from transport.log import LocalLogWriter
 from transport.log.segment import list_segments, segment_path
@@ -37,16 +36,10 @@ def identity(path: Path) -> tuple[int, int]:
 
 
 def stored_files(data_dir: Path) -> dict[str, tuple[int, int]]:
-    """Every data and dead-letter file, by path, with its identity."""""
+    """Every data and dead-letter file, by path, with its identity."""
     paths = [*data_dir.glob(DATA_GLOB), *(data_dir / DEAD_LETTER_DIR).glob("*.jsonl")]
     return {str(p.relative_to(data_dir)): identity(p) for p in paths}
 
-
-def assert_stored_once(data_dir: Path, expected_rows: int) -> None:
-    table = read_rows(data_dir)
-    keys = pc.binary_join_element_wise(table["event_id"].cast("string"), table["request_id"], "|")
-    assert table.num_rows == expected_rows
-    assert pc.count_distinct(keys).as_py() == expected_rows
 
 
 def offsets_file(data_dir: Path) -> Path:
@@ -70,7 +63,7 @@ def test_a_lost_offsets_file_keeps_every_stored_file_and_reads_only_what_is_new(
     assert stats.rows == sum(t.rows for t in second.values())  # only the new records were read
     after = stored_files(data_dir)
     assert {path: after.get(path) for path in before} == before  # not one stored file removed or rewritten
-    assert_stored_once(data_dir, sum(t.rows for t in [*first.values(), *second.values()]))
+    assert_rows_once(data_dir, sum(t.rows for t in [*first.values(), *second.values()]))
     assert json.loads(offsets_file(data_dir).read_text()) == {"0": 94 + 47}
 
 
@@ -81,7 +74,7 @@ def test_a_stale_offsets_file_keeps_the_files_stored_after_it(log_dir: Path, dat
     offsets_file(data_dir).write_text(json.dumps({"0": 32}))  # an older commit (its later ones lost)
     assert ingest_once(log_dir, data_dir, flush_rows=2_000).rows == 0
     assert stored_files(data_dir) == before
-    assert_stored_once(data_dir, sum(t.rows for t in truth.values()))
+    assert_rows_once(data_dir, sum(t.rows for t in truth.values()))
 
 
 def test_pruned_segments_and_a_lost_offsets_file_keep_every_stored_row(log_dir: Path, data_dir: Path) -> None:
@@ -99,7 +92,7 @@ def test_pruned_segments_and_a_lost_offsets_file_keep_every_stored_row(log_dir: 
     before = stored_files(data_dir)
     assert ingest_once(log_dir, data_dir, flush_rows=40).rows == 40
     assert {path: stored_files(data_dir).get(path) for path in before} == before
-    assert_stored_once(data_dir, 70 * 4)
+    assert_rows_once(data_dir, 70 * 4)
 
 
 def test_an_offsets_file_past_the_stored_files_is_an_error_and_removes_nothing(log_dir: Path, data_dir: Path) -> None:
@@ -153,7 +146,7 @@ def test_a_flush_cut_short_between_its_files_is_written_again(tmp_path: Path, st
     ingest_once(log_dir, data_dir, flush_event_time_s=86_400)
     assert flush_files_in_write_order(data_dir) == written
     assert {path: path.read_bytes() for path in written} == complete
-    assert_stored_once(data_dir, good_rows)
+    assert_rows_once(data_dir, good_rows)
 
 
 def test_files_written_before_flushes_recorded_their_count_follow_the_committed_offset(
@@ -176,7 +169,7 @@ def test_files_written_before_flushes_recorded_their_count_follow_the_committed_
     last = str(files[-1].relative_to(data_dir))
     assert after[last] != inodes[last] and {p: after[p] for p in inodes if p != last} == \
         {p: i for p, i in inodes.items() if p != last}
-    assert_stored_once(data_dir, sum(t.rows for t in truth.values()))
+    assert_rows_once(data_dir, sum(t.rows for t in truth.values()))
 
 
 def test_verify_finds_a_flush_missing_a_file_that_the_offset_ranges_do_not_show(

@@ -9,6 +9,7 @@ from typing import Any
 import msgpack
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ingest import Ingester, IngestSettings, IngestStats
@@ -50,3 +51,11 @@ def bad_outcomes_message(mutate: str) -> bytes:
     message[FIELDS.index("outcomes")] = packed.tobytes()
     packed_message: bytes = msgpack.packb(message)
     return packed_message
+
+
+def assert_rows_once(data_dir: Path, expected_rows: int) -> None:
+    """The tree holds ``expected_rows`` rows, each (event id, request id) once."""
+    table = read_rows(data_dir)
+    keys = pc.binary_join_element_wise(table["event_id"].cast("string"), table["request_id"], "|")
+    assert table.num_rows == expected_rows
+    assert pc.count_distinct(keys).as_py() == expected_rows
