@@ -234,10 +234,8 @@ class Ingester:
         self.wait()
         if not self.settings.accept_loss:
             raise LostOffsets(self.source.name, loss)
-        self._locks.acquire(loss.partition)
-        work = _Flush(FileName(self.source.name, loss.partition, loss.first, loss.last), OUTCOME_SCHEMA.empty_table(),
-                      np.zeros(0, dtype=np.int64), [], None, lost=loss)
-        self._in_flight = (self._writer.submit(self._write, work), {loss.partition: loss.last + 1}, work)
+        self._submit(_Flush(FileName(self.source.name, loss.partition, loss.first, loss.last),
+                            OUTCOME_SCHEMA.empty_table(), np.zeros(0, dtype=np.int64), [], None, lost=loss))
         self.wait()
 
     def flush_all(self) -> None:
@@ -255,9 +253,13 @@ class Ingester:
         self.wait()
         if partition in self._refused:  # the commit of its previous flush was refused just now
             return
-        self._locks.acquire(partition)
-        work = _Flush(name, table, event_time_us, buffer.dead_letters, buffer.first_event_us)
-        self._in_flight = (self._writer.submit(self._write, work), {partition: buffer.end_offset + 1}, work)
+        self._submit(_Flush(name, table, event_time_us, buffer.dead_letters, buffer.first_event_us))
+
+    def _submit(self, work: _Flush) -> None:
+        """Lock the flush's partition and hand the flush to the writer thread; :meth:`wait`
+        commits past its last offset and releases the lock."""
+        self._locks.acquire(work.name.partition)
+        self._in_flight = (self._writer.submit(self._write, work), {work.name.partition: work.name.end + 1}, work)
 
     def wait(self) -> None:
         """Block until the flush in flight is durable, then commit it; re-raise its error."""
