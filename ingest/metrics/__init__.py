@@ -1,0 +1,1 @@
+"""Live corrected metrics: the ingester's validated rows counted as Prometheus counters."""
