@@ -147,6 +147,7 @@ class EventPublisher:
                     empty += 1
                     continue
                 envelope, outcomes = event
+                envelope["dropped_steps"] = self._dropped_steps()
                 key = engine_id(envelope["engine_instance"], envelope["dp_rank"]).encode()
                 by_engine.setdefault(key, []).append(encode_step(envelope, outcomes))
             if not by_engine:
@@ -171,6 +172,11 @@ class EventPublisher:
             self._close_sink()
         finally:
             self._count("empty_steps", empty)
+
+    def _dropped_steps(self) -> int:
+        """Steps this process dropped so far: every step event carries it to the live metrics."""
+        health = self.health
+        return health.dropped_queue_full + health.dropped_sink_error + health.dropped_at_close
 
     def _close_sink(self) -> None:
         if self._sink is not None:

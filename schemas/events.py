@@ -193,6 +193,12 @@ class StepEnvelope(EngineContext):
         "reason verify_budget).",
     )
 
+    dropped_steps: int | None = Field(
+        default=None, ge=0, lt=2**63,
+        description="Schema 1.2: the steps the sending plugin process had dropped when it sent this one (its "
+        "queue was full, or the sink failed), counted since the process started; null when not reported.",
+    )
+
     @field_validator("event_time")
     @classmethod
     def _to_utc(cls, value: datetime) -> datetime:

@@ -28,6 +28,8 @@ Message layout: a msgpack array, fields by position (:data:`FIELDS`)::
     14 request_id_offsets  bytes: n + 1 int32 LE offsets into request_id_data, from 0
     15 request_id_data     bytes: UTF-8 request ids concatenated
     16 drafts_verified     int or nil (schema 1.1; optional: a 1.0 message ends at field 15)
+    17 dropped_steps       int or nil (schema 1.2; optional): steps the sending plugin process had
+                           dropped so far (queue full or sink failure), counted since it started
 
 An array, not a map, because it decodes three times faster (BENCHMARKS.md). Additive changes
 append fields; readers ignore fields past the ones they know.
@@ -84,10 +86,11 @@ FIELDS = (
     "request_id_offsets",
     "request_id_data",
     "drafts_verified",
+    "dropped_steps",
 )
 #: The fields every message of this major version has; later ones are optional.
 REQUIRED_FIELDS = 16
-ENVELOPE_KEYS = (*FIELDS[1:12], "drafts_verified")
+ENVELOPE_KEYS = (*FIELDS[1:12], "drafts_verified", "dropped_steps")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 #: The event times a reader accepts: years 1 to 9999 (UTC), what a Python datetime holds (the
@@ -129,6 +132,7 @@ class WireStep(NamedTuple):
     request_id_offsets: bytes
     outcomes: bytes
     drafts_verified: int | None = None
+    dropped_steps: int | None = None
 
     def envelope(self) -> StepEnvelope:
         """The envelope as the pydantic contract."""
@@ -139,19 +143,21 @@ class WireStep(NamedTuple):
             "event_time": _EPOCH + timedelta(microseconds=self.event_time_us),
             "batch_max_seq_len": self.batch_max_seq_len,
             "drafts_verified": self.drafts_verified,
+            "dropped_steps": self.dropped_steps,
         })
 
 
 def encode_step(envelope: dict[str, Any], outcomes: OutcomeColumns) -> bytes:
-    """Encode one step. ``envelope`` holds :data:`ENVELOPE_KEYS` (``drafts_verified`` may be absent)."""
+    """Encode one step. ``envelope`` holds :data:`ENVELOPE_KEYS` (``drafts_verified`` and
+    ``dropped_steps`` may be absent)."""
     ids = [rid.encode() for rid in outcomes.request_id]
     offsets = np.zeros(len(ids) + 1, dtype=OFFSET_DTYPE)
     np.cumsum([len(i) for i in ids], out=offsets[1:])
     packed = np.empty(len(ids), dtype=OUTCOME_DTYPE)
     for name in OUTCOME_COLUMNS:
         packed[name] = getattr(outcomes, name)
-    message = [SCHEMA_VERSION, *(envelope[key] for key in ENVELOPE_KEYS[:-1]), len(ids), packed.tobytes(),
-               offsets.tobytes(), b"".join(ids), envelope.get("drafts_verified")]
+    message = [SCHEMA_VERSION, *(envelope[key] for key in ENVELOPE_KEYS[:-2]), len(ids), packed.tobytes(),
+               offsets.tobytes(), b"".join(ids), envelope.get("drafts_verified"), envelope.get("dropped_steps")]
     encoded: bytes = msgpack.packb(message, use_bin_type=True)
     return encoded
 
@@ -189,6 +195,9 @@ def decode_step(payload: bytes) -> WireStep:
     verified = message[16] if len(message) > REQUIRED_FIELDS else None
     if verified is not None and (type(verified) is not int or not 0 <= verified < 2**31):
         raise InvalidRecord(f"'drafts_verified' must be null or an integer in [0, 2**31), got {verified!r}")
+    dropped = message[17] if len(message) > REQUIRED_FIELDS + 1 else None
+    if dropped is not None and (type(dropped) is not int or not 0 <= dropped < 2**63):
+        raise InvalidRecord(f"'dropped_steps' must be null or an integer in [0, 2**63), got {dropped!r}")
     if type(n) is not int or n < 0:
         raise InvalidRecord(f"'n' must be a non-negative integer, got {n!r}")
     if type(outcomes) is not bytes or len(outcomes) != n * OUTCOME_DTYPE.itemsize:
@@ -197,7 +206,8 @@ def decode_step(payload: bytes) -> WireStep:
         raise InvalidRecord("'request_id_offsets' must be n + 1 int32 values and 'request_id_data' bytes")
     if offsets[:4] != b"\0\0\0\0" or int.from_bytes(offsets[-4:], "little") != len(data):
         raise InvalidRecord("'request_id_offsets' must run from 0 to len(request_id_data)")
-    return WireStep(context, event_id, step_index, event_time, batch_max, n, data, offsets, outcomes, verified)
+    return WireStep(context, event_id, step_index, event_time, batch_max, n, data, offsets, outcomes, verified,
+                    dropped)
 
 
 _CONTEXT_FIELDS = (0, 2, 3, 4, 5, 6, 7, 8)

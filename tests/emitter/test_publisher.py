@@ -14,7 +14,8 @@ from emitter.publisher import EventPublisher
 from emitter.settings import EmitterSettings
 from emitter.sinks import open_sink
 from emitter.sinks.spool import Spool
-from schemas.wire import OutcomeColumns
+from schemas.wire import OutcomeColumns, decode_step
+from transport.log.reader import LocalLogReader
 from tests.support.ingest import ingest_once, read_rows
 
 
@@ -50,6 +51,12 @@ def test_a_full_queue_drops_and_counts_instead_of_blocking(tmp_path: Path) -> No
     pub.close()
     assert json.loads(health_file.read_text())["dropped_queue_full"] == 15
     assert pub.health.sent_steps == 10
+    assert sent_dropped_steps(tmp_path / "log") == [15] * 10
+
+
+def sent_dropped_steps(log: Path) -> list[int | None]:
+    """The ``dropped_steps`` every step in the local log carries."""
+    return [decode_step(record.payload).dropped_steps for record in LocalLogReader(log).read(1000)]
 
 
 def test_a_failing_sink_is_counted_and_retried(tmp_path: Path) -> None:
@@ -67,6 +74,7 @@ def test_a_failing_sink_is_counted_and_retried(tmp_path: Path) -> None:
     assert (pub.health.sink_errors, pub.health.dropped_sink_error, pub.health.sent_steps) == (1, 1, 1)
     ingest_once(blocker / "log", tmp_path / "data")
     assert read_rows(tmp_path / "data")["step_index"].to_pylist() == [2]
+    assert sent_dropped_steps(blocker / "log") == [1]
 
 
 def test_a_close_during_a_broker_outage_spools_every_step_without_waiting_for_the_broker(tmp_path: Path) -> None:

@@ -68,6 +68,7 @@ def step_events(draw: st.DrawFn) -> StepEvent:
         drafter_max_len=draw(st.none() | st.integers(1, 2**31 - 1)),
         batch_max_seq_len=draw(st.none() | st.integers(0, 2**31 - 1)),
         drafts_verified=draw(st.none() | st.integers(0, 2**31 - 1)),
+        dropped_steps=draw(st.none() | st.integers(0, 2**63 - 1)),
         engine_instance=draw(st.text(min_size=1, max_size=20)),
         dp_rank=draw(st.integers(0, 64)),
     )
@@ -153,9 +154,24 @@ def test_a_schema_1_0_message_without_drafts_verified_is_read() -> None:
     message = msgpack.unpackb(step_event_to_wire(step_event(drafts_verified=7)))
     assert len(message) == len(FIELDS) and message[FIELDS.index("drafts_verified")] == 7
     message[0] = "1.0"
-    step = decode_step(msgpack.packb(message[:-1]))
+    step = decode_step(msgpack.packb(message[:FIELDS.index("drafts_verified")]))
     assert step.drafts_verified is None
     assert step.envelope().drafts_verified is None and step.envelope().schema_version == "1.0"
+
+
+def test_a_schema_1_1_message_without_dropped_steps_is_read() -> None:
+    message = msgpack.unpackb(step_event_to_wire(step_event(drafts_verified=7, dropped_steps=12)))
+    assert message[FIELDS.index("dropped_steps")] == 12
+    assert decode_step(msgpack.packb(message)).envelope().dropped_steps == 12
+    message[0] = "1.1"
+    step = decode_step(msgpack.packb(message[:FIELDS.index("dropped_steps")]))
+    assert step.dropped_steps is None and step.drafts_verified == 7
+
+
+@pytest.mark.parametrize("value", [-1, 2**63, "3", 1.5])
+def test_dropped_steps_out_of_range_is_rejected(value: object) -> None:
+    with pytest.raises(InvalidRecord, match="'dropped_steps' must be null or an integer in"):
+        decode_step(_message(dropped_steps=value))
 
 
 @pytest.mark.parametrize("value", [-1, 2**31, "3", 1.5])
