@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from ingest.observer import IngestObserver, ValidatedSteps
 from schemas.arrow import OUTCOME_SCHEMA
 from schemas.codes import KIND_CODES, OFFSET_DTYPE, OUTCOME_COLUMNS, OUTCOME_DTYPE, REASON_CODES, ReasonCode
 from schemas.events import MAX_REQUEST_ID_CHARS
@@ -44,7 +45,8 @@ class PartitionBuffer:
     """Steps read from one partition since the last flush.
 
     Steps are converted to Arrow every :data:`CHUNK_ROWS` request outcomes, so memory stays
-    close to the Arrow size of the data and large temporary buffers are not re-faulted in.
+    close to the Arrow size of the data and large temporary buffers are not re-faulted in, and
+    whenever :meth:`convert` is called; each conversion is reported to ``observer``.
     """
 
     partition: int
@@ -60,6 +62,9 @@ class PartitionBuffer:
     _pending_rows: int = 0
     _batches: list[pa.RecordBatch] = field(default_factory=list)
     _times: list[np.ndarray] = field(default_factory=list)
+    observer: IngestObserver | None = None
+    source: str = ""
+    _reported_dead_letters: int = 0
 
     def add(self, offset: int, payload: bytes, step: WireStep) -> None:
         self._steps.append(step)
@@ -72,7 +77,7 @@ class PartitionBuffer:
         if self.first_event_us is None:
             self.first_event_us = step.event_time_us
         if self._pending_rows >= CHUNK_ROWS:
-            self._convert()
+            self.convert()
 
     def reject(self, offset: int, payload: bytes, reason: str) -> None:
         self.dead_letters.append(DeadLetter(self.partition, offset, reason, payload))
@@ -81,17 +86,28 @@ class PartitionBuffer:
 
     def build(self) -> tuple[pa.Table, np.ndarray]:
         """The table of all valid steps, and each row's event time (µs) for partitioning."""
-        self._convert()
+        self.convert()
         table = pa.Table.from_batches(self._batches, schema=OUTCOME_SCHEMA)
         times = np.concatenate(self._times) if self._times else np.zeros(0, dtype=np.int64)
         return table, times
 
-    def _convert(self) -> None:
-        """Validate the pending steps, dead-letter the bad ones, turn the rest into a batch."""
+    def convert(self) -> None:
+        """Validate the pending steps, dead-letter the bad ones, turn the rest into a batch; tell
+        the observer."""
+        steps, offsets, batch = self._validate()
+        if batch is not None:
+            self._batches.append(batch)
+        if self.observer is not None and (steps or len(self.dead_letters) > self._reported_dead_letters):
+            dead = [letter.offset for letter in self.dead_letters[self._reported_dead_letters:]]
+            self._reported_dead_letters = len(self.dead_letters)
+            self.observer.validated(self.source, ValidatedSteps(self.partition, batch, steps, offsets, dead))
+
+    def _validate(self) -> tuple[list[WireStep], np.ndarray, pa.RecordBatch | None]:
+        """The pending steps that are valid, their offsets and their rows; the others become dead letters."""
         steps, offsets, payloads = self._steps, np.asarray(self._offsets, dtype=np.int64), self._payloads
         self._steps, self._offsets, self._payloads, self._pending_rows = [], [], [], 0
         if not steps:
-            return
+            return [], offsets, None
         n = np.fromiter((s.n for s in steps), dtype=np.int64, count=len(steps))
         request_ids, id_bytes = _request_ids(steps, n)
         bad_ids = _bad_request_id_steps(steps, n, request_ids, id_bytes)
@@ -102,7 +118,7 @@ class PartitionBuffer:
             keep = [i for i in range(len(steps)) if i not in bad_ids]
             steps, offsets, payloads, n = [steps[i] for i in keep], offsets[keep], [payloads[i] for i in keep], n[keep]
             if not steps:
-                return
+                return [], offsets, None
             request_ids, _ = _request_ids(steps, n)
         step_of_row = np.repeat(np.arange(len(steps)), n)
         packed = np.frombuffer(b"".join([s.outcomes for s in steps]), dtype=OUTCOME_DTYPE)
@@ -129,8 +145,10 @@ class PartitionBuffer:
             cols = {name: values[keep_row] for name, values in cols.items()}
             request_ids = request_ids.filter(pa.array(keep_row))
         times = np.fromiter((s.event_time_us for s in steps), dtype=np.int64, count=len(steps))[step_of_row]
-        self._batches.append(_record_batch(steps, offsets, self.partition, step_of_row, cols, request_ids, times))
         self._times.append(times)
+        if not steps:
+            return [], offsets, None
+        return steps, offsets, _record_batch(steps, offsets, self.partition, step_of_row, cols, request_ids, times)
 
 
 def _request_ids(steps: list[WireStep], n: np.ndarray) -> tuple[pa.StringArray, np.ndarray]:

@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from ingest.batch import DeadLetter, PartitionBuffer
+from ingest.observer import IngestObserver
 from ingest.output import (
     ParquetOptions,
     WrittenFile,
@@ -51,6 +52,9 @@ if TYPE_CHECKING:  # kafka-python is an optional dependency
     from ingest.dead_letter_topic import DeadLetterTopic
 
 logger = logging.getLogger(__name__)
+
+#: How often an observer is told the source's lag.
+LAG_INTERVAL_S = 1.0
 
 
 @dataclass
@@ -92,8 +96,11 @@ class Ingester:
     """Runs one source into one output directory."""
 
     def __init__(self, source: Source, out: Path, settings: IngestSettings | None = None,
-                 dead_letter_topic: DeadLetterTopic | None = None) -> None:
+                 dead_letter_topic: DeadLetterTopic | None = None, observer: IngestObserver | None = None) -> None:
+        """``observer`` is told of every step as soon as it is validated (after each poll), of
+        offsets recorded lost, and of the source's lag (about once a second)."""
         self.source = source
+        self._observer = observer
         self.out = out
         self.settings = settings or IngestSettings()
         self.stats = IngestStats()
@@ -117,7 +124,7 @@ class Ingester:
             alive: Callable[[IngestStats], None] | None = None) -> IngestStats:
         """Ingest until the end of the source (``once``) or until ``should_stop()``. ``alive`` is
         called on every pass of the loop, records or not (a live source is polled with a 0.5 s timeout)."""
-        last_record = last_log = time.monotonic()
+        last_record = last_log = last_lag = time.monotonic()
         rows_at_log = 0
         while not should_stop():
             if alive:
@@ -129,8 +136,15 @@ class Ingester:
                 self._lose(loss)
             for record in records:
                 self._consume(record.partition, record.offset, record.value, record.error)
-            self._reap()
             now = time.monotonic()
+            if self._observer is not None:
+                for partition in {record.partition for record in records}:
+                    if buffer := self._buffers.get(partition):
+                        buffer.convert()
+                if now - last_lag >= LAG_INTERVAL_S:
+                    self._observer.lag(self.source.name, self.source.partition_lag())
+                    last_lag = now
+            self._reap()
             if records or losses:
                 last_record = now
                 if progress:
@@ -206,7 +220,7 @@ class Ingester:
             step = decode_step(payload)
         except (InvalidRecord, UnsupportedSchemaVersion) as exc:
             if buffer is None:
-                buffer = self._buffers[partition] = PartitionBuffer(partition, offset)
+                buffer = self._buffers[partition] = self._new_buffer(partition, offset)
             buffer.reject(offset, payload, str(exc))
         else:
             # Forward only: engines whose clocks differ by more than the window, or a replayed spool
@@ -216,11 +230,14 @@ class Ingester:
                 self.flush(partition)
                 buffer = None
             if buffer is None:
-                buffer = self._buffers[partition] = PartitionBuffer(partition, offset)
+                buffer = self._buffers[partition] = self._new_buffer(partition, offset)
             buffer.add(offset, payload, step)
         if buffer.rows + len(buffer.dead_letters) >= self.settings.flush_rows or \
                 buffer.payload_bytes >= self.settings.flush_bytes:
             self.flush(partition)
+
+    def _new_buffer(self, partition: int, offset: int) -> PartitionBuffer:
+        return PartitionBuffer(partition, offset, observer=self._observer, source=self.source.name)
 
     def _lose(self, loss: LostRange) -> None:
         """Offsets gone from the source: what came before them is flushed and committed; then the
@@ -237,6 +254,8 @@ class Ingester:
         self._submit(_Flush(FileName(self.source.name, loss.partition, loss.first, loss.last),
                             OUTCOME_SCHEMA.empty_table(), np.zeros(0, dtype=np.int64), [], None, lost=loss))
         self.wait()
+        if self._observer is not None:
+            self._observer.lost(self.source.name, loss.partition, loss.first, loss.last)
 
     def flush_all(self) -> None:
         for partition in list(self._buffers):

@@ -31,3 +31,7 @@ class IngestSettings(BaseSettings):
                               "local log segment) are recorded in the tree and ingesting goes on; off: the ingester "
                               "stores what came before them and stops with an error.")
     log_interval_s: float = Field(default=30.0, gt=0, description="How often rows/s and lag are logged.")
+    metrics_port: int | None = Field(default=None, ge=0, le=65535, description="Serve the live corrected metrics "
+                                     "for Prometheus on this port (/metrics; 0: any free port); None: no endpoint.")
+    metrics_host: str = Field(default="0.0.0.0", min_length=1, description="The address the metrics endpoint "
+                              "listens on.")

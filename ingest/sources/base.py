@@ -97,5 +97,10 @@ class Source(ABC):
         """Records written but not yet read, if the source knows."""
         return None
 
+    def partition_lag(self) -> dict[int, int]:
+        """Records written but not yet read, per assigned partition whose lag the source knows.
+        The default: none known."""
+        return {}
+
     def close(self) -> None:
         """Release resources. The default does nothing."""

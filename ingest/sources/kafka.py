@@ -171,6 +171,15 @@ class KafkaSource(Source):
                 total += max(0, highwater - self._consumer.position(tp, timeout_ms=self._timeout_ms))
         return total
 
+    def partition_lag(self) -> dict[int, int]:
+        lags: dict[int, int] = {}
+        with self._unavailable():
+            for tp in self._consumer.assignment():
+                highwater = self._consumer.highwater(tp)
+                if highwater is not None:
+                    lags[tp.partition] = max(0, highwater - self._consumer.position(tp, timeout_ms=self._timeout_ms))
+        return lags
+
     def close(self) -> None:
         """Leave the group. The ingester is done: a revocation on the way out has nothing to flush."""
         self.listen(lambda committed: {}, lambda partitions: None, lambda partitions: None)

@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ingest import Ingester, IngestSettings, IngestStats
+from ingest.metrics.exposition import MetricsServer
+from ingest.metrics.live import LiveMetrics
+from ingest.observer import IngestObserver
 from ingest.sources import open_source
 from ingest.sources.base import SourceUnavailable
 from specmetrics.heartbeat import Heartbeat
@@ -44,6 +47,9 @@ def add_parser(subparsers: Any) -> None:
                         help="Offsets gone from the source (a deleted or truncated local log segment) are recorded "
                              "in the tree ('specmetrics verify' reports them) and ingesting goes on; without it the "
                              "ingester stores what came before them and exits with an error naming them.")
+    parser.add_argument("--metrics-port", type=int, default=None,
+                        help="Serve the live corrected metrics for Prometheus on this port, path /metrics "
+                             "(default: SPECMETRICS_INGEST_METRICS_PORT, or no endpoint); docs/metrics.md.")
     parser.add_argument("--quiet", action="store_true", help="No progress line.")
     parser.add_argument("--heartbeat-file", type=Path, default=None,
                         help="Rewrite this file (JSON: time and totals) every second while the loop runs, idle or "
@@ -54,7 +60,8 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in (("flush_rows", args.flush_rows), ("group", args.group),
                                    ("dead_letter_topic", args.dead_letter_topic),
-                                   ("accept_loss", args.accept_loss)) if v is not None}
+                                   ("accept_loss", args.accept_loss), ("metrics_port", args.metrics_port))
+                 if v is not None}
     stats = ingest_source(args.source, args.out, once=args.once, settings=IngestSettings(**overrides),
                           show_progress=not args.quiet, heartbeat_file=args.heartbeat_file)
     print(f"ingested {stats.rows:,} request outcomes from {stats.records:,} records into {stats.files} file(s); "
@@ -85,11 +92,12 @@ def ingest_source(url: str, out: Path, once: bool, settings: IngestSettings | No
     progress = Progress("ingest", unit="records")
     totals = IngestStats()
     pause_s = RETRY_FIRST_S
+    live, server = _metrics_endpoint(settings)
     try:
         while True:
             records_before = totals.records
             try:
-                _ingest(url, out, once, settings, totals, lambda: stopping,
+                _ingest(url, out, once, settings, totals, live, lambda: stopping,
                         (lambda s: progress.update(totals.records + s.records)) if show_progress else None,
                         (lambda s: heartbeat.beat(asdict(s))) if heartbeat else None)
                 break
@@ -104,18 +112,35 @@ def ingest_source(url: str, out: Path, once: bool, settings: IngestSettings | No
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if server is not None:
+            server.close()
     if show_progress:
         progress.finish()
     return totals
 
 
+def _metrics_endpoint(settings: IngestSettings) -> tuple[LiveMetrics | None, MetricsServer | None]:
+    """The live metrics and their HTTP endpoint, when a port is set: one for the whole run, so
+    the totals go on across reconnections to the source."""
+    if settings.metrics_port is None:
+        return None, None
+    live = LiveMetrics()
+    try:
+        server = MetricsServer(live, settings.metrics_port, settings.metrics_host)
+    except OSError as exc:
+        raise SystemExit(f"error: cannot serve the metrics on {settings.metrics_host}:{settings.metrics_port}: "
+                         f"{exc.strerror or exc}") from None
+    logger.info("serving the live metrics on http://%s:%d/metrics", settings.metrics_host, server.port)
+    return live, server
+
+
 def _ingest(url: str, out: Path, once: bool, settings: IngestSettings, totals: IngestStats,
-            should_stop: Callable[[], bool], progress: Callable[[IngestStats], None] | None,
-            alive: Callable[[IngestStats], None] | None) -> None:
+            observer: IngestObserver | None, should_stop: Callable[[], bool],
+            progress: Callable[[IngestStats], None] | None, alive: Callable[[IngestStats], None] | None) -> None:
     """One source and ingester, from start to close; what it committed is added to ``totals``."""
     source = open_source(url, out / STATE_DIR, settings.group)
     try:
-        ingester = Ingester(source, out, settings, _dead_letter_topic(url, settings))
+        ingester = Ingester(source, out, settings, _dead_letter_topic(url, settings), observer)
         try:
             ingester.run(once, progress, should_stop=should_stop, alive=alive)
         finally:

@@ -1,0 +1,107 @@
+"""Running totals of what one ingester validated: the state behind the live endpoint.
+
+:class:`LiveMetrics` is an :class:`~ingest.observer.IngestObserver`: it adds every batch of
+validated rows to per-group :class:`~ingest.metrics.counts.GroupCounts` on the ingester's polling
+thread, and hands a consistent copy to the endpoint's thread. Per source and partition it keeps
+the next offset it has not counted, so what the ingester reads again in this process (its source
+reconnected, a partition came back) is not counted twice. What another process counted (before a
+restart, or the partition's previous owner in a consumer group) it cannot know: docs/metrics.md
+says what that bounds.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ingest.metrics.counts import GroupCounts, GroupKey, count_batch
+from ingest.observer import IngestObserver, ValidatedSteps
+
+
+@dataclass
+class PipelineHealth:
+    """The ingester's own counters, as the endpoint shows them."""
+
+    steps: int = 0
+    request_steps: int = 0
+    dead_letters: int = 0
+    lost_offsets: int = 0
+    #: Per (source, partition): records not read yet.
+    lag: dict[tuple[str, int], int] = field(default_factory=dict)
+
+
+@dataclass
+class Snapshot:
+    """A consistent copy of every total, for one scrape."""
+
+    groups: dict[GroupKey, GroupCounts]
+    #: Per group: the dropped steps its plugin process reported last (None: never reported).
+    plugin_dropped: dict[GroupKey, int]
+    health: PipelineHealth
+
+
+class LiveMetrics(IngestObserver):
+    """Totals since this process started; safe to read from another thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._groups: dict[GroupKey, GroupCounts] = {}
+        self._plugin_dropped: dict[GroupKey, int] = {}
+        self._health = PipelineHealth()
+        self._next: dict[tuple[str, int], int] = {}  # per (source, partition): the first offset not counted
+
+    def validated(self, source: str, steps: ValidatedSteps) -> None:
+        position = (source, steps.partition)
+        floor = self._next.get(position, 0)
+        new_steps = steps.step_offsets >= floor
+        rows = steps.rows
+        if rows is not None and not new_steps.all():
+            rows = rows.filter(rows.column("log_offset").to_numpy() >= floor)
+        counts = count_batch(rows) if rows is not None else {}
+        dropped = _latest_dropped(steps, new_steps)
+        dead_letters = sum(offset >= floor for offset in steps.dead_letter_offsets)
+        last = max([*steps.step_offsets[-1:].tolist(), *steps.dead_letter_offsets], default=floor - 1)
+        with self._lock:
+            for key, group in counts.items():
+                if key in self._groups:
+                    self._groups[key].add(group)
+                else:
+                    self._groups[key] = group
+            self._plugin_dropped.update(dropped)
+            self._health.steps += int(new_steps.sum())
+            self._health.request_steps += 0 if rows is None else len(rows)
+            self._health.dead_letters += dead_letters
+            self._next[position] = max(floor, last + 1)
+
+    def lost(self, source: str, partition: int, first: int, last: int) -> None:
+        position = (source, partition)
+        floor = self._next.get(position, 0)
+        with self._lock:
+            self._health.lost_offsets += max(0, last + 1 - max(first, floor))
+            self._next[position] = max(floor, last + 1)
+
+    def lag(self, source: str, records: dict[int, int]) -> None:
+        with self._lock:
+            self._health.lag = {key: value for key, value in self._health.lag.items() if key[0] != source}
+            self._health.lag.update({(source, partition): lag for partition, lag in records.items()})
+
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            return Snapshot(copy.deepcopy(self._groups), dict(self._plugin_dropped), copy.deepcopy(self._health))
+
+
+def _latest_dropped(steps: ValidatedSteps, new_steps: np.ndarray) -> dict[GroupKey, int]:
+    """Per group, the dropped steps reported by its latest new step that reports them."""
+    latest: dict[GroupKey, int] = {}
+    keys: dict[int, GroupKey] = {}  # per engine context object (decoding shares them)
+    for step, new in zip(steps.steps, new_steps.tolist(), strict=True):
+        if new and step.dropped_steps is not None:
+            context = step.context
+            key = keys.get(id(context))
+            if key is None:
+                key = keys[id(context)] = (context.model, context.engine_id, context.method, context.num_spec_tokens)
+            latest[key] = step.dropped_steps
+    return latest

@@ -1,0 +1,158 @@
+"""The live endpoint of a real `specmetrics ingest` process, scraped over HTTP: its counters equal
+the views over the tree the same process wrote, and what restarts do to them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from devtools.kafka_broker import free_port
+from emitter.sinks import LocalLogSink
+from schemas.wire import step_event_to_wire
+from queries.catalog import connect
+from storage.layout import DATA_GLOB
+from tests.support.events import step_event
+from tests.support.loadgen import write_load
+from tests.support.metrics import VIEW_SERIES, Samples, scrape, series, view_series, wait_for
+
+ROOT = Path(__file__).resolve().parents[3]
+ROWS = "specmetrics_ingest_request_steps_total"
+
+
+def ingest(source: str, out: Path, port: int, *extra: str) -> subprocess.Popen[bytes]:
+    """``specmetrics ingest`` following ``source``, serving its metrics on ``port``; no flush for
+    being idle, so what is buffered stays so until a flush by size or a stop."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "specmetrics.cli", "ingest", "--source", source, "--out", str(out), "--quiet",
+         "--metrics-port", str(port), *extra],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "SPECMETRICS_INGEST_FLUSH_IDLE_S": "600"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def counted(port: int) -> float:
+    try:
+        return scrape(port).get((ROWS, ()), -1)
+    except OSError:  # not listening yet
+        return -1
+
+
+def stop(process: subprocess.Popen[bytes]) -> int:
+    """SIGTERM (flush and commit); the request-steps the process reports it stored."""
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err.decode()
+    return int(out.decode().split()[1].replace(",", ""))
+
+
+def rows_of(files: list[Path]) -> int:
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+
+
+def test_the_counters_equal_the_views_over_the_same_data(tmp_path: Path) -> None:
+    log, out, port = tmp_path / "log", tmp_path / "out", free_port()
+    truth = write_load(log, rows=40_000, engines=3, num_spec_tokens=4, grammar_invalid_rate=0.2, k_zero_rate=0.1,
+                       drafter_max_len=1600)
+    truth |= write_load(log, rows=10_000, num_spec_tokens=2, scheduling="sync", grammar_invalid_rate=0.3,
+                        engine_prefix="sync", seed=3)
+    with LocalLogSink(log) as sink:  # a dead letter, and two steps of a plugin that dropped steps
+        sink.send(b"node-a", [b"\xc1not msgpack", step_event_to_wire(step_event(dropped_steps=4)),
+                              step_event_to_wire(step_event(dropped_steps=9, event_id="boot1-8", step_index=8))])
+    total = sum(t.rows for t in truth.values()) + 8
+    process = ingest(log.as_uri(), out, port, "--flush-rows", "9000")
+    try:
+        wait_for(lambda: counted(port) == total, what=f"{total} request-steps counted")
+        samples = scrape(port)
+    finally:
+        stored = stop(process)
+    assert stored == total
+    expected = view_series(out)
+    assert len({key[1] for key in expected}) > 10  # groups, positions, kinds: 5 groups in all
+    assert {key: value for key, value in samples.items() if key[0] in VIEW_SERIES} == expected
+    group = (("engine", "node-a/dp0"), ("method", "draft_model"), ("model_name", "tiny-target"),
+             ("num_spec_tokens", "3"))
+    assert series(samples, "specmetrics_plugin_dropped_steps_total") == {
+        ("specmetrics_plugin_dropped_steps_total", group): 9}
+    assert samples[("specmetrics_ingest_dead_letters_total", ())] == 1
+    assert samples[("specmetrics_ingest_steps_total", ())] == sum(t.steps for t in truth.values()) + 2
+    last = series(samples, "specmetrics_last_event_timestamp_seconds")
+    assert last[("specmetrics_last_event_timestamp_seconds", group)] == step_event().event_time.timestamp()
+
+
+def test_a_restart_counts_exactly_what_the_stored_files_do_not_hold(tmp_path: Path) -> None:
+    """SIGTERM: the next process counts what came after, nothing twice. SIGKILL: the next process
+    counts exactly the rows the killed one had not stored; what the killed one had counted of
+    those is counted twice, at most one unflushed buffer per partition (docs/metrics.md)."""
+    log, out = tmp_path / "log", tmp_path / "out"
+    parts = [sum(t.rows for t in write_load(log, rows=30_000, engine_prefix="a").values())]
+    port = free_port()
+    first = ingest(log.as_uri(), out, port, "--flush-rows", "10000")
+    wait_for(lambda: counted(port) == parts[0], what="the first part counted")
+    assert stop(first) == parts[0]
+
+    parts.append(sum(t.rows for t in write_load(log, rows=25_000, engine_prefix="b", seed=2).values()))
+    port = free_port()
+    second = ingest(log.as_uri(), out, port, "--flush-rows", "10000")
+    try:  # exactly the second part: nothing of the first counted again
+        wait_for(lambda: counted(port) == parts[1], what="the second part counted")
+    finally:
+        second.kill()
+        second.wait()
+    files_before = {f: f.stat().st_mtime_ns for f in out.glob(DATA_GLOB)}
+
+    def stored_before() -> int:
+        """Rows of the files the killed process left complete (the next one keeps them as they are)."""
+        return rows_of([f for f, mtime in files_before.items() if f.exists() and f.stat().st_mtime_ns == mtime])
+
+    parts.append(sum(t.rows for t in write_load(log, rows=20_000, engine_prefix="c", seed=3).values()))
+    total = sum(parts)
+    port = free_port()
+    third = ingest(log.as_uri(), out, port, "--flush-rows", "10000")
+    try:  # it counts only after the recovery that removes a flush the kill cut short
+        wait_for(lambda: counted(port) > 0 and counted(port) + stored_before() == total,
+                 what="the third process counting what is not stored")
+    finally:
+        assert stop(third) == total - stored_before()
+    counted_twice = parts[0] + parts[1] - stored_before()
+    assert 0 < counted_twice <= 10_000, counted_twice  # the killed process's unflushed buffer
+    assert rows_of(sorted(out.glob(DATA_GLOB))) == total
+
+
+@pytest.mark.usefixtures("kafka_broker")
+def test_two_ingesters_in_one_group_count_each_request_step_once(kafka_url: str, tmp_path: Path) -> None:
+    """A rebalance revokes partitions after flushing them: the sum over both endpoints is exact."""
+    from specmetrics.cli import main
+
+    assert main(["loadgen", "--sink", kafka_url, "--rows", "60000", "--engines", "6", "--seed", "11"]) == 0
+    out, ports = tmp_path / "out", [free_port(), free_port()]
+    processes = [ingest(kafka_url, out, port, "--flush-rows", "3000") for port in ports]
+    try:
+        wait_for(lambda: sum(max(0, counted(p)) for p in ports) >= 60_000, timeout_s=120,
+                 what="both ingesters counting everything")
+        wait_for(lambda: len(lags([scrape(port) for port in ports])) >= 2, timeout_s=10,
+                 what="the lag of each partition")
+        samples = [scrape(port) for port in ports]
+    finally:
+        total = sum(stop(p) for p in processes)
+    assert total == sum(s[(ROWS, ())] for s in samples)
+    assert all(s[(ROWS, ())] > 0 for s in samples)  # both took part
+    summed: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for sample in samples:
+        for key, value in sample.items():
+            if key[0] in VIEW_SERIES:
+                summed[key] = summed.get(key, 0) + value
+    assert summed == view_series(out)
+    partitions = {str(p) for (p,) in connect(out).sql("SELECT DISTINCT log_partition FROM request_steps").fetchall()}
+    assert sorted(partition for _, partition in lags(samples)) == sorted(partitions)  # each read by one ingester
+    assert set(lags(samples).values()) == {0}
+
+
+def lags(samples: list[Samples]) -> dict[tuple[int, str], float]:
+    """Per (ingester, partition): the lag that ingester reports."""
+    return {(i, dict(labels)["partition"]): value for i, one in enumerate(samples)
+            for (_, labels), value in series(one, "specmetrics_ingest_consumer_lag_records").items()}

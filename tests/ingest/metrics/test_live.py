@@ -1,0 +1,50 @@
+"""LiveMetrics: totals across batches, nothing counted twice when the ingester reads again."""
+
+from __future__ import annotations
+
+from ingest.batch import PartitionBuffer
+from ingest.metrics.live import LiveMetrics
+from schemas.wire import decode_step, step_event_to_wire
+from tests.support.events import step_event
+
+GROUP = ("tiny-target", "node-a/dp0", "draft_model", 3)
+
+
+def read(live: LiveMetrics, offsets: range, bad: frozenset[int] = frozenset()) -> None:
+    """The ingester's path: steps at ``offsets`` into a buffer, validated and reported to ``live``."""
+    buffer = PartitionBuffer(0, offsets.start, observer=live, source="log")
+    for offset in offsets:
+        payload = b"\xc1" if offset in bad else step_event_to_wire(
+            step_event(event_id=f"e{offset}", step_index=offset, dropped_steps=offset))
+        if offset in bad:
+            buffer.reject(offset, payload, "not msgpack")
+        else:
+            buffer.add(offset, payload, decode_step(payload))
+    buffer.convert()
+
+
+def test_offsets_read_again_are_not_counted_again() -> None:
+    live = LiveMetrics()
+    read(live, range(0, 10), bad=frozenset({4}))
+    read(live, range(5, 15), bad=frozenset({12}))  # the source reconnected: 5..9 come again
+    snapshot = live.snapshot()
+    assert (snapshot.health.steps, snapshot.health.request_steps, snapshot.health.dead_letters) == (13, 52, 2)
+    assert snapshot.groups[GROUP].request_steps == {0: 13, 8: 13, 16: 13, 25: 13}  # 4 kinds, 13 steps each
+    assert snapshot.plugin_dropped == {GROUP: 14}
+
+
+def test_lost_offsets_are_counted_once_and_skipped() -> None:
+    live = LiveMetrics()
+    read(live, range(0, 5))
+    live.lost("log", 0, 5, 9)
+    live.lost("log", 0, 5, 9)
+    read(live, range(8, 12))  # before the lost range's end: already accounted for
+    snapshot = live.snapshot()
+    assert (snapshot.health.lost_offsets, snapshot.health.steps) == (5, 7)
+
+
+def test_lag_per_partition_replaces_the_sources_previous_report() -> None:
+    live = LiveMetrics()
+    live.lag("topic", {0: 5, 1: 7})
+    live.lag("topic", {1: 0})  # partition 0 moved to another ingester
+    assert live.snapshot().health.lag == {("topic", 1): 0}
