@@ -52,7 +52,18 @@ def resolved_services(*profiles: str, env: dict[str, str] | None = None) -> dict
 @functools.cache
 def all_services() -> dict[str, dict[str, Any]]:
     """Every service of every profile, with the defaults of the compose file."""
-    return resolved_services("gpu", "cpu", "demo")
+    return resolved_services("gpu", "cpu", "demo", "monitoring")
+
+
+def bind_mounts(service: dict[str, Any]) -> dict[str, tuple[Path, str]]:
+    """target -> (host path, mode) of the service's bind mounts (the resolved file gives their
+    sources as absolute paths; named volumes are left out)."""
+    mounts = {}
+    for volume in service.get("volumes", []):
+        source, target, mode = volume.split(":")
+        if source.startswith("/"):
+            mounts[target] = (Path(source), mode)
+    return mounts
 
 
 def specmetrics_argv(service: dict[str, Any]) -> list[str] | None:

@@ -14,6 +14,7 @@ from tests.deploy.compose import (
     COMPOSE_FILE,
     ROOT,
     all_services,
+    bind_mounts,
     compose,
     healthcheck_argv,
     resolved_services,
@@ -28,7 +29,8 @@ def test_the_compose_file_matches_the_compose_spec_schema() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("profiles", [(), ("gpu",), ("cpu",), ("demo",), ("gpu", "cpu", "demo")])
+@pytest.mark.parametrize("profiles", [(), ("gpu",), ("cpu",), ("demo",), ("monitoring",),
+                                      ("gpu", "cpu", "demo", "monitoring")])
 def test_docker_compose_accepts_the_file_with_each_profile(profiles: tuple[str, ...]) -> None:
     compose("config", "-q", profiles=profiles)  # also catches a depends_on naming an undefined service
 
@@ -39,6 +41,7 @@ def test_profiles_choose_what_produces_step_events() -> None:
     assert set(resolved_services("gpu")) == base | {"vllm"}
     assert set(resolved_services("cpu")) == base | {"vllm-cpu"}
     assert set(resolved_services("demo")) == base | {"loadgen"}
+    assert set(resolved_services("demo", "monitoring")) == base | {"loadgen", "prometheus", "grafana"}
 
 
 def test_the_gpu_service_reserves_a_gpu_and_both_vllm_services_send_to_the_stack_topic() -> None:
@@ -64,6 +67,20 @@ def test_ingest_waits_for_a_healthy_broker_and_the_topics_and_keeps_its_data_on_
     assert "data:/var/lib/specmetrics/data:rw" in services["reports"]["volumes"]  # it keeps the rollups current
     assert "reports:/var/lib/specmetrics/reports:ro" in services["reports-web"]["volumes"]
     assert "healthcheck" in services["kafka"]
+
+
+def test_the_monitoring_services_mount_repository_files_read_only_and_publish_on_localhost() -> None:
+    services = all_services()
+    for name, config_targets in (("prometheus", {"/etc/prometheus/prometheus.yml", "/etc/prometheus/alerts.yml"}),
+                                 ("grafana", {"/etc/grafana/provisioning", "/etc/grafana/dashboards"})):
+        mounts = bind_mounts(services[name])
+        assert set(mounts) == config_targets, name
+        for target, (source, mode) in mounts.items():
+            assert source.exists(), f"{name}: {source} (mounted at {target}) is missing"
+            assert source.is_relative_to(ROOT / "docker" / "monitoring"), source
+            assert mode == "ro", f"{name}: {target} is mounted {mode}"
+        assert [port.split(":")[0] for port in services[name]["ports"]] == ["127.0.0.1"], name
+    assert services["ingest"]["environment"]["SPECMETRICS_INGEST_METRICS_PORT"] == "9400"
 
 
 SPECMETRICS_COMMANDS = [(name, kind, argv) for name, service in all_services().items()
