@@ -23,6 +23,7 @@ from specmetrics.cli import build_parser, main
 from specmetrics.commands.loadgen import spec_from_args
 from storage.layout import DATA_GLOB
 from tests.deploy.compose import HostProcess, healthcheck_argv, resolved_services
+from tests.support.metrics import VIEW_SERIES, scrape, view_series
 
 ROWS = 3_000
 
@@ -76,11 +77,18 @@ def test_demo_profile_end_to_end(kafka_broker: TansuBroker, tmp_path: Path) -> N
         expected = sum(t.rows for t in run_load(spec, sink).values())
 
     data = stack["ingest"].mounts["/var/lib/specmetrics/data"]
+    assert stack["ingest"].env["SPECMETRICS_INGEST_METRICS_PORT"] == "9400"  # what prometheus.yml scrapes
+    metrics_port = free_port()
+    stack["ingest"].env |= {"SPECMETRICS_INGEST_METRICS_PORT": str(metrics_port),
+                            "SPECMETRICS_INGEST_METRICS_HOST": "127.0.0.1"}
     ingest = stack["ingest"].start()
     try:
         wait_for(f"{expected} rows in {data}", lambda: stored_rows(data) >= expected, ingest)
         health = stack["ingest"].run(healthcheck_argv(services["ingest"]))
         assert health.returncode == 0 and health.stdout.startswith("healthy"), health.stdout + health.stderr
+        live = scrape(metrics_port)
+        assert live[("specmetrics_ingest_request_steps_total", ())] == expected
+        assert {key: value for key, value in live.items() if key[0] in VIEW_SERIES} == view_series(data)
     finally:
         code, _, err = stop(ingest)
     assert code == 0, err

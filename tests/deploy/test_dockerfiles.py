@@ -11,7 +11,8 @@ import pytest
 from tests.deploy.compose import ROOT, all_services
 
 DOCKERFILES = sorted((ROOT / "docker").glob("*.Dockerfile"))
-VLLM_OWN = {"pydantic", "numpy", "msgpack", "prometheus-client"}  # the vLLM image's own dependencies (docker/plugin-requirements.txt)
+#: The vLLM image's own dependencies (docker/plugin-requirements.txt).
+VLLM_OWN = {"pydantic", "numpy", "msgpack", "prometheus-client"}
 
 
 def instructions(path: Path) -> list[tuple[str, str]]:

@@ -15,8 +15,8 @@ from emitter.settings import EmitterSettings
 from emitter.sinks import open_sink
 from emitter.sinks.spool import Spool
 from schemas.wire import OutcomeColumns, decode_step
-from transport.log.reader import LocalLogReader
 from tests.support.ingest import ingest_once, read_rows
+from transport.log.reader import LocalLogReader
 
 
 def event(i: int) -> tuple[dict[str, Any], OutcomeColumns]:

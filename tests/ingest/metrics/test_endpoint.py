@@ -14,8 +14,8 @@ import pytest
 
 from devtools.kafka_broker import free_port
 from emitter.sinks import LocalLogSink
-from schemas.wire import step_event_to_wire
 from queries.catalog import connect
+from schemas.wire import step_event_to_wire
 from storage.layout import DATA_GLOB
 from tests.support.events import step_event
 from tests.support.loadgen import write_load
