@@ -129,7 +129,7 @@ def _groups(batch: pa.RecordBatch | pa.Table) -> tuple[list[GroupKey], np.ndarra
     combined = k
     for codes, values in columns:
         combined = combined * len(values) + codes
-    unique, group = np.unique(combined, return_inverse=True)
+    unique, group = _compact(combined)
     first = np.zeros(len(unique), dtype=np.int64)
     first[group[::-1]] = np.arange(len(group))[::-1]
     keys: list[GroupKey] = [
@@ -137,6 +137,18 @@ def _groups(batch: pa.RecordBatch | pa.Table) -> tuple[list[GroupKey], np.ndarra
         for row in first
     ]
     return keys, group.astype(np.int64)
+
+
+def _compact(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct codes, and each code's index among them: a lookup table where the codes are
+    small (one pass), a sort where they are not."""
+    if int(codes.max()) < 1 << 20:
+        present = np.flatnonzero(np.bincount(codes))
+        lookup = np.zeros(int(present[-1]) + 1, dtype=np.int64)
+        lookup[present] = np.arange(len(present))
+        return present, lookup[codes]
+    unique, index = np.unique(codes, return_inverse=True)
+    return unique, index
 
 
 def _dictionary(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
