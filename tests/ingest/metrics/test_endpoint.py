@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -156,3 +157,15 @@ def lags(samples: list[Samples]) -> dict[tuple[int, str], float]:
     """Per (ingester, partition): the lag that ingester reports."""
     return {(i, dict(labels)["partition"]): value for i, one in enumerate(samples)
             for (_, labels), value in series(one, "specmetrics_ingest_consumer_lag_records").items()}
+
+
+def test_a_port_in_use_is_a_clear_error_before_anything_is_read(tmp_path: Path) -> None:
+    write_load(tmp_path / "log", rows=1000)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        process = ingest((tmp_path / "log").as_uri(), tmp_path / "out", taken.getsockname()[1])
+        _, err = process.communicate(timeout=60)
+    assert process.returncode != 0
+    assert "cannot serve the metrics on 0.0.0.0:" in err.decode() and "in use" in err.decode()
+    assert not list((tmp_path / "out").glob(DATA_GLOB))
