@@ -25,15 +25,17 @@ from benchmarks.args import positive_int
 from emitter.loadgen import LoadSpec, run_load
 from emitter.sinks import LocalLogSink
 from ingest import Ingester, IngestSettings
+from ingest.observer import IngestObserver
 from ingest.sources import LocalLogSource
 from storage.layout import DATA_GLOB, STATE_DIR
 
 
-def ingest_seconds(log_dir: Path, out: Path, settings: IngestSettings) -> tuple[float, int]:
+def ingest_seconds(log_dir: Path, out: Path, settings: IngestSettings,
+                   observer: IngestObserver | None = None) -> tuple[float, int]:
     shutil.rmtree(out, ignore_errors=True)
     start = time.perf_counter()
     source = LocalLogSource(log_dir, out / STATE_DIR)
-    ingester = Ingester(source, out, settings)
+    ingester = Ingester(source, out, settings, observer=observer)
     stats = ingester.run(once=True)
     ingester.close()
     source.close()

@@ -3,7 +3,8 @@
 Counting: the load generator's steps in a local log are decoded and validated as the ingester
 does (the baseline: its decode rate, request-steps per second), then the same again with the live
 metrics counting every batch; the counting's own rate is rows over the time it added, and its
-ratio to the decode rate is reported (rounds alternate; the best of each is kept).
+ratio to the decode rate is reported. Then the whole ingest (``Ingester.run`` to durable Parquet)
+without and with the live metrics. Rounds alternate; the best of each is kept.
 
 Freshness: a real ``specmetrics ingest --metrics-port`` follows a source while a real plugin
 publisher (default settings: it sends every 100 ms) publishes one step at a time; the time from
@@ -31,11 +32,13 @@ from typing import Any
 import numpy as np
 
 from benchmarks.args import positive_int
+from benchmarks.bench_ingest import ingest_seconds
 from devtools.kafka_broker import TansuBroker, free_port
 from emitter.loadgen import LoadSpec, run_load
 from emitter.publisher import EventPublisher
 from emitter.settings import EmitterSettings
 from emitter.sinks import LocalLogSink, open_sink
+from ingest import IngestSettings
 from ingest.batch import PartitionBuffer
 from ingest.metrics.live import LiveMetrics
 from schemas.wire import OutcomeColumns, decode_step
@@ -59,18 +62,23 @@ def decode_all(records: list[tuple[int, bytes]], live: LiveMetrics | None) -> fl
 
 def counting(rows: int, rounds: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        with LocalLogSink(Path(tmp) / "log") as sink:
+        log = Path(tmp) / "log"
+        with LocalLogSink(log) as sink:
             stored = sum(t.rows for t in run_load(LoadSpec(rows=rows, engines=4, seed=1), sink).values())
-        records = [(r.offset, r.payload) for r in LocalLogReader(Path(tmp) / "log").read(10**9, 2**40)]
-    plain, counted = [], []
-    for _ in range(rounds):
-        plain.append(decode_all(records, None))
-        counted.append(decode_all(records, LiveMetrics()))
+        records = [(r.offset, r.payload) for r in LocalLogReader(log).read(10**9, 2**40)]
+        plain, counted, ingest, ingest_counted = [], [], [], []
+        for _ in range(rounds):
+            plain.append(decode_all(records, None))
+            counted.append(decode_all(records, LiveMetrics()))
+            ingest.append(ingest_seconds(log, Path(tmp) / "out", IngestSettings())[0])
+            ingest_counted.append(ingest_seconds(log, Path(tmp) / "out", IngestSettings(), LiveMetrics())[0])
     decode_rate = stored / min(plain)
     count_rate = stored / max(1e-9, min(counted) - min(plain))
     return {"rows": stored, "decode_rows_per_s": round(decode_rate), "count_rows_per_s": round(count_rate),
             "count_to_decode": round(count_rate / decode_rate, 2),
-            "decode_with_count_to_decode": round(min(plain) / min(counted), 3)}
+            "decode_with_count_to_decode": round(min(plain) / min(counted), 3),
+            "ingest_rows_per_s": round(stored / min(ingest)),
+            "ingest_with_metrics_to_without": round(min(ingest) / min(ingest_counted), 3)}
 
 
 def steps_seen(port: int) -> float:
