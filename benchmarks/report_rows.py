@@ -1,4 +1,4 @@
-"""Synthetic request-outcome rows for the report benchmark: a hive tree of zstd Parquet files in
+"""Synthetic request-step rows for the report benchmark: a hive tree of zstd Parquet files in
 the stored schema (schemas.arrow.OUTCOME_SCHEMA), one file per hour, laid out as the ingester
 writes them (steps of 64 requests sharing the step's envelope) with a realistic mix: 4 engines
 (K = 3 and 5) interleaved step by step, ~80 % drafted, whole steps skipped when the batch's
@@ -32,7 +32,7 @@ FILES = 10
 
 
 def whole_steps(rows: int, files: int = FILES) -> int:
-    """``rows`` rounded down to whole steps of :data:`BATCH` request outcomes in each of ``files`` files."""
+    """``rows`` rounded down to whole steps of :data:`BATCH` request-steps in each of ``files`` files."""
     return rows // (files * BATCH) * files * BATCH
 
 

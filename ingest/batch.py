@@ -43,7 +43,7 @@ CHUNK_ROWS = 131_072
 class PartitionBuffer:
     """Steps read from one partition since the last flush.
 
-    Steps are converted to Arrow every :data:`CHUNK_ROWS` request outcomes, so memory stays
+    Steps are converted to Arrow every :data:`CHUNK_ROWS` request-steps, so memory stays
     close to the Arrow size of the data and large temporary buffers are not re-faulted in.
     """
 

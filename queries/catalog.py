@@ -3,7 +3,7 @@ top of it, and a read-only way to query them.
 
 ::
 
-    raw_request_outcomes            source: DATADIR/dt=YYYY-MM-DD/hour=HH/*.parquet (or an empty view)
+    raw_request_steps               source: DATADIR/dt=YYYY-MM-DD/hour=HH/*.parquet (or an empty view)
     raw_rollups                     source: DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/*.parquet, the
                                     per-file rollups of queries.rollup (or an empty view)
     sql/definitions/*.sql           scalar macros: what a draft is, the draft counts and rates,
@@ -48,7 +48,7 @@ from schemas.arrow import OUTCOME_SCHEMA
 from storage.layout import DATA_GLOB, ROLLUP_DIR
 from storage.tree_files import partition_files, select_files
 
-SOURCE_VIEW = "raw_request_outcomes"
+SOURCE_VIEW = "raw_request_steps"
 ROLLUP_SOURCE_VIEW = "raw_rollups"
 PUBLIC_VIEWS: tuple[str, ...] = (
     "request_steps",

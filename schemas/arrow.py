@@ -1,4 +1,4 @@
-"""The Arrow schema of the stored table: one row per request outcome, step context as columns.
+"""The Arrow schema of the stored table: one row per request-step, step context as columns.
 
 Parquet files under ``dt=YYYY-MM-DD/hour=HH/`` hold exactly these columns (the partition keys
 come from the directory names). Strings that repeat per step or per engine are dictionary

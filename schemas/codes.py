@@ -1,4 +1,4 @@
-"""Compact codes and column types of request outcomes, shared by the wire and the checks.
+"""Compact codes and column types of outcomes, shared by the wire and the checks.
 
 The wire, the stored data and every check carry an outcome's kind and ``k_zero`` reason as small
 integers: :class:`KindCode` and :class:`ReasonCode`. The pydantic contract and the JSON Schema
@@ -49,7 +49,7 @@ KIND_CODE: dict[OutcomeKind, KindCode] = {kind: KindCode(code) for code, kind in
 REASON_CODE: dict[KZeroReason | None, ReasonCode] = {
     reason: ReasonCode(code) for code, reason in enumerate(REASON_CODES)}
 
-#: One request outcome on the wire: 12 packed little-endian bytes.
+#: One outcome on the wire: 12 packed little-endian bytes.
 OUTCOME_DTYPE = np.dtype(
     [("kind", "u1"), ("reason", "u1"), ("k_sched", "<i2"), ("k_valid", "<i2"),
      ("k_invalid", "<i2"), ("accepted", "<i2"), ("emitted", "<i2")]

@@ -176,7 +176,7 @@ class EngineContext(BaseModel):
 
 
 class StepEnvelope(EngineContext):
-    """The context of one engine step, shared by all its request outcomes."""
+    """The context of one engine step, shared by all its request-steps."""
 
     event_id: str = Field(min_length=1, max_length=128, description="Globally unique id of this step event.")
     step_index: int = Field(ge=0, lt=2**63, description="Engine step counter.")

@@ -1,9 +1,9 @@
 """Wire encoding of a step event: one msgpack map per step, outcomes as raw columns.
 
-The choice is measured in BENCHMARKS.md ("Wire encoding"): request outcomes travel as one
+The choice is measured in BENCHMARKS.md ("Wire encoding"): outcomes travel as one
 buffer of packed fixed-size records and request ids as one UTF-8 blob plus int32 offsets
 (Arrow's own string layout), so a reader turns a whole batch of steps into Arrow arrays
-without a Python object per request outcome. :func:`step_event_to_wire` / :func:`step_event_from_wire` convert to and
+without a Python object per request-step. :func:`step_event_to_wire` / :func:`step_event_from_wire` convert to and
 from the pydantic contract (:class:`schemas.events.StepEvent`).
 
 Message layout: a msgpack array, fields by position (:data:`FIELDS`)::
@@ -21,7 +21,7 @@ Message layout: a msgpack array, fields by position (:data:`FIELDS`)::
     10 event_time_us       int, microseconds since the Unix epoch (UTC), from 0001-01-01 to
                            9999-12-31T23:59:59.999999 (:data:`MIN_EVENT_TIME_US`, :data:`MAX_EVENT_TIME_US`)
     11 batch_max_seq_len   int or nil
-    12 n                   number of request outcomes
+    12 n                   number of request-steps
     13 outcomes            bytes: n packed records of 12 bytes (schemas.codes.OUTCOME_DTYPE):
                            kind u8, reason u8 (codes: KIND_CODES, REASON_CODES),
                            k_sched, k_valid, k_invalid, accepted, emitted int16 LE
@@ -104,7 +104,7 @@ IntColumn = Sequence[int] | np.ndarray
 
 
 class OutcomeColumns(NamedTuple):
-    """The request outcomes of one step, one sequence per column (codes: schemas.codes)."""
+    """The outcomes of one step, one sequence per column (codes: schemas.codes)."""
 
     request_id: Sequence[str]
     kind: IntColumn

@@ -1,5 +1,5 @@
 """The whole embedded path at scale: load generator → local log → ingest → views, checked
-against the generator's exact ground truth on 1M request outcomes of every kind."""
+against the generator's exact ground truth on 1M request-steps of every kind."""
 
 from __future__ import annotations
 

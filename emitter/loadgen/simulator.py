@@ -116,7 +116,7 @@ class EngineSimulator:
 def run_load(
     spec: LoadSpec, sink: Sink, progress: Callable[[int], None] | None = None, realtime: bool = False
 ) -> dict[str, EngineTruth]:
-    """Write ``spec.rows`` (or a few more, to the end of a step) request outcomes to ``sink``,
+    """Write ``spec.rows`` (or a few more, to the end of a step) request-steps to ``sink``,
     engines interleaved step by step; returns the ground truth by engine id. ``realtime``
     sends each step when its event time comes (one step per engine every ``step_ms``, the way
     a live engine publishes) instead of as fast as the sink takes them."""

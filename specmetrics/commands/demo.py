@@ -69,7 +69,7 @@ def add_parser(subparsers: Any) -> None:
                                    "vLLM-reported vs corrected acceptance.")
     parser.add_argument("--workdir", type=Path, default=Path("specmetrics-demo"),
                         help="Where the demo's log and Parquet go (recreated each run; default ./specmetrics-demo).")
-    parser.add_argument("--rows", type=int, default=50_000, help="Request outcomes per scenario (default 50000).")
+    parser.add_argument("--rows", type=int, default=50_000, help="Request-steps per scenario (default 50000).")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--loadgen", action="store_true", help="Use the load generator even if vLLM is installed.")
     parser.set_defaults(run=run)
@@ -104,7 +104,7 @@ def run_vllm(args: argparse.Namespace) -> int:
         print(f"vLLM failed (exit code {done.returncode}); see {vllm_log}", file=sys.stderr)
         return 1
     stats = ingest_source(log_dir.resolve().as_uri(), data_dir, once=True)
-    print(f"\ningested {stats.rows:,} request outcomes into {stats.files} Parquet file(s) under {data_dir}\n")
+    print(f"\ningested {stats.rows:,} request-steps into {stats.files} Parquet file(s) under {data_dir}\n")
     con = connect(data_dir)
     rows = []
     try:
@@ -148,7 +148,7 @@ def run_loadgen(args: argparse.Namespace) -> int:
             written += sum(t.rows for t in truth.values())
     progress.finish()
     stats = ingest_source(log_dir.resolve().as_uri(), data_dir, once=True)
-    print(f"\ningested {stats.rows:,} request outcomes into {stats.files} Parquet file(s) under {data_dir}\n")
+    print(f"\ningested {stats.rows:,} request-steps into {stats.files} Parquet file(s) under {data_dir}\n")
     con = connect(data_dir)
     try:
         table = run_query(con, SIDE_BY_SIDE)

@@ -1,4 +1,4 @@
-"""Property test: on any valid set of request outcomes, the views agree with a direct count in
+"""Property test: on any valid set of request-steps, the views agree with a direct count in
 Python and keep their invariants."""
 
 from __future__ import annotations

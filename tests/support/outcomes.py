@@ -1,4 +1,4 @@
-"""Request-outcome rows for the query and report tests: dicts with defaults, written as Parquet in
+"""Request-step rows for the query and report tests: dicts with defaults, written as Parquet in
 OUTCOME_SCHEMA into a hive tree ``dt=YYYY-MM-DD/hour=HH/``.
 
 Tests reach the builders through the ``outcomes`` fixture (an :class:`OutcomeRows`); property tests
