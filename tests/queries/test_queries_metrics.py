@@ -119,7 +119,7 @@ def per_position(dims: dict[str, Any], values: list[tuple[Any, ...]], names: tup
 
 
 def test_acceptance_per_position(con: Any) -> None:
-    names = ("num_accepted", "num_drafts", "num_reached", "rate_vllm", "rate_conditional")
+    names = ("num_accepted", "num_drafts", "num_reached", "rate_over_drafts", "rate_conditional")
     assert rows_of(con, "acceptance_per_position") == [
         *per_position(DIMS_A, [(4, 5, 5, 0.8, 0.8), (2, 5, 4, 0.4, 0.5), (0, 5, 2, 0.0, 0.0)], names),
         *per_position(DIMS_B, [(1, 1, 1, 1.0, 1.0), (0, 1, 1, 0.0, 0.0)], names),

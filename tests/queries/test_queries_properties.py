@@ -86,7 +86,7 @@ def check(con: Any, rows: list[dict[str, Any]]) -> None:
         assert sum(p["num_reached"] for p in per_pos[key]) == c["num_draft_tokens"]
         assert sum(p["num_accepted_tokens_per_pos"] for p in vllm_pos[key]) == v["num_accepted_tokens"]
         for rates in (
-            [p["rate_vllm"] for p in per_pos[key]],
+            [p["rate_over_drafts"] for p in per_pos[key]],
             [p["acceptance_rate"] for p in vllm_pos[key]],
         ):
             if rates[0] is None:
