@@ -25,7 +25,7 @@ START = datetime(2026, 11, 30, 0, 0)
 ENGINES = ("node-0/dp0", "node-1/dp0", "node-2/dp0", "node-3/dp0")
 MODELS = ("llama-8b", "qwen-7b")
 KINDS = tuple(kind.value for kind in KIND_CODES)  # the stored dictionary, indexed by code
-REASONS = ("no_proposal", "length_trim", "grammar_truncated", "schedule")
+K_ZERO_REASONS = ("no_proposal", "length_trim", "grammar_truncated", "schedule")
 DRAFTER_MAX_LEN = 3800
 BATCH = 64
 FILES = 10
@@ -106,7 +106,7 @@ def _rows(steps: int, hour: int, rng: np.random.Generator) -> pa.Table:
             f"r{hour}-", pc.cast(pa.array((np.arange(n) % BATCH) + step // 50 * BATCH), pa.string()), ""),
         "kind": _dictionary(kind, KINDS),
         "k_zero_reason": pa.DictionaryArray.from_arrays(
-            pa.array(rng.integers(0, len(REASONS), n).astype(np.int32), mask=~k_zero), pa.array(REASONS)),
+            pa.array(rng.integers(0, len(K_ZERO_REASONS), n).astype(np.int32), mask=~k_zero), pa.array(K_ZERO_REASONS)),
         "k_sched": pa.array(k_sched),
         "k_valid": pa.array(k_valid),
         "k_invalid": pa.array(invalid),

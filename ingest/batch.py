@@ -16,13 +16,13 @@ import numpy as np
 import pyarrow as pa
 
 from schemas.arrow import OUTCOME_SCHEMA
-from schemas.codes import KIND_CODES, OFFSET_DTYPE, OUTCOME_COLUMNS, OUTCOME_DTYPE, REASON_CODES, ReasonCode
+from schemas.codes import K_ZERO_REASON_CODES, KIND_CODES, OFFSET_DTYPE, OUTCOME_COLUMNS, OUTCOME_DTYPE, KZeroReasonCode
 from schemas.events import MAX_REQUEST_ID_CHARS
 from schemas.validation import invalid_outcome_rows
 from schemas.wire import WireStep
 
 _KIND_NAMES = pa.array([k.value for k in KIND_CODES])
-_REASON_NAMES = pa.array([str(r) if r else "" for r in REASON_CODES])
+_K_ZERO_REASON_NAMES = pa.array([str(r) if r else "" for r in K_ZERO_REASON_CODES])
 _STEP_STRING_COLUMNS = ("schema_version", "engine_instance", "model", "vllm_version", "method")
 
 
@@ -257,9 +257,9 @@ def _record_batch(
     columns["log_partition"] = pa.array(np.full(len(step_of_row), partition, dtype=np.int32))
     columns["request_id"] = request_ids
     columns["kind"] = pa.DictionaryArray.from_arrays(pa.array(cols["kind"].astype(np.int32)), _KIND_NAMES)
-    reason = cols["reason"].astype(np.int32)
+    k_zero_reason = cols["k_zero_reason"].astype(np.int32)
     columns["k_zero_reason"] = pa.DictionaryArray.from_arrays(
-        pa.array(reason, mask=reason == ReasonCode.NONE.value), _REASON_NAMES
+        pa.array(k_zero_reason, mask=k_zero_reason == KZeroReasonCode.NONE.value), _K_ZERO_REASON_NAMES
     )
     for name in ("k_sched", "k_valid", "k_invalid", "accepted", "emitted"):
         columns[name] = pa.array(cols[name])

@@ -170,15 +170,15 @@ def install(settings: EmitterSettings, attach: Callable[[int], EventPublisher], 
              partial(_update_wrapper, Guard("speculative decoding outcomes (Scheduler.update_from_output)"), observer),
              lost="all outcomes"),
         Hook(Scheduler, "schedule", ("self",),
-             "the step index of async outputs and the k_zero reason length_trim under async scheduling",
+             "the step index of async outputs and the k_zero_reason length_trim under async scheduling",
              partial(_schedule_wrapper,
                      Guard("step indexes and requests without a draft slot (Scheduler.schedule)"), observer),
              lost="step index"),
         Hook(Scheduler, "update_draft_token_ids", ("self", "draft_token_ids"),
-             "how many drafts were proposed (k_zero reasons no_proposal, length_trim, schedule)",
+             "how many drafts were proposed (k_zero_reasons no_proposal, length_trim, schedule)",
              partial(_drafts_wrapper,
                      Guard("proposed and grammar-truncated drafts (Scheduler.update_draft_token_ids)"), observer),
-             lost="k_zero reasons"),
+             lost="k_zero_reasons"),
     )
     return [hook.lost for hook in hooks if not hook.wrap()]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from emitter.outcomes import DraftDecision, RawStep, step_outcomes
-from schemas.codes import KIND_CODES, REASON_CODES
+from schemas.codes import K_ZERO_REASON_CODES, KIND_CODES
 
 
 def raw(**changes: Any) -> RawStep:
@@ -23,8 +23,9 @@ def raw(**changes: Any) -> RawStep:
 
 def rows(step: RawStep, held: dict[str, DraftDecision | None] | None = None) -> dict[str, tuple[Any, ...]]:
     out = step_outcomes(step, held)
-    return {rid: (KIND_CODES[out.kind[i]].value, REASON_CODES[out.reason[i]], out.k_sched[i], out.k_valid[i],
-                  out.k_invalid[i], out.accepted[i], out.emitted[i]) for i, rid in enumerate(out.request_id)}
+    return {rid: (KIND_CODES[out.kind[i]].value, K_ZERO_REASON_CODES[out.k_zero_reason[i]], out.k_sched[i],
+                  out.k_valid[i], out.k_invalid[i], out.accepted[i], out.emitted[i])
+            for i, rid in enumerate(out.request_id)}
 
 
 def test_drafted_and_k_zero_no_proposal_and_prefill_left_out() -> None:
