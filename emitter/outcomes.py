@@ -59,7 +59,7 @@ class RawStep(NamedTuple):
     truncated: dict[str, tuple[int, int]]  # (proposed, kept) where the grammar truncated them
     max_model_len: int
     num_sampled: int  # tokens sampled per step without drafts (1)
-    k_schedule: int | None  # the previous step's SchedulerOutput.num_spec_tokens_to_schedule: the K it chose
+    step_k: int | None  # the previous step's SchedulerOutput.num_spec_tokens_to_schedule: the K it chose
     asynchronous: bool  # async scheduling: placeholders for every decoding request, no proposal lists
     processed: list[str] | None  # async: the requests update_from_output returned an output for (None: all)
     batch_decision: DraftDecision | None  # made after this step: the drafts of the requests it scheduled
@@ -126,7 +126,7 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
 
 
 def _k_zero_reason(raw: RawStep, request_id: str, proposals: dict[str, int]) -> int:
-    if raw.k_schedule == 0:  # dynamic K chose 0 for the drafts verified now (the drafter got K = 0)
+    if raw.step_k == 0:  # dynamic K chose 0 for the drafts verified now (the drafter got K = 0)
         return _SCHEDULE
     if request_id in raw.truncated and raw.truncated[request_id][1] == 0:
         return _GRAMMAR_TRUNCATED

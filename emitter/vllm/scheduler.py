@@ -65,7 +65,7 @@ class EngineObserver:
         self.decision: tuple[bool, int, int] | None = None  # the worker's, see DraftDecision
         self.proposed: tuple[list[str], list[int]] | None = None  # the last proposal: request ids, draft counts
         self.truncated: dict[str, tuple[int, int]] = {}
-        self.k_schedule: int | None = None  # the K the last step's schedule chose (dynamic K), for the next
+        self.step_k: int | None = None  # the K the last step's schedule chose (dynamic K), for the next
         # Async scheduling hands the scheduler placeholders, never the drafter's proposals.
         self.asynchronous = isinstance(scheduler, AsyncScheduler)
         self.after_drop = False  # the last step published was dropped from a full queue
@@ -97,9 +97,9 @@ class EngineObserver:
         self.decision = getattr(mro, DECISION_ATTR, None)
         proposed, self.proposed = self.proposed, None
         truncated, self.truncated = self.truncated, {}
-        k_schedule = self.k_schedule
+        step_k = self.step_k
         if so.num_scheduled_tokens:  # a step that scheduled nothing sizes no drafts
-            self.k_schedule = getattr(so, "num_spec_tokens_to_schedule", None)
+            self.step_k = getattr(so, "num_spec_tokens_to_schedule", None)
         if seen is None:
             return
         sampled_before, (step_index, without) = seen
@@ -110,7 +110,7 @@ class EngineObserver:
         self.after_drop = not self.publisher.publish((self.context, (
             step_index, time_ns() // 1000, previous, so.num_scheduled_tokens, so.scheduled_spec_decode_tokens,
             so.num_invalid_spec_tokens, mro.req_id_to_index, sampled_before, list(map(len, mro.sampled_token_ids)),
-            without, proposed, truncated, self.max_model_len, self.num_sampled, k_schedule, self.asynchronous,
+            without, proposed, truncated, self.max_model_len, self.num_sampled, step_k, self.asynchronous,
             processed, self.decision, self.after_drop, getattr(mro, BUDGET_ATTR, None))))
 
 

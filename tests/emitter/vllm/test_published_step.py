@@ -41,7 +41,7 @@ def run_steps(cls: type[Scheduler], model: Path) -> list[tuple[tuple[Any, ...], 
     queue = plugin.publisher()._queue
     published: list[tuple[tuple[Any, ...], Check]] = []
     queued: list[Check] = []
-    decision = proposed = k_schedule = None
+    decision = proposed = step_k = None
     for step in range(5):
         so = sched.schedule()
         ids, drafts = list(so.num_scheduled_tokens), so.scheduled_spec_decode_tokens
@@ -73,7 +73,7 @@ def run_steps(cls: type[Scheduler], model: Path) -> list[tuple[tuple[Any, ...], 
             "truncated": lambda v: v == {},
             "max_model_len": lambda v: v == 256,
             "num_sampled": lambda v: v == 1,
-            "k_schedule": lambda v, k=k_schedule: v == k,
+            "step_k": lambda v, k=step_k: v == k,
             "asynchronous": lambda v, a=asynchronous: v is a,
             "processed": lambda v, p=processed: v == p,
             "batch_decision": lambda v, d=getattr(mro, DECISION_ATTR): v == d,
@@ -84,7 +84,7 @@ def run_steps(cls: type[Scheduler], model: Path) -> list[tuple[tuple[Any, ...], 
             queued.append(check)
         if step != DROPPED_STEP - 1:  # the publisher thread's turn; before the dropped step it waits
             published += [(queue.popleft(), queued.pop(0)) for _ in range(len(queue))]
-        decision, k_schedule = getattr(mro, DECISION_ATTR), so.num_spec_tokens_to_schedule
+        decision, step_k = getattr(mro, DECISION_ATTR), so.num_spec_tokens_to_schedule
         if not asynchronous:
             sched.update_draft_token_ids(DraftTokenIds(ids, [[5] * K for _ in ids]))
             proposed = (ids, [K] * len(ids))
