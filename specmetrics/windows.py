@@ -1,4 +1,4 @@
-"""Corrected and vLLM-compatible numbers of one time window (e.g. one demo story).
+"""Corrected and vLLM-compatible numbers of one time window (e.g. one demo scenario).
 
 The window's bounds are bound parameters (seconds since the epoch), never pasted into SQL; the
 counts are the macros every view uses (queries/sql/definitions/drafts.sql), over
