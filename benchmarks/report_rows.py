@@ -1,5 +1,5 @@
 """Synthetic request-step rows for the report benchmark: a hive tree of zstd Parquet files in
-the stored schema (schemas.arrow.OUTCOME_SCHEMA), one file per hour, laid out as the ingester
+the stored schema (schemas.arrow.REQUEST_STEP_SCHEMA), one file per hour, laid out as the ingester
 writes them (steps of 64 requests sharing the step's envelope) with a realistic mix: 4 engines
 (K = 3 and 5) interleaved step by step, ~80 % drafted, whole steps skipped when the batch's
 context passes the drafter's limit, grammar-invalid and K = 0 request-steps. Deterministic for
@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ingest import IngestSettings
-from schemas.arrow import OUTCOME_SCHEMA
+from schemas.arrow import REQUEST_STEP_SCHEMA
 from schemas.codes import KIND_CODES, KindCode
 from storage.layout import FileName
 
@@ -113,4 +113,4 @@ def _rows(steps: int, hour: int, rng: np.random.Generator) -> pa.Table:
         "accepted": pa.array(accepted.astype(np.int16)),
         "emitted": pa.array(np.where(k_zero, 1, accepted + 1).astype(np.int16)),
     }
-    return pa.table(columns).cast(OUTCOME_SCHEMA)
+    return pa.table(columns).cast(REQUEST_STEP_SCHEMA)

@@ -4,7 +4,7 @@ Steps are kept as raw column buffers; :meth:`PartitionBuffer.build` concatenates
 checks the request ids (not empty, UTF-8, at most :data:`MAX_REQUEST_ID_CHARS` characters,
 unique in a step) and every outcome rule vectorised (:mod:`schemas.validation`), moves the
 steps that break one to the dead letters, and returns the table in
-:data:`schemas.OUTCOME_SCHEMA`.
+:data:`schemas.REQUEST_STEP_SCHEMA`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from schemas.arrow import OUTCOME_SCHEMA
+from schemas.arrow import REQUEST_STEP_SCHEMA
 from schemas.codes import K_ZERO_REASON_CODES, KIND_CODES, OFFSET_DTYPE, OUTCOME_COLUMNS, OUTCOME_DTYPE, KZeroReasonCode
 from schemas.events import MAX_REQUEST_ID_CHARS
 from schemas.validation import invalid_outcome_rows
@@ -82,7 +82,7 @@ class PartitionBuffer:
     def build(self) -> tuple[pa.Table, np.ndarray]:
         """The table of all valid steps, and each row's event time (µs) for partitioning."""
         self._convert()
-        table = pa.Table.from_batches(self._batches, schema=OUTCOME_SCHEMA)
+        table = pa.Table.from_batches(self._batches, schema=REQUEST_STEP_SCHEMA)
         times = np.concatenate(self._times) if self._times else np.zeros(0, dtype=np.int64)
         return table, times
 
@@ -263,4 +263,4 @@ def _record_batch(
     )
     for name in ("k_sched", "k_valid", "k_invalid", "accepted", "emitted"):
         columns[name] = pa.array(cols[name])
-    return pa.RecordBatch.from_arrays([columns[f.name] for f in OUTCOME_SCHEMA], schema=OUTCOME_SCHEMA)
+    return pa.RecordBatch.from_arrays([columns[f.name] for f in REQUEST_STEP_SCHEMA], schema=REQUEST_STEP_SCHEMA)

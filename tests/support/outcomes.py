@@ -1,5 +1,5 @@
 """Request-step rows for the query and report tests: dicts with defaults, written as Parquet in
-OUTCOME_SCHEMA into a hive tree ``dt=YYYY-MM-DD/hour=HH/``.
+REQUEST_STEP_SCHEMA into a hive tree ``dt=YYYY-MM-DD/hour=HH/``.
 
 Tests reach the builders through the ``outcomes`` fixture (an :class:`OutcomeRows`); property tests
 draw rows' fields from :func:`outcome`.
@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
-from schemas.arrow import OUTCOME_SCHEMA
+from schemas.arrow import REQUEST_STEP_SCHEMA
 from schemas.codes import K_ZERO_REASON_CODE, KIND_CODE
 from schemas.events import KZeroReason, OutcomeKind, engine_id
 from schemas.validation import invalid_outcome_rows
@@ -49,7 +49,7 @@ DEFAULTS: Row = {
 
 
 class OutcomeRows:
-    """Builds rows (every column of OUTCOME_SCHEMA, defaults filled) and writes them as a tree."""
+    """Builds rows (every column of REQUEST_STEP_SCHEMA, defaults filled) and writes them as a tree."""
 
     def __init__(self) -> None:
         self._ids: Iterator[int] = itertools.count()
@@ -115,7 +115,7 @@ class OutcomeRows:
             name = FileName("test", partition, min(offsets), max(offsets)).render("parquet")
             folder = root / f"dt={dt}" / f"hour={hour}"
             folder.mkdir(parents=True, exist_ok=True)
-            pq.write_table(pa.Table.from_pylist(part, schema=OUTCOME_SCHEMA), folder / name)
+            pq.write_table(pa.Table.from_pylist(part, schema=REQUEST_STEP_SCHEMA), folder / name)
         return root
 
 
