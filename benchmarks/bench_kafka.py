@@ -1,6 +1,6 @@
 """Kafka → durable Parquet on this machine (broker on loopback, topic pre-filled), in the same
 run as (a) the ceiling: a plain pyarrow write of the same rows from memory, and (b) a naive
-baseline: one Kafka record per request outcome (JSON), parsed one by one into Python rows,
+baseline: one Kafka record per request-step (JSON), parsed one by one into Python rows,
 then written with pyarrow. Also the producer side: the load generator through the Kafka sink
 (messages/s, bytes/s).
 
@@ -67,7 +67,7 @@ def kafka_ingest(url: str, out: Path, group: str, settings: IngestSettings) -> t
 
 
 def naive_baseline(broker: TansuBroker, rows: int, settings: KafkaSettings, out: Path) -> float:
-    """One JSON record per request outcome, consumed and parsed one at a time."""
+    """One JSON record per request-step, consumed and parsed one at a time."""
     address = KafkaAddress.parse(broker.url("naive"))
     ensure_topic(address, settings)
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=20, batch_size=1 << 20)
@@ -101,7 +101,7 @@ def naive_baseline(broker: TansuBroker, rows: int, settings: KafkaSettings, out:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=positive_int, default=4_000_000)
-    parser.add_argument("--batch-size", type=positive_int, default=256, help="Request outcomes per step message.")
+    parser.add_argument("--batch-size", type=positive_int, default=256, help="Request-steps per step message.")
     parser.add_argument("--rounds", type=positive_int, default=3)
     parser.add_argument("--naive-rows", type=positive_int, default=200_000)
     args = parser.parse_args(argv)

@@ -1,4 +1,4 @@
-"""The full report's queries over many request-outcome rows, next to the same metrics computed
+"""The full report's queries over many request-step rows, next to the same metrics computed
 with pandas and with polars, and a bare DuckDB scan of the columns they need (the floor), in
 the same run. The report reads the rollups stored next to the data, as ``specmetrics report``
 does once it has built them (here ``build_missing`` builds them, timed, when the cached tree

@@ -1,5 +1,5 @@
 """The load generator's exact ground truth reproduced by the views and by the report at scale
-(default 10M request outcomes): load generator → local log → ingest → views, every counter of
+(default 10M request-steps): load generator → local log → ingest → views, every counter of
 every engine compared; exit code 1 on any difference. Prints one JSON line with the timings.
 
     python -m benchmarks.bench_truth [--rows 10000000]

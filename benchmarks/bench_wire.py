@@ -1,7 +1,7 @@
-"""Wire encodings of one step batch (64 request outcomes), encode + decode + to Arrow.
+"""Wire encodings of one step batch (64 request-steps), encode + decode + to Arrow.
 
 Prints one JSON line per encoding: rows/s to encode from plain values, rows/s to decode into
-an Arrow table, and wire bytes per request outcome. Baseline in the same run: pydantic JSON.
+an Arrow table, and wire bytes per request-step. Baseline in the same run: pydantic JSON.
 
     python -m benchmarks.bench_wire [--steps 2000]
 """

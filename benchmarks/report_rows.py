@@ -1,5 +1,5 @@
-"""Synthetic request-outcome rows for the report benchmark: a hive tree of zstd Parquet files in
-the stored schema (schemas.arrow.OUTCOME_SCHEMA), one file per hour, laid out as the ingester
+"""Synthetic request-step rows for the report benchmark: a hive tree of zstd Parquet files in
+the stored schema (schemas.arrow.REQUEST_STEP_SCHEMA), one file per hour, laid out as the ingester
 writes them (steps of 64 requests sharing the step's envelope) with a realistic mix: 4 engines
 (K = 3 and 5) interleaved step by step, ~80 % drafted, whole steps skipped when the batch's
 context passes the drafter's limit, grammar-invalid and K = 0 request-steps. Deterministic for
@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ingest import IngestSettings
-from schemas.arrow import OUTCOME_SCHEMA
+from schemas.arrow import REQUEST_STEP_SCHEMA
 from schemas.codes import KIND_CODES, KindCode
 from storage.layout import FileName
 
@@ -25,14 +25,14 @@ START = datetime(2026, 11, 30, 0, 0)
 ENGINES = ("node-0/dp0", "node-1/dp0", "node-2/dp0", "node-3/dp0")
 MODELS = ("llama-8b", "qwen-7b")
 KINDS = tuple(kind.value for kind in KIND_CODES)  # the stored dictionary, indexed by code
-REASONS = ("no_proposal", "length_trim", "grammar_truncated", "schedule")
+K_ZERO_REASONS = ("no_proposal", "length_trim", "grammar_truncated", "schedule")
 DRAFTER_MAX_LEN = 3800
 BATCH = 64
 FILES = 10
 
 
 def whole_steps(rows: int, files: int = FILES) -> int:
-    """``rows`` rounded down to whole steps of :data:`BATCH` request outcomes in each of ``files`` files."""
+    """``rows`` rounded down to whole steps of :data:`BATCH` request-steps in each of ``files`` files."""
     return rows // (files * BATCH) * files * BATCH
 
 
@@ -106,11 +106,11 @@ def _rows(steps: int, hour: int, rng: np.random.Generator) -> pa.Table:
             f"r{hour}-", pc.cast(pa.array((np.arange(n) % BATCH) + step // 50 * BATCH), pa.string()), ""),
         "kind": _dictionary(kind, KINDS),
         "k_zero_reason": pa.DictionaryArray.from_arrays(
-            pa.array(rng.integers(0, len(REASONS), n).astype(np.int32), mask=~k_zero), pa.array(REASONS)),
+            pa.array(rng.integers(0, len(K_ZERO_REASONS), n).astype(np.int32), mask=~k_zero), pa.array(K_ZERO_REASONS)),
         "k_sched": pa.array(k_sched),
         "k_valid": pa.array(k_valid),
         "k_invalid": pa.array(invalid),
         "accepted": pa.array(accepted.astype(np.int16)),
         "emitted": pa.array(np.where(k_zero, 1, accepted + 1).astype(np.int16)),
     }
-    return pa.table(columns).cast(OUTCOME_SCHEMA)
+    return pa.table(columns).cast(REQUEST_STEP_SCHEMA)

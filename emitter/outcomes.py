@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from schemas.codes import KindCode, ReasonCode
+from schemas.codes import KindCode, KZeroReasonCode
 from schemas.wire import OutcomeColumns
 
 # The codes as plain ints, bound once: the loop below runs per request, where reading an enum
@@ -23,13 +23,13 @@ _DRAFTED = KindCode.DRAFTED.value
 _SKIPPED = KindCode.SKIPPED_FOR_LENGTH.value
 _GRAMMAR_INVALID = KindCode.GRAMMAR_INVALID.value
 _K_ZERO = KindCode.K_ZERO.value
-_NONE = ReasonCode.NONE.value
-_NO_PROPOSAL = ReasonCode.NO_PROPOSAL.value
-_LENGTH_TRIM = ReasonCode.LENGTH_TRIM.value
-_GRAMMAR_TRUNCATED = ReasonCode.GRAMMAR_TRUNCATED.value
-_SCHEDULE = ReasonCode.SCHEDULE.value
-_UNKNOWN = ReasonCode.UNKNOWN.value
-_VERIFY_BUDGET = ReasonCode.VERIFY_BUDGET.value
+_NONE = KZeroReasonCode.NONE.value
+_NO_PROPOSAL = KZeroReasonCode.NO_PROPOSAL.value
+_LENGTH_TRIM = KZeroReasonCode.LENGTH_TRIM.value
+_GRAMMAR_TRUNCATED = KZeroReasonCode.GRAMMAR_TRUNCATED.value
+_SCHEDULE = KZeroReasonCode.SCHEDULE.value
+_UNKNOWN = KZeroReasonCode.UNKNOWN.value
+_VERIFY_BUDGET = KZeroReasonCode.VERIFY_BUDGET.value
 
 
 class DraftDecision(NamedTuple):
@@ -59,7 +59,7 @@ class RawStep(NamedTuple):
     truncated: dict[str, tuple[int, int]]  # (proposed, kept) where the grammar truncated them
     max_model_len: int
     num_sampled: int  # tokens sampled per step without drafts (1)
-    k_schedule: int | None  # the previous step's SchedulerOutput.num_spec_tokens_to_schedule: the K it chose
+    step_k: int | None  # the previous step's SchedulerOutput.num_spec_tokens_to_schedule: the K it chose
     asynchronous: bool  # async scheduling: placeholders for every decoding request, no proposal lists
     processed: list[str] | None  # async: the requests update_from_output returned an output for (None: all)
     batch_decision: DraftDecision | None  # made after this step: the drafts of the requests it scheduled
@@ -75,7 +75,7 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
     pads = raw.pads or {}
     ids: list[str] = []
     kind: list[int] = []
-    reason: list[int] = []
+    k_zero_reason: list[int] = []
     k_sched: list[int] = []
     k_valid: list[int] = []
     k_invalid: list[int] = []
@@ -116,17 +116,17 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
             row = (_DRAFTED, _NONE, k, k, 0, acc)
         ids.append(request_id)
         kind.append(row[0])
-        reason.append(row[1])
+        k_zero_reason.append(row[1])
         k_sched.append(row[2])
         k_valid.append(row[3])
         k_invalid.append(row[4])
         accepted.append(row[5])
         emitted.append(raw.sampled_after[i])
-    return OutcomeColumns(ids, kind, reason, k_sched, k_valid, k_invalid, accepted, emitted)
+    return OutcomeColumns(ids, kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted, emitted)
 
 
 def _k_zero_reason(raw: RawStep, request_id: str, proposals: dict[str, int]) -> int:
-    if raw.k_schedule == 0:  # dynamic K chose 0 for the drafts verified now (the drafter got K = 0)
+    if raw.step_k == 0:  # dynamic K chose 0 for the drafts verified now (the drafter got K = 0)
         return _SCHEDULE
     if request_id in raw.truncated and raw.truncated[request_id][1] == 0:
         return _GRAMMAR_TRUNCATED

@@ -4,7 +4,7 @@ Steps are kept as raw column buffers; :meth:`PartitionBuffer.build` concatenates
 checks the request ids (not empty, UTF-8, at most :data:`MAX_REQUEST_ID_CHARS` characters,
 unique in a step) and every outcome rule vectorised (:mod:`schemas.validation`), moves the
 steps that break one to the dead letters, and returns the table in
-:data:`schemas.OUTCOME_SCHEMA`.
+:data:`schemas.REQUEST_STEP_SCHEMA`.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ import numpy as np
 import pyarrow as pa
 
 from ingest.observer import IngestObserver, ValidatedSteps
-from schemas.arrow import OUTCOME_SCHEMA
-from schemas.codes import KIND_CODES, OFFSET_DTYPE, OUTCOME_COLUMNS, OUTCOME_DTYPE, REASON_CODES, ReasonCode
+from schemas.arrow import REQUEST_STEP_SCHEMA
+from schemas.codes import K_ZERO_REASON_CODES, KIND_CODES, OFFSET_DTYPE, OUTCOME_COLUMNS, OUTCOME_DTYPE, KZeroReasonCode
 from schemas.events import MAX_REQUEST_ID_CHARS
 from schemas.validation import invalid_outcome_rows
 from schemas.wire import WireStep
 
 _KIND_NAMES = pa.array([k.value for k in KIND_CODES])
-_REASON_NAMES = pa.array([str(r) if r else "" for r in REASON_CODES])
+_K_ZERO_REASON_NAMES = pa.array([str(r) if r else "" for r in K_ZERO_REASON_CODES])
 _STEP_STRING_COLUMNS = ("schema_version", "engine_instance", "model", "vllm_version", "method")
 
 
@@ -44,7 +44,7 @@ CHUNK_ROWS = 131_072
 class PartitionBuffer:
     """Steps read from one partition since the last flush.
 
-    Steps are converted to Arrow every :data:`CHUNK_ROWS` request outcomes, so memory stays
+    Steps are converted to Arrow every :data:`CHUNK_ROWS` request-steps, so memory stays
     close to the Arrow size of the data and large temporary buffers are not re-faulted in, and
     whenever :meth:`convert` is called; each conversion is reported to ``observer``.
     """
@@ -87,7 +87,7 @@ class PartitionBuffer:
     def build(self) -> tuple[pa.Table, np.ndarray]:
         """The table of all valid steps, and each row's event time (µs) for partitioning."""
         self.convert()
-        table = pa.Table.from_batches(self._batches, schema=OUTCOME_SCHEMA)
+        table = pa.Table.from_batches(self._batches, schema=REQUEST_STEP_SCHEMA)
         times = np.concatenate(self._times) if self._times else np.zeros(0, dtype=np.int64)
         return table, times
 
@@ -275,10 +275,10 @@ def _record_batch(
     columns["log_partition"] = pa.array(np.full(len(step_of_row), partition, dtype=np.int32))
     columns["request_id"] = request_ids
     columns["kind"] = pa.DictionaryArray.from_arrays(pa.array(cols["kind"].astype(np.int32)), _KIND_NAMES)
-    reason = cols["reason"].astype(np.int32)
+    k_zero_reason = cols["k_zero_reason"].astype(np.int32)
     columns["k_zero_reason"] = pa.DictionaryArray.from_arrays(
-        pa.array(reason, mask=reason == ReasonCode.NONE.value), _REASON_NAMES
+        pa.array(k_zero_reason, mask=k_zero_reason == KZeroReasonCode.NONE.value), _K_ZERO_REASON_NAMES
     )
     for name in ("k_sched", "k_valid", "k_invalid", "accepted", "emitted"):
         columns[name] = pa.array(cols[name])
-    return pa.RecordBatch.from_arrays([columns[f.name] for f in OUTCOME_SCHEMA], schema=OUTCOME_SCHEMA)
+    return pa.RecordBatch.from_arrays([columns[f.name] for f in REQUEST_STEP_SCHEMA], schema=REQUEST_STEP_SCHEMA)

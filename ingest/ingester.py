@@ -43,7 +43,7 @@ from ingest.partition_lock import PartitionLocks
 from ingest.recovery import resume_positions
 from ingest.settings import IngestSettings
 from ingest.sources.base import LostRange, Source
-from schemas.arrow import OUTCOME_SCHEMA
+from schemas.arrow import REQUEST_STEP_SCHEMA
 from schemas.version import UnsupportedSchemaVersion
 from schemas.wire import InvalidRecord, decode_step
 from storage.layout import STATE_DIR, FileName
@@ -252,7 +252,7 @@ class Ingester:
         if not self.settings.accept_loss:
             raise LostOffsets(self.source.name, loss)
         self._submit(_Flush(FileName(self.source.name, loss.partition, loss.first, loss.last),
-                            OUTCOME_SCHEMA.empty_table(), np.zeros(0, dtype=np.int64), [], None, lost=loss))
+                            REQUEST_STEP_SCHEMA.empty_table(), np.zeros(0, dtype=np.int64), [], None, lost=loss))
         self.wait()
         if self._observer is not None:
             self._observer.lost(self.source.name, loss.partition, loss.first, loss.last)

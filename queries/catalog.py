@@ -3,7 +3,7 @@ top of it, and a read-only way to query them.
 
 ::
 
-    raw_request_outcomes            source: DATADIR/dt=YYYY-MM-DD/hour=HH/*.parquet (or an empty view)
+    raw_request_steps               source: DATADIR/dt=YYYY-MM-DD/hour=HH/*.parquet (or an empty view)
     raw_rollups                     source: DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/*.parquet, the
                                     per-file rollups of queries.rollup (or an empty view)
     sql/definitions/*.sql           scalar macros: what a draft is, the draft counts and rates,
@@ -44,11 +44,11 @@ import duckdb
 import pyarrow as pa
 
 from queries.guard import check_read_only
-from schemas.arrow import OUTCOME_SCHEMA
+from schemas.arrow import REQUEST_STEP_SCHEMA
 from storage.layout import DATA_GLOB, ROLLUP_DIR
 from storage.tree_files import partition_files, select_files
 
-SOURCE_VIEW = "raw_request_outcomes"
+SOURCE_VIEW = "raw_request_steps"
 ROLLUP_SOURCE_VIEW = "raw_rollups"
 PUBLIC_VIEWS: tuple[str, ...] = (
     "request_steps",
@@ -304,7 +304,7 @@ def partition_casts() -> str:
 
 def create_empty_source(con: duckdb.DuckDBPyConnection) -> None:
     """An empty :data:`SOURCE_VIEW` with the columns and DuckDB types of a real one."""
-    empty = con.from_arrow(OUTCOME_SCHEMA.empty_table())
+    empty = con.from_arrow(REQUEST_STEP_SCHEMA.empty_table())
     columns = [(name, str(dtype)) for name, dtype in zip(empty.columns, empty.types, strict=True)]
     columns += PARTITION_COLUMNS
     select = ", ".join(f"CAST(NULL AS {dtype}) AS {_quote(name)}" for name, dtype in columns)
@@ -315,7 +315,7 @@ def create_empty_source(con: duckdb.DuckDBPyConnection) -> None:
 def comment_source(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
         f"COMMENT ON VIEW {SOURCE_VIEW} IS 'Source: the Parquet tree dt=YYYY-MM-DD/hour=HH/*.parquet as stored "
-        "(schemas.arrow.OUTCOME_SCHEMA plus the dt and hour partition keys); empty when the tree has no file.'"
+        "(schemas.arrow.REQUEST_STEP_SCHEMA plus the dt and hour partition keys); empty when the tree has no file.'"
     )
 
 

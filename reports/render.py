@@ -86,7 +86,7 @@ def markdown(data: ReportData, generated: datetime, chart_files: dict[str, str])
     lines = ["# Speculative decoding report", "",
              f"Window: {data.window.describe()}. Generated {_stamp(generated)}.", ""]
     if data.empty:
-        return "\n".join([*lines, f"**No request outcomes in this window.** {_empty_hint(data)}", ""])
+        return "\n".join([*lines, f"**No request-steps in this window.** {_empty_hint(data)}", ""])
     lines += [_summary(data), "", "## Headline: corrected vs vLLM-reported", ""]
     lines += _md_table(["metric", "corrected", "vLLM-reported"], [
         [label, fmt(kind, data.headline[key]), fmt(kind, data.headline[f"vllm_{key}"])]
@@ -112,7 +112,7 @@ def html(data: ReportData, generated: datetime, drawn: Sequence[Chart]) -> str:
     body = ["<h1>Speculative decoding report</h1>",
             f'<p class="window">Window: {escape(data.window.describe())}. Generated {escape(_stamp(generated))}.</p>']
     if data.empty:
-        body.append(f'<p class="empty"><strong>No request outcomes in this window.</strong> '
+        body.append(f'<p class="empty"><strong>No request-steps in this window.</strong> '
                     f"{escape(_empty_hint(data))}</p>")
     else:
         body.append(f'<p class="summary">{escape(_summary(data))}</p>')
@@ -171,7 +171,7 @@ def _summary(data: ReportData) -> str:
 
 def _empty_hint(data: ReportData) -> str:
     return ("Check the window (--since/--until are UTC) and that the ingester writes to this data directory."
-            if data.window.since or data.window.until else "The data directory holds no request outcomes yet.")
+            if data.window.since or data.window.until else "The data directory holds no request-steps yet.")
 
 
 def _stamp(t: datetime | None) -> str:

@@ -1,6 +1,6 @@
 """The event contract shared by every stage: pydantic models, wire encoding, Arrow schema."""
 
-from schemas.arrow import OUTCOME_SCHEMA
+from schemas.arrow import REQUEST_STEP_SCHEMA
 from schemas.events import (
     Drafted,
     GrammarInvalid,
@@ -16,7 +16,7 @@ from schemas.version import SCHEMA_VERSION, UnsupportedSchemaVersion, check_sche
 from schemas.wire import InvalidRecord, OutcomeColumns, decode_step, encode_step
 
 __all__ = [
-    "OUTCOME_SCHEMA",
+    "REQUEST_STEP_SCHEMA",
     "SCHEMA_VERSION",
     "Drafted",
     "GrammarInvalid",

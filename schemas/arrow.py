@@ -1,4 +1,4 @@
-"""The Arrow schema of the stored table: one row per request outcome, step context as columns.
+"""The Arrow schema of the stored table: one row per request-step, step context as columns.
 
 Parquet files under ``dt=YYYY-MM-DD/hour=HH/`` hold exactly these columns (the partition keys
 come from the directory names). Strings that repeat per step or per engine are dictionary
@@ -11,7 +11,7 @@ import pyarrow as pa
 
 _DICT_STRING = pa.dictionary(pa.int32(), pa.string())
 
-OUTCOME_SCHEMA = pa.schema(
+REQUEST_STEP_SCHEMA = pa.schema(
     [
         pa.field("schema_version", _DICT_STRING, nullable=False),
         pa.field("event_id", _DICT_STRING, nullable=False),
@@ -38,5 +38,6 @@ OUTCOME_SCHEMA = pa.schema(
         pa.field("accepted", pa.int16(), nullable=False),
         pa.field("emitted", pa.int16(), nullable=False),
     ],
+    # In every data file written since 1.0: a stored name changes only with a major version.
     metadata={"specmetrics.table": "request_outcomes"},
 )

@@ -1,7 +1,7 @@
-"""Compact codes and column types of request outcomes, shared by the wire and the checks.
+"""Compact codes and column types of outcomes, shared by the wire and the checks.
 
-The wire, the stored data and every check carry an outcome's kind and ``k_zero`` reason as small
-integers: :class:`KindCode` and :class:`ReasonCode`. The pydantic contract and the JSON Schema
+The wire, the stored data and every check carry an outcome's kind and ``k_zero_reason`` as small
+integers: :class:`KindCode` and :class:`KZeroReasonCode`. The pydantic contract and the JSON Schema
 name them with :class:`schemas.events.OutcomeKind` and :class:`schemas.events.KZeroReason`; a
 code and its name share the member name, and this module is the one place that relates them.
 
@@ -27,8 +27,8 @@ class KindCode(IntEnum):
     K_ZERO = 3
 
 
-class ReasonCode(IntEnum):
-    """A ``k_zero`` reason on the wire (column ``reason``); the member of :class:`KZeroReason` of the
+class KZeroReasonCode(IntEnum):
+    """A ``k_zero_reason`` on the wire (column ``k_zero_reason``); the member of :class:`KZeroReason` of the
     same name. ``NONE`` on every kind but ``k_zero``."""
 
     NONE = 0
@@ -42,16 +42,16 @@ class ReasonCode(IntEnum):
 
 #: Each code's kind, indexed by code (codes run from 0 without a gap).
 KIND_CODES: tuple[OutcomeKind, ...] = tuple(OutcomeKind[code.name] for code in KindCode)
-#: Each code's reason, indexed by code; ``None`` for :attr:`ReasonCode.NONE`.
-REASON_CODES: tuple[KZeroReason | None, ...] = tuple(
-    None if code is ReasonCode.NONE else KZeroReason[code.name] for code in ReasonCode)
+#: Each code's ``k_zero_reason``, indexed by code; ``None`` for :attr:`KZeroReasonCode.NONE`.
+K_ZERO_REASON_CODES: tuple[KZeroReason | None, ...] = tuple(
+    None if code is KZeroReasonCode.NONE else KZeroReason[code.name] for code in KZeroReasonCode)
 KIND_CODE: dict[OutcomeKind, KindCode] = {kind: KindCode(code) for code, kind in enumerate(KIND_CODES)}
-REASON_CODE: dict[KZeroReason | None, ReasonCode] = {
-    reason: ReasonCode(code) for code, reason in enumerate(REASON_CODES)}
+K_ZERO_REASON_CODE: dict[KZeroReason | None, KZeroReasonCode] = {
+    k_zero_reason: KZeroReasonCode(code) for code, k_zero_reason in enumerate(K_ZERO_REASON_CODES)}
 
-#: One request outcome on the wire: 12 packed little-endian bytes.
+#: One outcome on the wire: 12 packed little-endian bytes.
 OUTCOME_DTYPE = np.dtype(
-    [("kind", "u1"), ("reason", "u1"), ("k_sched", "<i2"), ("k_valid", "<i2"),
+    [("kind", "u1"), ("k_zero_reason", "u1"), ("k_sched", "<i2"), ("k_valid", "<i2"),
      ("k_invalid", "<i2"), ("accepted", "<i2"), ("emitted", "<i2")]
 )
 OUTCOME_COLUMNS: tuple[str, ...] = OUTCOME_DTYPE.names or ()

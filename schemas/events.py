@@ -111,8 +111,11 @@ class KZero(_Outcome):
     (reason ``verify_budget``, schema 1.1) the runner's adaptive verification verified none of
     the scheduled drafts, which vLLM still counts (``k_sched``, ``k_valid``)."""
 
+    # The JSON name stays ``reason`` until the next major version (a rename is a major change).
+    model_config = ConfigDict(serialize_by_alias=True)
+
     kind: Literal["k_zero"] = "k_zero"
-    reason: KZeroReason = Field(description="Why no draft was verified, where known.")
+    k_zero_reason: KZeroReason = Field(alias="reason", description="Why no draft was verified, where known.")
     k_sched: NonNegInt = Field(
         default=0, description="Draft slots scheduled but not verified (reason verify_budget only)."
     )
@@ -127,7 +130,7 @@ class KZero(_Outcome):
 
     @model_validator(mode="after")
     def _check(self) -> KZero:
-        if self.reason is KZeroReason.VERIFY_BUDGET:
+        if self.k_zero_reason is KZeroReason.VERIFY_BUDGET:
             if not self.k_sched:
                 raise ValueError("reason 'verify_budget' needs k_sched > 0")
             if self.k_valid + self.k_invalid != self.k_sched:
@@ -138,9 +141,9 @@ class KZero(_Outcome):
         else:
             if self.k_sched or self.k_valid:
                 raise ValueError("k_sched and k_valid > 0 are only allowed with reason 'verify_budget'")
-            if self.k_invalid and self.reason is not KZeroReason.GRAMMAR_TRUNCATED:
+            if self.k_invalid and self.k_zero_reason is not KZeroReason.GRAMMAR_TRUNCATED:
                 raise ValueError("k_invalid > 0 is only allowed with reason 'grammar_truncated' or 'verify_budget'")
-            if self.reason is KZeroReason.GRAMMAR_TRUNCATED and not self.k_invalid:
+            if self.k_zero_reason is KZeroReason.GRAMMAR_TRUNCATED and not self.k_invalid:
                 raise ValueError("reason 'grammar_truncated' needs k_invalid > 0")
         _check_emitted(self.emitted, 0)
         return self
@@ -176,7 +179,7 @@ class EngineContext(BaseModel):
 
 
 class StepEnvelope(EngineContext):
-    """The context of one engine step, shared by all its request outcomes."""
+    """The context of one engine step, shared by all its request-steps."""
 
     event_id: str = Field(min_length=1, max_length=128, description="Globally unique id of this step event.")
     step_index: int = Field(ge=0, lt=2**63, description="Engine step counter.")

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from schemas.codes import KindCode, ReasonCode
+from schemas.codes import KindCode, KZeroReasonCode
 
 
 def outcome_rule_violations(
@@ -15,16 +15,16 @@ def outcome_rule_violations(
 ) -> list[tuple[str, np.ndarray]]:
     """Each rule's description with the mask of rows that break it.
 
-    ``cols`` holds ``kind``, ``reason``, ``k_sched``, ``k_valid``, ``k_invalid``, ``accepted``,
+    ``cols`` holds ``kind``, ``k_zero_reason``, ``k_sched``, ``k_valid``, ``k_invalid``, ``accepted``,
     ``emitted``; ``num_spec_tokens`` is each row's K.
     """
-    kind, reason = cols["kind"], cols["reason"]
+    kind, k_zero_reason = cols["kind"], cols["k_zero_reason"]
     k_sched, k_valid, k_invalid = cols["k_sched"], cols["k_valid"], cols["k_invalid"]
     accepted, emitted = cols["accepted"], cols["emitted"]
     drafted, skipped = (kind == KindCode.DRAFTED.value), (kind == KindCode.SKIPPED_FOR_LENGTH.value)
     grammar, kzero = (kind == KindCode.GRAMMAR_INVALID.value), (kind == KindCode.K_ZERO.value)
-    budget = kzero & (reason == ReasonCode.VERIFY_BUDGET.value)
-    unscheduled = kzero & (reason != ReasonCode.VERIFY_BUDGET.value)
+    budget = kzero & (k_zero_reason == KZeroReasonCode.VERIFY_BUDGET.value)
+    unscheduled = kzero & (k_zero_reason != KZeroReasonCode.VERIFY_BUDGET.value)
     counts_negative = (k_sched < 0) | (k_valid < 0) | (k_invalid < 0) | (accepted < 0) | (emitted < 0)
     return [
         (f"unknown outcome kind code (known: 0..{max(KindCode).value})", kind > max(KindCode).value),
@@ -32,21 +32,21 @@ def outcome_rule_violations(
         ("k_sched exceeds num_spec_tokens", k_sched > num_spec_tokens),
         ("accepted exceeds k_valid", accepted > k_valid),
         ("emitted exceeds accepted + 1", emitted > accepted + 1),
-        ("reason is only allowed on k_zero", ~kzero & (reason != ReasonCode.NONE.value)),
+        ("k_zero_reason is only allowed on k_zero", ~kzero & (k_zero_reason != KZeroReasonCode.NONE.value)),
         ("drafted needs k_valid > 0, k_sched == k_valid, k_invalid == 0",
          drafted & ((k_valid <= 0) | (k_sched != k_valid) | (k_invalid != 0))),
         ("skipped_for_length needs k_valid <= k_sched and k_invalid == k_sched - k_valid",
          skipped & ((k_valid > k_sched) | (k_invalid != k_sched - k_valid))),
         ("grammar_invalid needs k_sched > 0, k_invalid > 0 and k_sched in (k_valid, k_valid + k_invalid)",
          grammar & ((k_sched <= 0) | (k_invalid <= 0) | ((k_sched != k_valid) & (k_sched != k_valid + k_invalid)))),
-        (f"unknown k_zero reason code (known: 1..{max(ReasonCode).value})",
-         kzero & ((reason == ReasonCode.NONE.value) | (reason > max(ReasonCode).value))),
+        (f"unknown k_zero_reason code (known: 1..{max(KZeroReasonCode).value})",
+         kzero & ((k_zero_reason == KZeroReasonCode.NONE.value) | (k_zero_reason > max(KZeroReasonCode).value))),
         ("k_zero needs accepted == 0", kzero & (accepted != 0)),
-        ("k_zero needs k_sched == k_valid == 0 unless the reason is verify_budget",
+        ("k_zero needs k_sched == k_valid == 0 unless k_zero_reason is verify_budget",
          unscheduled & ((k_sched != 0) | (k_valid != 0))),
-        ("k_zero has k_invalid > 0 exactly when the reason is grammar_truncated (any k_invalid with verify_budget)",
-         unscheduled & ((k_invalid > 0) != (reason == ReasonCode.GRAMMAR_TRUNCATED.value))),
-        ("k_zero with reason verify_budget needs k_sched > 0 and k_valid + k_invalid == k_sched",
+        ("k_zero has k_invalid > 0 exactly when k_zero_reason is grammar_truncated (any k_invalid with verify_budget)",
+         unscheduled & ((k_invalid > 0) != (k_zero_reason == KZeroReasonCode.GRAMMAR_TRUNCATED.value))),
+        ("k_zero with k_zero_reason verify_budget needs k_sched > 0 and k_valid + k_invalid == k_sched",
          budget & ((k_sched <= 0) | (k_valid + k_invalid != k_sched))),
     ]
 

@@ -5,13 +5,13 @@ The rule (see docs/design.md#events, "Schema versions"):
 * Within a major version only additive changes are allowed: a new envelope field or outcome
   column must be optional with a default, so every reader of that major version can still
   read every record of it. Readers ignore envelope fields they do not know.
-* A new outcome kind or ``k_zero`` reason bumps the minor version. A reader that meets a kind
-  or reason it does not know sends that record to the dead-letter sink (nothing is lost: the
+* A new outcome kind or ``k_zero_reason`` bumps the minor version. A reader that meets a kind
+  or ``k_zero_reason`` it does not know sends that record to the dead-letter sink (nothing is lost: the
   original bytes are kept and can be re-ingested after upgrading).
 * Anything else (renaming, removing, changing a meaning or a type) is a new major version.
   A reader rejects every major version other than its own with a clear reason.
 
-History: 1.0 the first contract; 1.1 adds the ``k_zero`` reason ``verify_budget`` (with
+History: 1.0 the first contract; 1.1 adds the ``k_zero_reason`` ``verify_budget`` (with
 ``k_sched``/``k_valid``/``k_invalid`` on such outcomes) and the envelope field ``drafts_verified``
 (Model Runner V2's adaptive verification); 1.2 adds the envelope field ``dropped_steps`` (the steps
 the sending plugin process has dropped so far, for the live metrics).

@@ -1,9 +1,9 @@
 """Wire encoding of a step event: one msgpack map per step, outcomes as raw columns.
 
-The choice is measured in BENCHMARKS.md ("Wire encoding"): request outcomes travel as one
+The choice is measured in BENCHMARKS.md ("Wire encoding"): outcomes travel as one
 buffer of packed fixed-size records and request ids as one UTF-8 blob plus int32 offsets
 (Arrow's own string layout), so a reader turns a whole batch of steps into Arrow arrays
-without a Python object per request outcome. :func:`step_event_to_wire` / :func:`step_event_from_wire` convert to and
+without a Python object per request-step. :func:`step_event_to_wire` / :func:`step_event_from_wire` convert to and
 from the pydantic contract (:class:`schemas.events.StepEvent`).
 
 Message layout: a msgpack array, fields by position (:data:`FIELDS`)::
@@ -21,9 +21,9 @@ Message layout: a msgpack array, fields by position (:data:`FIELDS`)::
     10 event_time_us       int, microseconds since the Unix epoch (UTC), from 0001-01-01 to
                            9999-12-31T23:59:59.999999 (:data:`MIN_EVENT_TIME_US`, :data:`MAX_EVENT_TIME_US`)
     11 batch_max_seq_len   int or nil
-    12 n                   number of request outcomes
+    12 n                   number of request-steps
     13 outcomes            bytes: n packed records of 12 bytes (schemas.codes.OUTCOME_DTYPE):
-                           kind u8, reason u8 (codes: KIND_CODES, REASON_CODES),
+                           kind u8, k_zero_reason u8 (codes: KIND_CODES, K_ZERO_REASON_CODES),
                            k_sched, k_valid, k_invalid, accepted, emitted int16 LE
     14 request_id_offsets  bytes: n + 1 int32 LE offsets into request_id_data, from 0
     15 request_id_data     bytes: UTF-8 request ids concatenated
@@ -46,14 +46,14 @@ import numpy as np
 from pydantic import ValidationError
 
 from schemas.codes import (
+    K_ZERO_REASON_CODE,
+    K_ZERO_REASON_CODES,
     KIND_CODES,
     OFFSET_DTYPE,
     OUTCOME_COLUMNS,
     OUTCOME_DTYPE,
-    REASON_CODE,
-    REASON_CODES,
     KindCode,
-    ReasonCode,
+    KZeroReasonCode,
 )
 from schemas.events import (
     Drafted,
@@ -107,11 +107,11 @@ IntColumn = Sequence[int] | np.ndarray
 
 
 class OutcomeColumns(NamedTuple):
-    """The request outcomes of one step, one sequence per column (codes: schemas.codes)."""
+    """The outcomes of one step, one sequence per column (codes: schemas.codes)."""
 
     request_id: Sequence[str]
     kind: IntColumn
-    reason: IntColumn
+    k_zero_reason: IntColumn
     k_sched: IntColumn
     k_valid: IntColumn
     k_invalid: IntColumn
@@ -253,15 +253,16 @@ def step_event_to_wire(event: StepEvent) -> bytes:
 
 
 def _outcome_row(o: Outcome) -> tuple[int, ...]:
-    """(kind, reason, k_sched, k_valid, k_invalid, accepted, emitted) of one outcome."""
+    """(kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted, emitted) of one outcome."""
+    no_reason = KZeroReasonCode.NONE
     if isinstance(o, Drafted):
-        return (KindCode.DRAFTED, ReasonCode.NONE, o.k_valid, o.k_valid, 0, o.accepted, o.emitted)
+        return (KindCode.DRAFTED, no_reason, o.k_valid, o.k_valid, 0, o.accepted, o.emitted)
     if isinstance(o, SkippedForLength):
-        return (KindCode.SKIPPED_FOR_LENGTH, ReasonCode.NONE, o.k_sched, o.k_valid, o.k_sched - o.k_valid, o.accepted,
+        return (KindCode.SKIPPED_FOR_LENGTH, no_reason, o.k_sched, o.k_valid, o.k_sched - o.k_valid, o.accepted,
                 o.emitted)
     if isinstance(o, GrammarInvalid):
-        return (KindCode.GRAMMAR_INVALID, ReasonCode.NONE, o.k_sched, o.k_valid, o.k_invalid, o.accepted, o.emitted)
-    return (KindCode.K_ZERO, REASON_CODE[o.reason], o.k_sched, o.k_valid, o.k_invalid, 0, o.emitted)
+        return (KindCode.GRAMMAR_INVALID, no_reason, o.k_sched, o.k_valid, o.k_invalid, o.accepted, o.emitted)
+    return (KindCode.K_ZERO, K_ZERO_REASON_CODE[o.k_zero_reason], o.k_sched, o.k_valid, o.k_invalid, 0, o.emitted)
 
 
 def step_event_from_wire(payload: bytes) -> StepEvent:
@@ -293,7 +294,7 @@ def _outcome_dict(request_id: str, row: dict[str, int]) -> dict[str, Any]:
     kind = KIND_CODES[row["kind"]]
     base: dict[str, Any] = {"kind": kind.value, "request_id": request_id, "emitted": row["emitted"]}
     if kind is OutcomeKind.K_ZERO:
-        return {**base, "reason": REASON_CODES[row["reason"]],
+        return {**base, "reason": K_ZERO_REASON_CODES[row["k_zero_reason"]],
                 **{name: row[name] for name in ("k_sched", "k_valid", "k_invalid")}}
     fields = {
         OutcomeKind.DRAFTED: ("k_valid", "accepted"),

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One command for a machine with an NVIDIA GPU, vLLM and this project installed (`pip install -e .`:
-# vLLM loads the plugin through its entry point): runs the plugin's end-to-end stories (fits,
+# vLLM loads the plugin through its entry point): runs the plugin's end-to-end scenarios (fits,
 # too_long = skipped for length under V1, crossing, grammar, ngram) on the GPU paths -- Model
 # Runner V2 and async scheduling, which a CPU cannot run -- and compares the vLLM-compatible
-# numbers of the events with vLLM's own counters, story by story. Prints a PASS/FAIL table; exit 1
+# numbers of the events with vLLM's own counters, scenario by scenario. Prints a PASS/FAIL table; exit 1
 # on any FAIL. Sync modes turn async scheduling off explicitly (a GPU turns it on by default);
-# async modes run the ngram story with `ngram_gpu` (vLLM refuses async with the CPU proposer).
+# async modes run the ngram scenario with `ngram_gpu` (vLLM refuses async with the CPU proposer).
 #
 #   scripts/gpu_check.sh [WORKDIR [MODE...]]    MODE: v1-sync v2-sync v1-async v2-async (default: all)
 #
@@ -25,7 +25,7 @@ for name in "${selected[@]}"; do
   IFS=: read -r v2 flag <<<"${modes[$name]}"
   dir="$work/$name"; rm -rf "$dir"; mkdir -p "$dir"
   if ! VLLM_USE_V2_MODEL_RUNNER=$v2 SPECMETRICS_SINK="file://$dir/log" VLLM_ENABLE_V1_MULTIPROCESSING=0 \
-       "$python" -m specmetrics.vllm_scenarios --out "$dir/stories.json" $flag >"$dir/vllm.log" 2>&1; then
+       "$python" -m specmetrics.vllm_scenarios --out "$dir/scenarios.json" $flag >"$dir/vllm.log" 2>&1; then
     echo "$name  FAIL  vLLM run failed, see $dir/vllm.log"; status=1; continue
   fi
   if ! "$python" -m specmetrics.cli ingest --source "file://$dir/log" --out "$dir/data" --once --quiet \
@@ -40,11 +40,11 @@ from specmetrics.windows import reproduces, window_metrics
 root, name = Path(sys.argv[1]), sys.argv[2]
 con = connect(root / "data")
 failed = False
-for story in json.loads((root / "stories.json").read_text()):
-    got, vllm = window_metrics(con, story["started"], story["finished"], 3), story["vllm"]
+for scenario in json.loads((root / "scenarios.json").read_text()):
+    got, vllm = window_metrics(con, scenario["started"], scenario["finished"], 3), scenario["vllm"]
     ok = reproduces(got, vllm)
     failed |= not ok
-    print(f"{name:9} {story['name']:9} {'PASS' if ok else 'FAIL'}  events={got}  vllm={vllm}")
+    print(f"{name:9} {scenario['name']:9} {'PASS' if ok else 'FAIL'}  events={got}  vllm={vllm}")
 sys.exit(1 if failed else 0)
 PY
 done

@@ -1,7 +1,7 @@
-"""The demo's stories on real vLLM (tiny local models), with vLLM's own counters per story.
+"""The demo's scenarios on real vLLM (tiny local models), with vLLM's own counters per scenario.
 
 Run in a process whose environment already holds ``SPECMETRICS_SINK`` (vLLM loads plugins
-once per process). Each story runs ``LLM.generate`` and records its time window, the
+once per process). Each scenario runs ``LLM.generate`` and records its time window, the
 counters vLLM reported for it (``LLM.get_metrics()`` after minus before) and the generated
 token ids. ``python -m specmetrics.vllm_scenarios --out FILE`` writes them as JSON.
 """
@@ -28,8 +28,8 @@ JSON_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "val
 
 
 @dataclass
-class StoryResult:
-    """One story: its window, what vLLM reported for it, what it generated."""
+class ScenarioResult:
+    """One scenario: its window, what vLLM reported for it, what it generated."""
 
     name: str
     engine: str
@@ -54,8 +54,8 @@ def engine_config(kind: str, models: dict[str, Path], async_scheduling: bool = F
     return {**common, "async_scheduling": async_scheduling, "speculative_config": spec}
 
 
-def stories(kind: str, ids: list[int]) -> list[tuple[str, list[list[int]], bool]]:
-    """(name, prompts as token ids, structured output?) of an engine's stories."""
+def scenarios(kind: str, ids: list[int]) -> list[tuple[str, list[list[int]], bool]]:
+    """(name, prompts as token ids, structured output?) of an engine's scenarios."""
     short = [ids[i * 10: i * 10 + 20] for i in range(4)]
     if kind == "ngram":
         return [("ngram", [ids[i * 7: i * 7 + 40] for i in range(4)], False)]
@@ -78,14 +78,14 @@ def vllm_counters(llm: Any) -> dict[str, Any]:
     return {name: found.get(name, 0) for name in (*COUNTERS, "num_accepted_tokens_per_pos")}
 
 
-def run_engine(kind: str, models: dict[str, Path], async_scheduling: bool = False) -> list[StoryResult]:
+def run_engine(kind: str, models: dict[str, Path], async_scheduling: bool = False) -> list[ScenarioResult]:
     from vllm import LLM, SamplingParams, TokensPrompt
     from vllm.sampling_params import StructuredOutputsParams
 
     llm = LLM(**engine_config(kind, models, async_scheduling))
     ids = llm.get_tokenizer().encode(" ".join(corpus(60)))
     results = []
-    for name, prompts, structured in stories(kind, ids):
+    for name, prompts, structured in scenarios(kind, ids):
         params = SamplingParams(max_tokens=MAX_TOKENS, temperature=0, ignore_eos=not structured,
                                 structured_outputs=StructuredOutputsParams(json=JSON_SCHEMA) if structured else None)
         before = vllm_counters(llm)
@@ -97,15 +97,15 @@ def run_engine(kind: str, models: dict[str, Path], async_scheduling: bool = Fals
         delta["num_accepted_tokens_per_pos"] = [a - b for a, b in zip(after["num_accepted_tokens_per_pos"],
                                                                      before["num_accepted_tokens_per_pos"],
                                                                      strict=True)]
-        results.append(StoryResult(name, kind, started, finished, delta,
-                                   [list(o.outputs[0].token_ids) for o in outputs]))
+        results.append(ScenarioResult(name, kind, started, finished, delta,
+                                      [list(o.outputs[0].token_ids) for o in outputs]))
     del llm
     gc.collect()
     return results
 
 
 def run_all(engines: tuple[str, ...] = ("draft_model", "ngram"), cache: Path | None = None,
-            async_scheduling: bool = False) -> list[StoryResult]:
+            async_scheduling: bool = False) -> list[ScenarioResult]:
     models = tiny_models(cache)
     results = [r for kind in engines for r in run_engine(kind, models, async_scheduling)]
     from emitter import plugin

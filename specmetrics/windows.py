@@ -1,4 +1,4 @@
-"""Corrected and vLLM-compatible numbers of one time window (e.g. one demo story).
+"""Corrected and vLLM-compatible numbers of one time window (e.g. one demo scenario).
 
 The window's bounds are bound parameters (seconds since the epoch), never pasted into SQL; the
 counts are the macros every view uses (queries/sql/definitions/drafts.sql), over
@@ -38,7 +38,7 @@ FROM {_WINDOW} GROUP BY ALL ORDER BY 1"""
 
 def window_metrics(con: duckdb.DuckDBPyConnection, started: float, finished: float, positions: int) -> dict[str, Any]:
     """Totals (``vllm_*`` as vLLM counts, plain names corrected), vLLM's accepted count per
-    position, and request-steps per kind (``k_zero:<reason>``) between two instants."""
+    position, and request-steps per kind (``k_zero:<k_zero_reason>``) between two instants."""
     window = [started, finished]
     totals: dict[str, Any] = {k: int(v) for k, v in run_query(con, TOTALS, window).to_pylist()[0].items()}
     per_pos = run_query(con, VLLM_PER_POSITION, [*window, positions]).to_pylist()

@@ -4,7 +4,7 @@ A data file is read when all of these hold (the footer is read, never the rows):
 
 1. its path is ``dt=YYYY-MM-DD/hour=HH/<source>-<partition>-<first>-<last>.parquet``
    (:class:`storage.layout.FileName`) with a real date and hour;
-2. its schema is the stored table's (:data:`schemas.arrow.OUTCOME_SCHEMA`) or schema 1.0's
+2. its schema is the stored table's (:data:`schemas.arrow.REQUEST_STEP_SCHEMA`) or schema 1.0's
    (the same without ``drafts_verified``);
 3. its column statistics place its rows there: every ``event_time`` in the folder's hour,
    ``log_partition`` the name's partition, every ``log_offset`` from the name's first to last
@@ -39,7 +39,7 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from schemas.arrow import OUTCOME_SCHEMA
+from schemas.arrow import REQUEST_STEP_SCHEMA
 from storage.layout import ROLLUP_DIR, FileName
 
 logger = logging.getLogger(__name__)
@@ -47,8 +47,8 @@ T = TypeVar("T")
 
 #: The stored schemas a data file may have: the current one and schema 1.0's.
 DATA_SCHEMAS: tuple[pa.Schema, ...] = (
-    OUTCOME_SCHEMA.remove_metadata(),
-    OUTCOME_SCHEMA.remove(OUTCOME_SCHEMA.get_field_index("drafts_verified")).remove_metadata(),
+    REQUEST_STEP_SCHEMA.remove_metadata(),
+    REQUEST_STEP_SCHEMA.remove(REQUEST_STEP_SCHEMA.get_field_index("drafts_verified")).remove_metadata(),
 )
 _PARTITION = re.compile(r"^dt=(\d{4}-\d{2}-\d{2})/hour=(\d{2})$")
 _FOOTER_THREADS = 4  # a footer read waits on the disk: threads overlap that where files are not cached

@@ -1,5 +1,5 @@
 """The whole embedded path at scale: load generator → local log → ingest → views, checked
-against the generator's exact ground truth on 1M request outcomes of every kind."""
+against the generator's exact ground truth on 1M request-steps of every kind."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_vllm_and_corrected_differ_exactly_by_skipped_and_all_invalid(
 def test_per_position_counts_equal_ground_truth(million: tuple[Path, dict[str, EngineTruth]]) -> None:
     data, truth = million
     con = connect(data)
-    corrected = run_query(con, "SELECT engine_id, position, num_accepted, num_reached, num_drafts, rate_vllm, "
+    corrected = run_query(con, "SELECT engine_id, position, num_accepted, num_reached, num_drafts, rate_over_drafts, "
                                "rate_conditional FROM acceptance_per_position ORDER BY engine_id, position").to_pylist()
     vllm = run_query(con, "SELECT engine_id, position, num_accepted_tokens_per_pos FROM acceptance_vllm_per_position "
                           "ORDER BY engine_id, position").to_pylist()
@@ -87,7 +87,7 @@ def test_per_position_counts_equal_ground_truth(million: tuple[Path, dict[str, E
         assert [r["position"] for r in rows] == [0, 1, 2, 3]
         assert [r["num_accepted"] for r in rows] == t.accepted_per_pos
         assert [r["num_reached"] for r in rows] == t.reached_per_pos
-        assert [r["rate_vllm"] for r in rows] == pytest.approx([a / t.num_drafts for a in t.accepted_per_pos])
+        assert [r["rate_over_drafts"] for r in rows] == pytest.approx([a / t.num_drafts for a in t.accepted_per_pos])
         assert [r["rate_conditional"] for r in rows] == pytest.approx(
             [a / n for a, n in zip(t.accepted_per_pos, t.reached_per_pos, strict=True)])
         assert [r["num_accepted_tokens_per_pos"] for r in vllm if r["engine_id"] == engine] == t.vllm_accepted_per_pos

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from schemas.codes import KIND_CODES, REASON_CODES, KindCode
+from schemas.codes import K_ZERO_REASON_CODES, KIND_CODES, KindCode
 
 
 @dataclass
@@ -43,9 +43,9 @@ class EngineTruth:
         for code, count in zip(*np.unique(kind, return_counts=True), strict=True):
             name = KIND_CODES[code].value
             self.request_steps[name] = self.request_steps.get(name, 0) + int(count)
-        k_zero_reasons = cols["reason"][kind == KindCode.K_ZERO.value]
+        k_zero_reasons = cols["k_zero_reason"][kind == KindCode.K_ZERO.value]
         for code, count in zip(*np.unique(k_zero_reasons, return_counts=True), strict=True):
-            name = str(REASON_CODES[code])
+            name = str(K_ZERO_REASON_CODES[code])
             self.k_zero_reasons[name] = self.k_zero_reasons.get(name, 0) + int(count)
         self.k_invalid_tokens += int(cols["k_invalid"].sum())
         grammar_with_valid = (kind == KindCode.GRAMMAR_INVALID.value) & (k_valid > 0)

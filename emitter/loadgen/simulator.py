@@ -17,12 +17,13 @@ import numpy as np
 from emitter.loadgen.ground_truth import EngineTruth
 from emitter.loadgen.spec import LoadSpec
 from emitter.sinks.base import Sink
-from schemas.codes import KindCode, ReasonCode
+from schemas.codes import KindCode, KZeroReasonCode
 from schemas.events import engine_id
 from schemas.wire import OutcomeColumns, encode_step, event_time_us
 
 _RANDOM_K_ZERO_REASONS = np.array(
-    [ReasonCode.NO_PROPOSAL.value, ReasonCode.LENGTH_TRIM.value, ReasonCode.SCHEDULE.value], dtype=np.uint8
+    [KZeroReasonCode.NO_PROPOSAL.value, KZeroReasonCode.LENGTH_TRIM.value, KZeroReasonCode.SCHEDULE.value],
+    dtype=np.uint8,
 )
 SEND_BATCH_STEPS = 256
 
@@ -55,7 +56,7 @@ class EngineSimulator:
         batch_max = int(self._ctx.max())
         skipped = spec.drafter_max_len is not None and batch_max + k > spec.drafter_max_len
         kind = np.full(b, KindCode.DRAFTED.value, dtype=np.uint8)
-        reason = np.full(b, ReasonCode.NONE.value, dtype=np.uint8)
+        k_zero_reason = np.full(b, KZeroReasonCode.NONE.value, dtype=np.uint8)
         k_valid = np.full(b, k, dtype=np.int16)
         k_invalid = np.zeros(b, dtype=np.int16)
         if skipped:
@@ -71,7 +72,7 @@ class EngineSimulator:
             accepted = np.cumprod(hits, axis=1).sum(axis=1).astype(np.int16)
             kind[grammar] = KindCode.GRAMMAR_INVALID.value
             kind[kzero] = KindCode.K_ZERO.value
-            reason[kzero] = rng.choice(_RANDOM_K_ZERO_REASONS, int(kzero.sum()))
+            k_zero_reason[kzero] = rng.choice(_RANDOM_K_ZERO_REASONS, int(kzero.sum()))
             k_valid[kzero] = 0
             accepted[kzero] = 0
         k_sched = k_valid + k_invalid
@@ -79,10 +80,10 @@ class EngineSimulator:
             k_sched = k_valid.copy()  # invalid drafts were truncated before scheduling
             all_truncated = (kind == KindCode.GRAMMAR_INVALID.value) & (k_valid == 0)
             kind[all_truncated] = KindCode.K_ZERO.value
-            reason[all_truncated] = ReasonCode.GRAMMAR_TRUNCATED.value
+            k_zero_reason[all_truncated] = KZeroReasonCode.GRAMMAR_TRUNCATED.value
         emitted = np.minimum(accepted + 1, self._left).astype(np.int16)
         cols = {
-            "kind": kind, "reason": reason, "k_sched": k_sched, "k_valid": k_valid,
+            "kind": kind, "k_zero_reason": k_zero_reason, "k_sched": k_sched, "k_valid": k_valid,
             "k_invalid": k_invalid, "accepted": accepted, "emitted": emitted,
         }
         self.truth.add_step(cols, skipped)
@@ -116,7 +117,7 @@ class EngineSimulator:
 def run_load(
     spec: LoadSpec, sink: Sink, progress: Callable[[int], None] | None = None, realtime: bool = False
 ) -> dict[str, EngineTruth]:
-    """Write ``spec.rows`` (or a few more, to the end of a step) request outcomes to ``sink``,
+    """Write ``spec.rows`` (or a few more, to the end of a step) request-steps to ``sink``,
     engines interleaved step by step; returns the ground truth by engine id. ``realtime``
     sends each step when its event time comes (one step per engine every ``step_ms``, the way
     a live engine publishes) instead of as fast as the sink takes them."""

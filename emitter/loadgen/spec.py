@@ -12,7 +12,7 @@ class LoadSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    rows: int = Field(default=100_000, ge=1, description="Stop after at least this many request outcomes.")
+    rows: int = Field(default=100_000, ge=1, description="Stop after at least this many request-steps.")
     engines: int = Field(default=1, ge=1, le=1024, description="Engine instances, each with its own stream.")
     batch_size: int = Field(default=64, ge=1, le=4096, description="Requests decoding together (max_num_seqs).")
     num_spec_tokens: int = Field(default=3, ge=1, le=64, description="K.")

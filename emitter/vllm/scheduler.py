@@ -65,60 +65,62 @@ class EngineObserver:
         self.decision: tuple[bool, int, int] | None = None  # the worker's, see DraftDecision
         self.proposed: tuple[list[str], list[int]] | None = None  # the last proposal: request ids, draft counts
         self.truncated: dict[str, tuple[int, int]] = {}
-        self.k_schedule: int | None = None  # the K the last step's schedule chose (dynamic K), for the next
+        self.step_k: int | None = None  # the K the last step's schedule chose (dynamic K), for the next
         # Async scheduling hands the scheduler placeholders, never the drafter's proposals.
         self.asynchronous = isinstance(scheduler, AsyncScheduler)
         self.after_drop = False  # the last step published was dropped from a full queue
         self.detached = False
         self.publisher = attach(self.context["dp_rank"])  # last: an engine is counted once it observes
 
-    def tag(self, scheduler: Any, so: Any) -> tuple[int, dict[str, int]]:
+    def tag(self, scheduler: Any, scheduler_output: Any) -> tuple[int, dict[str, int]]:
         """What ``schedule`` notes on its output: the step index, and the decoding requests it left
         without a draft slot (read now: async scheduling moves them on before the output returns)."""
-        return int(scheduler.current_step), decoding_without_drafts(scheduler.requests, so)
+        return int(scheduler.current_step), decoding_without_drafts(scheduler.requests, scheduler_output)
 
-    def before(self, scheduler: Any, so: Any, mro: Any) -> tuple[list[int], tuple[int, dict[str, int]]] | None:
+    def before(self, scheduler: Any, scheduler_output: Any,
+               model_runner_output: Any) -> tuple[list[int], tuple[int, dict[str, int]]] | None:
         """Read what vLLM is about to change: sampled lengths before stop handling; and the tag of
         ``schedule`` (made now if it is not wrapped: in sync mode nothing has moved since it ran)."""
-        sampled = mro.sampled_token_ids
+        sampled = model_runner_output.sampled_token_ids
         if not sampled:
             return None
-        tag = getattr(so, TAG_ATTR, None)
-        return list(map(len, sampled)), tag if tag is not None else self.tag(scheduler, so)
+        tag = getattr(scheduler_output, TAG_ATTR, None)
+        return list(map(len, sampled)), tag if tag is not None else self.tag(scheduler, scheduler_output)
 
-    def after(self, so: Any, mro: Any, seen: tuple[list[int], tuple[int, dict[str, int]]] | None,
-              outputs: Any) -> None:
+    def after(self, scheduler_output: Any, model_runner_output: Any,
+              seen: tuple[list[int], tuple[int, dict[str, int]]] | None, outputs: Any) -> None:
         """Swap the state linking steps and publish the step. Cheap on purpose (it runs cold, right
         after vLLM's update): the step's values go out as a plain tuple in the field order of
         :class:`emitter.outcomes.RawStep` (tests/emitter/vllm/test_published_step.py holds the two
         together), made a ``RawStep`` by :class:`emitter.step_events.StepEvents` on the publisher's
         thread. Not ``RawStep(...)`` here: its generated ``__new__`` costs ~0.8 µs more per step."""
         previous = self.decision
-        self.decision = getattr(mro, DECISION_ATTR, None)
+        self.decision = getattr(model_runner_output, DECISION_ATTR, None)
         proposed, self.proposed = self.proposed, None
         truncated, self.truncated = self.truncated, {}
-        k_schedule = self.k_schedule
-        if so.num_scheduled_tokens:  # a step that scheduled nothing sizes no drafts
-            self.k_schedule = getattr(so, "num_spec_tokens_to_schedule", None)
+        step_k = self.step_k
+        if scheduler_output.num_scheduled_tokens:  # a step that scheduled nothing sizes no drafts
+            self.step_k = getattr(scheduler_output, "num_spec_tokens_to_schedule", None)
         if seen is None:
             return
         sampled_before, (step_index, without) = seen
         # Async only (vLLM skips requests finished while their step was in flight): the ids, not the
         # outputs, which hold token lists and logprobs a stalled queue would keep alive.
-        processed = [rid for eco in outputs.values() for rid in map(REQUEST_ID, eco.outputs)] \
+        processed = [rid for core_outputs in outputs.values() for rid in map(REQUEST_ID, core_outputs.outputs)] \
             if self.asynchronous and isinstance(outputs, dict) else None
         self.after_drop = not self.publisher.publish((self.context, (
-            step_index, time_ns() // 1000, previous, so.num_scheduled_tokens, so.scheduled_spec_decode_tokens,
-            so.num_invalid_spec_tokens, mro.req_id_to_index, sampled_before, list(map(len, mro.sampled_token_ids)),
-            without, proposed, truncated, self.max_model_len, self.num_sampled, k_schedule, self.asynchronous,
-            processed, self.decision, self.after_drop, getattr(mro, BUDGET_ATTR, None))))
+            step_index, time_ns() // 1000, previous, scheduler_output.num_scheduled_tokens,
+            scheduler_output.scheduled_spec_decode_tokens, scheduler_output.num_invalid_spec_tokens,
+            model_runner_output.req_id_to_index, sampled_before, list(map(len, model_runner_output.sampled_token_ids)),
+            without, proposed, truncated, self.max_model_len, self.num_sampled, step_k, self.asynchronous,
+            processed, self.decision, self.after_drop, getattr(model_runner_output, BUDGET_ATTR, None))))
 
 
-def decoding_without_drafts(requests: dict[str, Any], so: Any) -> dict[str, int]:
+def decoding_without_drafts(requests: dict[str, Any], scheduler_output: Any) -> dict[str, int]:
     """The decoding requests scheduled for one token (no draft slot) -> their computed positions
     once the step runs, read right after ``schedule`` (for the max-length clamp). C-level length
     checks first: the loop runs only in steps where some request got no draft slot."""
-    drafts, num_scheduled = so.scheduled_spec_decode_tokens, so.num_scheduled_tokens
+    drafts, num_scheduled = scheduler_output.scheduled_spec_decode_tokens, scheduler_output.num_scheduled_tokens
     if len(drafts) >= len(num_scheduled):
         return NONE_WITHOUT_DRAFTS
     without: dict[str, int] = {}
@@ -170,15 +172,15 @@ def install(settings: EmitterSettings, attach: Callable[[int], EventPublisher], 
              partial(_update_wrapper, Guard("speculative decoding outcomes (Scheduler.update_from_output)"), observer),
              lost="all outcomes"),
         Hook(Scheduler, "schedule", ("self",),
-             "the step index of async outputs and the k_zero reason length_trim under async scheduling",
+             "the step index of async outputs and the k_zero_reason length_trim under async scheduling",
              partial(_schedule_wrapper,
                      Guard("step indexes and requests without a draft slot (Scheduler.schedule)"), observer),
              lost="step index"),
         Hook(Scheduler, "update_draft_token_ids", ("self", "draft_token_ids"),
-             "how many drafts were proposed (k_zero reasons no_proposal, length_trim, schedule)",
+             "how many drafts were proposed (k_zero_reasons no_proposal, length_trim, schedule)",
              partial(_drafts_wrapper,
                      Guard("proposed and grammar-truncated drafts (Scheduler.update_draft_token_ids)"), observer),
-             lost="k_zero reasons"),
+             lost="k_zero_reasons"),
     )
     return [hook.lost for hook in hooks if not hook.wrap()]
 

@@ -14,14 +14,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.codes import KIND_CODES, REASON_CODES, KindCode
+from schemas.codes import K_ZERO_REASON_CODES, KIND_CODES, KindCode
 
 #: A group of request-steps: (model, engine_id, method, num_spec_tokens).
 GroupKey = tuple[str, str, str, int]
 
 _DRAFTED, _SKIPPED, _INVALID, _K_ZERO = (code.value for code in KindCode)
 _KIND_CODE = {kind.value: code for code, kind in enumerate(KIND_CODES)}
-_REASON_CODE = {(reason.value if reason else ""): code for code, reason in enumerate(REASON_CODES)}
+_K_ZERO_REASON_CODE = {(reason.value if reason else ""): code for code, reason in enumerate(K_ZERO_REASON_CODES)}
 #: Room for every (kind, reason) pair in one code: kind * REASONS + reason.
 REASONS = 8
 
@@ -68,18 +68,18 @@ class GroupCounts:
 
 def kind_and_reason(code: int) -> tuple[str, str]:
     """The kind and ``k_zero`` reason ("" unless ``k_zero``) of a request-step code."""
-    reason = REASON_CODES[code % REASONS]
+    reason = K_ZERO_REASON_CODES[code % REASONS]
     return KIND_CODES[code // REASONS].value, reason.value if reason else ""
 
 
 def count_batch(batch: pa.RecordBatch | pa.Table) -> dict[GroupKey, GroupCounts]:
-    """The counts of each group with rows in ``batch`` (columns of :data:`schemas.OUTCOME_SCHEMA`)."""
+    """The counts of each group with rows in ``batch`` (columns of :data:`schemas.arrow.REQUEST_STEP_SCHEMA`)."""
     if not len(batch):
         return {}
     keys, group = _groups(batch)
     n_groups = len(keys)
     kind = _codes(batch.column("kind"), _KIND_CODE)
-    reason = _codes(batch.column("k_zero_reason"), _REASON_CODE)
+    reason = _codes(batch.column("k_zero_reason"), _K_ZERO_REASON_CODE)
     k_sched, k_valid, accepted, emitted = (
         batch.column(name).to_numpy().astype(np.int64) for name in ("k_sched", "k_valid", "accepted", "emitted"))
     draft = (kind == _DRAFTED) | ((kind == _INVALID) & (k_valid > 0))

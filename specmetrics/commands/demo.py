@@ -28,7 +28,7 @@ from specmetrics.windows import ratios, reproduces, window_metrics
 
 MARKER = ".specmetrics-demo"
 
-#: (engine prefix, story, spec fields): each scenario is one engine of the demo.
+#: (engine prefix, what it shows, spec fields): each scenario is one engine of the demo.
 SCENARIOS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("fits", "a perfect drafter that fits: truth 100 %",
      {"acceptance": (1.0,), "drafter_max_len": 4096, "prompt_len": (32, 512), "output_len": (16, 256),
@@ -69,13 +69,13 @@ def add_parser(subparsers: Any) -> None:
                                    "vLLM-reported vs corrected acceptance.")
     parser.add_argument("--workdir", type=Path, default=Path("specmetrics-demo"),
                         help="Where the demo's log and Parquet go (recreated each run; default ./specmetrics-demo).")
-    parser.add_argument("--rows", type=int, default=50_000, help="Request outcomes per scenario (default 50000).")
+    parser.add_argument("--rows", type=int, default=50_000, help="Request-steps per scenario (default 50000).")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--loadgen", action="store_true", help="Use the load generator even if vLLM is installed.")
     parser.set_defaults(run=run)
 
 
-VLLM_STORIES = {
+WHAT_VLLM_SCENARIOS_SHOW = {
     "fits": "a same-weights drafter that fits: truth 100 %",
     "too_long": "prompts past the drafter's max length: vLLM says 0.00 %, truth: no drafts",
     "crossing": "one long request makes the whole batch skip drafting",
@@ -91,40 +91,41 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_vllm(args: argparse.Namespace) -> int:
-    """The stories on real vLLM in a child process (vLLM reads the plugin's settings once)."""
+    """The scenarios on real vLLM in a child process (vLLM reads the plugin's settings once)."""
     log_dir, data_dir = prepare_workdir(args.workdir)
-    stories_file, vllm_log = args.workdir / "stories.json", args.workdir / "vllm.log"
-    print(f"Running the stories on real vLLM with tiny local models (built on first use); vLLM's log: {vllm_log}")
+    scenarios_file, vllm_log = args.workdir / "scenarios.json", args.workdir / "vllm.log"
+    print(f"Running the scenarios on real vLLM with tiny local models (built on first use); vLLM's log: {vllm_log}")
     env = {**os.environ, "SPECMETRICS_SINK": log_dir.resolve().as_uri()}
     env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     with vllm_log.open("w") as out:
-        done = subprocess.run([sys.executable, "-m", "specmetrics.vllm_scenarios", "--out", str(stories_file)],
+        done = subprocess.run([sys.executable, "-m", "specmetrics.vllm_scenarios", "--out", str(scenarios_file)],
                               env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
     if done.returncode != 0:
         print(f"vLLM failed (exit code {done.returncode}); see {vllm_log}", file=sys.stderr)
         return 1
     stats = ingest_source(log_dir.resolve().as_uri(), data_dir, once=True)
-    print(f"\ningested {stats.rows:,} request outcomes into {stats.files} Parquet file(s) under {data_dir}\n")
+    print(f"\ningested {stats.rows:,} request-steps into {stats.files} Parquet file(s) under {data_dir}\n")
     con = connect(data_dir)
     rows = []
     try:
-        for story in json.loads(stories_file.read_text()):
-            got = window_metrics(con, story["started"], story["finished"], positions=3)
-            vllm = story["vllm"]
+        for scenario in json.loads(scenarios_file.read_text()):
+            got = window_metrics(con, scenario["started"], scenario["finished"], positions=3)
+            vllm = scenario["vllm"]
             steps = max(got["request_steps"], 1)
             kinds = got["kinds"]
             rows.append([
-                story["name"], vllm["num_drafts"],
+                scenario["name"], vllm["num_drafts"],
                 *ratios(vllm["num_drafts"], vllm["num_draft_tokens"], vllm["num_accepted_tokens"]),
                 got["num_drafts"], *ratios(got["num_drafts"], got["num_draft_tokens"], got["num_accepted_tokens"]),
                 kinds.get("skipped_for_length", 0) / steps,
                 sum(n for k, n in kinds.items() if k.startswith("k_zero")) / steps,
-                got["k_invalid"], "yes" if reproduces(got, vllm) else "NO", VLLM_STORIES.get(story["name"], ""),
+                got["k_invalid"], "yes" if reproduces(got, vllm) else "NO",
+                WHAT_VLLM_SCENARIOS_SHOW.get(scenario["name"], ""),
             ])
     finally:
         con.close()
     print("What vLLM reported (vllm_*, its own counters) vs what happened (true_*):\n")
-    print(text_table(["story", "vllm_drafts", "vllm_rate", "vllm_mal", "true_drafts", "true_rate", "true_mal",
+    print(text_table(["scenario", "vllm_drafts", "vllm_rate", "vllm_mal", "true_drafts", "true_rate", "true_mal",
                       "skipped_share", "k_zero_share", "grammar_invalid_tokens", "reproduced", "what it shows"], rows))
     print("\nreproduced: the events give back vLLM's own counters exactly (the vLLM-compatible view).")
     print(f"Explore: specmetrics sql --data {data_dir} \"SELECT * FROM outcome_shares\"")
@@ -148,17 +149,17 @@ def run_loadgen(args: argparse.Namespace) -> int:
             written += sum(t.rows for t in truth.values())
     progress.finish()
     stats = ingest_source(log_dir.resolve().as_uri(), data_dir, once=True)
-    print(f"\ningested {stats.rows:,} request outcomes into {stats.files} Parquet file(s) under {data_dir}\n")
+    print(f"\ningested {stats.rows:,} request-steps into {stats.files} Parquet file(s) under {data_dir}\n")
     con = connect(data_dir)
     try:
         table = run_query(con, SIDE_BY_SIDE)
     finally:
         con.close()
-    order = {f"{prefix}-0/dp0": (i, story) for i, (prefix, story, _) in enumerate(SCENARIOS)}
+    order = {f"{prefix}-0/dp0": (i, shows) for i, (prefix, shows, _) in enumerate(SCENARIOS)}
     rows = sorted(([*r.values(), order[str(r["engine_id"])][1]] for r in table.to_pylist()),
                   key=lambda row: order[str(row[0])][0])
     print("vLLM-reported (vllm_*) vs what happened (true_*); shares are of request-steps:\n")
-    print(text_table([*table.column_names, "story"], rows))
+    print(text_table([*table.column_names, "what it shows"], rows))
     print(f"\nExplore: specmetrics sql --data {data_dir} \"SELECT * FROM acceptance_per_position\"")
     return 0
 
@@ -169,7 +170,7 @@ def prepare_workdir(workdir: Path) -> tuple[Path, Path]:
         raise ValueError(f"{workdir} exists and was not created by the demo; choose another --workdir")
     for sub in ("log", "data"):
         shutil.rmtree(workdir / sub, ignore_errors=True)
-    for name in ("stories.json", "vllm.log"):
+    for name in ("scenarios.json", "vllm.log"):
         (workdir / name).unlink(missing_ok=True)
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / MARKER).touch()

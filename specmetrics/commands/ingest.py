@@ -38,7 +38,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--out", required=True, type=Path, help="Output directory of the Parquet tree.")
     parser.add_argument("--once", action="store_true", help="Stop at the end of the source instead of following it.")
     parser.add_argument("--flush-rows", type=int, default=None,
-                        help="Flush at this many request outcomes (a dead letter counts as one).")
+                        help="Flush at this many request-steps (a dead letter counts as one).")
     parser.add_argument("--group", default=None,
                         help="Kafka consumer group (default: SPECMETRICS_INGEST_GROUP or specmetrics-ingest).")
     parser.add_argument("--dead-letter-topic", default=None,
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
                  if v is not None}
     stats = ingest_source(args.source, args.out, once=args.once, settings=IngestSettings(**overrides),
                           show_progress=not args.quiet, heartbeat_file=args.heartbeat_file)
-    print(f"ingested {stats.rows:,} request outcomes from {stats.records:,} records into {stats.files} file(s); "
+    print(f"ingested {stats.rows:,} request-steps from {stats.records:,} records into {stats.files} file(s); "
           f"{stats.dead_letters} dead letter(s)" + (f"; {stats.lost_offsets:,} lost offset(s) recorded"
                                                     if stats.lost_offsets else ""))
     return 0

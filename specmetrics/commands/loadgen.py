@@ -18,7 +18,7 @@ def add_parser(subparsers: Any) -> None:
         "loadgen", help="Write synthetic vLLM-shaped step events (for scale and tests; never pretends to be vLLM).",
     )
     parser.add_argument("--sink", required=True, help="Where to write: file:///tmp/specmetrics/log or kafka://host:9092/topic.")
-    parser.add_argument("--rows", type=int, default=100_000, help="Request outcomes to write (default 100000).")
+    parser.add_argument("--rows", type=int, default=100_000, help="Request-steps to write (default 100000).")
     parser.add_argument("--engines", type=int, default=1, help="Engine instances (default 1).")
     parser.add_argument("--batch-size", type=int, default=64, help="Requests per step (default 64).")
     parser.add_argument("-k", "--num-spec-tokens", type=int, default=3, help="K (default 3).")

@@ -88,7 +88,7 @@ def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timede
     finally:
         con.close()
     if data.empty and not scheduled:
-        print(f"specmetrics report: no request outcomes from {window.describe()} in {args.data}: nothing to report",
+        print(f"specmetrics report: no request-steps from {window.describe()} in {args.data}: nothing to report",
               file=sys.stderr)
         return 1
     written = write_report(data, args.out, formats, generated)
@@ -96,7 +96,7 @@ def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timede
         for path in prune_reports(args.out, args.keep):
             log.info("removed old report file %s", path)
     if data.empty:
-        log.warning("no request outcomes from %s; wrote an empty report", window.describe())
+        log.warning("no request-steps from %s; wrote an empty report", window.describe())
     print(f"report for {window.describe()} ({data.request_steps:,} request-steps): "
           + ", ".join(str(p) for p in written), flush=True)
     return 0

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from schemas import OUTCOME_SCHEMA, step_event_json_schema
+from schemas import REQUEST_STEP_SCHEMA, step_event_json_schema
 
 
 def add_parser(subparsers: Any) -> None:
@@ -22,5 +22,5 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(step_event_json_schema(), indent=2))
     else:
-        print(OUTCOME_SCHEMA.to_string(show_schema_metadata=False))
+        print(REQUEST_STEP_SCHEMA.to_string(show_schema_metadata=False))
     return 0

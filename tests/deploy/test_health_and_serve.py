@@ -55,7 +55,7 @@ def test_an_idle_ingester_keeps_its_heartbeat_fresh(log_dir: Path, data_dir: Pat
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
-    assert out.startswith(f"ingested {rows} request outcomes"), out
+    assert out.startswith(f"ingested {rows} request-steps"), out
 
 
 def test_health_is_0_when_fresh_and_1_when_stale_or_missing(

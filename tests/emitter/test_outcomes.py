@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from emitter.outcomes import DraftDecision, RawStep, step_outcomes
-from schemas.codes import KIND_CODES, REASON_CODES
+from schemas.codes import K_ZERO_REASON_CODES, KIND_CODES
 
 
 def raw(**changes: Any) -> RawStep:
@@ -14,7 +14,7 @@ def raw(**changes: Any) -> RawStep:
         "num_scheduled": {"d": 4, "p": 30, "z": 1}, "scheduled_drafts": {"d": [5, 6, 7]}, "pads": None,
         "row_of": {"d": 0, "p": 1, "z": 2}, "sampled_before": [3, 1, 1], "sampled_after": [3, 1, 1],
         "decoding_without_drafts": {"z": 50}, "proposed": (["d", "z"], [3, 0]), "truncated": {},
-        "max_model_len": 512, "num_sampled": 1, "k_schedule": 3, "asynchronous": False,
+        "max_model_len": 512, "num_sampled": 1, "step_k": 3, "asynchronous": False,
         "processed": None, "batch_decision": None, "after_drop": False, "verify_budget": None,
     }
     fields.update(changes)
@@ -23,8 +23,9 @@ def raw(**changes: Any) -> RawStep:
 
 def rows(step: RawStep, held: dict[str, DraftDecision | None] | None = None) -> dict[str, tuple[Any, ...]]:
     out = step_outcomes(step, held)
-    return {rid: (KIND_CODES[out.kind[i]].value, REASON_CODES[out.reason[i]], out.k_sched[i], out.k_valid[i],
-                  out.k_invalid[i], out.accepted[i], out.emitted[i]) for i, rid in enumerate(out.request_id)}
+    return {rid: (KIND_CODES[out.kind[i]].value, K_ZERO_REASON_CODES[out.k_zero_reason[i]], out.k_sched[i],
+                  out.k_valid[i], out.k_invalid[i], out.accepted[i], out.emitted[i])
+            for i, rid in enumerate(out.request_id)}
 
 
 def test_drafted_and_k_zero_no_proposal_and_prefill_left_out() -> None:
@@ -55,8 +56,8 @@ def test_k_zero_reasons() -> None:
     assert rows(raw(proposed=None))["z"][1] == "unknown"
     # Dynamic K: the previous step's schedule chose K = 0, so the drafter proposed nothing (sync) or the
     # scheduler left no placeholder (async): the reason is the schedule, not the drafter.
-    assert rows(raw(k_schedule=0))["z"][1] == "schedule"
-    assert rows(raw(k_schedule=0, proposed=None))["z"][1] == "schedule"
+    assert rows(raw(step_k=0))["z"][1] == "schedule"
+    assert rows(raw(step_k=0, proposed=None))["z"][1] == "schedule"
     # Async: every decoding request got placeholders, so only the max-length clamp or the budget cut them.
     assert rows(raw(asynchronous=True, proposed=None))["z"][1] == "schedule"
     assert rows(raw(asynchronous=True, proposed=None, decoding_without_drafts={"z": 510}))["z"][1] == "schedule"

@@ -17,7 +17,7 @@ import pytest
 
 from ingest import Ingester, IngestSettings
 from ingest.sources import LocalLogSource
-from schemas import OUTCOME_SCHEMA
+from schemas import REQUEST_STEP_SCHEMA
 from schemas.wire import FIELDS, MAX_EVENT_TIME_US, MIN_EVENT_TIME_US, step_event_to_wire
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR
@@ -37,8 +37,8 @@ def test_files_are_hive_partitioned_and_named_by_offsets(log_dir: Path, data_dir
         "dt=2026-11-30/hour=12/log-0-00000000000000000080-00000000000000000099.parquet",
     ]
     table = read_rows(data_dir)
-    assert table.schema.names == OUTCOME_SCHEMA.names
-    assert pq.read_schema(next(data_dir.glob(DATA_GLOB))).field("kind").type == OUTCOME_SCHEMA.field("kind").type
+    assert table.schema.names == REQUEST_STEP_SCHEMA.names
+    assert pq.read_schema(next(data_dir.glob(DATA_GLOB))).field("kind").type == REQUEST_STEP_SCHEMA.field("kind").type
     assert table["log_offset"].to_pylist()[::50] == list(range(100))
     assert json.loads((data_dir / STATE_DIR / "log.offsets.json").read_text()) == {"0": 100}
 

@@ -171,7 +171,7 @@ def test_sigterm_flushes_and_commits(kafka_url: str, tmp_path: Path, monkeypatch
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
-    assert "ingested 20,032 request outcomes" in stdout.decode()
+    assert "ingested 20,032 request-steps" in stdout.decode()
     assert b" rows/s, lag 0 record(s)" in stderr  # progress of a long-running ingester is logged
     assert_exactly_once(out, truth)
     assert ingest(kafka_url, out) == 0  # committed: nothing is read twice

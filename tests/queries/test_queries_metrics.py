@@ -69,8 +69,8 @@ def test_request_steps(con: Any) -> None:
     grammar = sorted((r["k_sched"], r["k_valid"], r["k_invalid"], r["is_draft"], r["is_vllm_draft"])
                      for r in a if r["kind"] == "grammar_invalid")
     assert grammar == [(2, 2, 1, True, True), (3, 0, 3, False, True), (3, 1, 2, True, True)]
-    reasons = sorted(r["k_zero_reason"] for r in rows if r["kind"] == "k_zero")
-    assert reasons == ["grammar_truncated", "length_trim", "no_proposal", "no_proposal", "no_proposal",
+    k_zero_reasons = sorted(r["k_zero_reason"] for r in rows if r["kind"] == "k_zero")
+    assert k_zero_reasons == ["grammar_truncated", "length_trim", "no_proposal", "no_proposal", "no_proposal",
                        "no_proposal", "schedule", "schedule", "unknown"]
     assert all(r["k_zero_reason"] is None for r in rows if r["kind"] != "k_zero")
 
@@ -119,7 +119,7 @@ def per_position(dims: dict[str, Any], values: list[tuple[Any, ...]], names: tup
 
 
 def test_acceptance_per_position(con: Any) -> None:
-    names = ("num_accepted", "num_drafts", "num_reached", "rate_vllm", "rate_conditional")
+    names = ("num_accepted", "num_drafts", "num_reached", "rate_over_drafts", "rate_conditional")
     assert rows_of(con, "acceptance_per_position") == [
         *per_position(DIMS_A, [(4, 5, 5, 0.8, 0.8), (2, 5, 4, 0.4, 0.5), (0, 5, 2, 0.0, 0.0)], names),
         *per_position(DIMS_B, [(1, 1, 1, 1.0, 1.0), (0, 1, 1, 0.0, 0.0)], names),
@@ -137,9 +137,9 @@ def test_acceptance_vllm_per_position(con: Any) -> None:
 
 
 def test_outcome_shares(con: Any) -> None:
-    def share(dims: dict[str, Any], kind: str, reason: str | None, n: int, of_group: float, of_kind: float
+    def share(dims: dict[str, Any], kind: str, k_zero_reason: str | None, n: int, of_group: float, of_kind: float
               ) -> dict[str, Any]:
-        return {**dims, "kind": kind, "k_zero_reason": reason, "request_steps": n,
+        return {**dims, "kind": kind, "k_zero_reason": k_zero_reason, "request_steps": n,
                 "share": pytest.approx(of_group), "share_of_kind": pytest.approx(of_kind)}
 
     assert rows_of(con, "outcome_shares") == [
@@ -202,18 +202,18 @@ def test_acceptance_diff(con: Any) -> None:
 
 
 def test_k_zero_reasons(con: Any) -> None:
-    def reason(dims: dict[str, Any], name: str, n: int, of_k_zero: float, of_steps: float, invalid: int
-               ) -> dict[str, Any]:
+    def k_zero_reason(dims: dict[str, Any], name: str, n: int, of_k_zero: float, of_steps: float, invalid: int
+                      ) -> dict[str, Any]:
         return {**dims, "k_zero_reason": name, "request_steps": n, "share_of_k_zero": pytest.approx(of_k_zero),
                 "share_of_request_steps": pytest.approx(of_steps), "invalid_tokens": invalid, "emitted_tokens": 0}
 
     assert rows_of(con, "k_zero_reasons") == [
-        reason(DIMS_A, "grammar_truncated", 1, 1 / 3, 1 / 12, 2),
-        reason(DIMS_A, "length_trim", 1, 1 / 3, 1 / 12, 0),
-        reason(DIMS_A, "no_proposal", 1, 1 / 3, 1 / 12, 0),
-        reason(DIMS_B, "no_proposal", 3, 0.75, 0.6, 0),
-        reason(DIMS_B, "unknown", 1, 0.25, 0.2, 0),
-        reason(DIMS_C, "schedule", 2, 1.0, 1.0, 0),
+        k_zero_reason(DIMS_A, "grammar_truncated", 1, 1 / 3, 1 / 12, 2),
+        k_zero_reason(DIMS_A, "length_trim", 1, 1 / 3, 1 / 12, 0),
+        k_zero_reason(DIMS_A, "no_proposal", 1, 1 / 3, 1 / 12, 0),
+        k_zero_reason(DIMS_B, "no_proposal", 3, 0.75, 0.6, 0),
+        k_zero_reason(DIMS_B, "unknown", 1, 0.25, 0.2, 0),
+        k_zero_reason(DIMS_C, "schedule", 2, 1.0, 1.0, 0),
     ]
 
 

@@ -1,4 +1,4 @@
-"""Property test: on any valid set of request outcomes, the views agree with a direct count in
+"""Property test: on any valid set of request-steps, the views agree with a direct count in
 Python and keep their invariants."""
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def check(con: Any, rows: list[dict[str, Any]]) -> None:
         assert sum(p["num_reached"] for p in per_pos[key]) == c["num_draft_tokens"]
         assert sum(p["num_accepted_tokens_per_pos"] for p in vllm_pos[key]) == v["num_accepted_tokens"]
         for rates in (
-            [p["rate_vllm"] for p in per_pos[key]],
+            [p["rate_over_drafts"] for p in per_pos[key]],
             [p["acceptance_rate"] for p in vllm_pos[key]],
         ):
             if rates[0] is None:
@@ -129,10 +129,10 @@ def check_breakdowns(con: Any, key: Key, g: dict[Any, int], c: dict[str, Any], v
     assert sum(r["request_steps"] for r in contexts) == g["rows"]
     assert sum(r["num_drafts"] for r in contexts) == c["num_drafts"]
     assert all(0.0 <= r["skip_share"] <= 1.0 for r in contexts)
-    reasons = by_group(con, "k_zero_reasons").get(key, [])
-    assert sum(r["request_steps"] for r in reasons) == g["k_zero"]
-    if reasons:
-        assert sum(r["share_of_k_zero"] for r in reasons) == pytest.approx(1.0)
+    k_zero_reasons = by_group(con, "k_zero_reasons").get(key, [])
+    assert sum(r["request_steps"] for r in k_zero_reasons) == g["k_zero"]
+    if k_zero_reasons:
+        assert sum(r["share_of_k_zero"] for r in k_zero_reasons) == pytest.approx(1.0)
     [grammar] = by_group(con, "grammar_invalid")[key]
     assert (grammar["grammar_invalid_steps"], grammar["all_invalid_steps"]) == (g["grammar"], g["all_invalid"])
     assert grammar["invalid_token_share"] is None or 0.0 <= grammar["invalid_token_share"] <= 1.0

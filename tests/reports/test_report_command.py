@@ -47,7 +47,7 @@ def test_an_empty_window_is_a_clear_message(report_tree: Path, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "reports"
     assert main(["report", "--data", str(report_tree), "--out", str(out), "--since", "2030-01-01"]) == 1
-    assert "no request outcomes from 2030-01-01 00:00:00 UTC" in capsys.readouterr().err
+    assert "no request-steps from 2030-01-01 00:00:00 UTC" in capsys.readouterr().err
     assert not out.exists()
 
 
@@ -74,7 +74,7 @@ def test_scheduled_runs_write_timestamped_reports_and_an_empty_window_too(
     empty = tmp_path / "empty"
     assert main(["report", "--data", str(report_tree), "--out", str(empty), "--format", "md", "--since", "2030-01-01",
                  "--every", "1s", "--runs", "1"]) == 0
-    assert "No request outcomes in this window" in (empty / "latest.md").read_text()
+    assert "No request-steps in this window" in (empty / "latest.md").read_text()
 
 
 def test_a_failed_scheduled_run_is_logged_and_the_next_one_runs(

@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from schemas import SCHEMA_VERSION, UnsupportedSchemaVersion, check_schema_version, step_event_json_schema
+from schemas import (
+    SCHEMA_VERSION,
+    KZero,
+    KZeroReason,
+    StepEvent,
+    UnsupportedSchemaVersion,
+    check_schema_version,
+    step_event_json_schema,
+)
 from tests.support.events import step_event
 
 
@@ -91,3 +99,17 @@ def test_json_schema_lists_the_four_kinds_and_the_reasons() -> None:
     outcomes = schema["properties"]["outcomes"]["items"]  # type: ignore[index]
     assert outcomes["discriminator"]["propertyName"] == "kind"
     assert schema["$id"].endswith(f"/{SCHEMA_VERSION}")  # type: ignore[union-attr]
+
+
+def test_k_zero_reason_keeps_its_json_name_reason_within_major_1() -> None:
+    event = step_event()
+    k_zero = event.outcomes[3]
+    assert isinstance(k_zero, KZero) and k_zero.k_zero_reason is KZeroReason.NO_PROPOSAL
+    written = event.model_dump_json()
+    assert '"reason":"no_proposal"' in written and "k_zero_reason" not in written
+    assert StepEvent.model_validate_json(written) == event
+    schema = step_event_json_schema()
+    assert "reason" in schema["$defs"]["KZero"]["properties"]  # type: ignore[index]
+    assert "k_zero_reason" not in json.dumps(schema)
+    with pytest.raises(ValidationError, match="k_zero_reason"):
+        step_event([{"kind": "k_zero", "request_id": "r", "k_zero_reason": "no_proposal", "emitted": 1}])

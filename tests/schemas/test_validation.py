@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from schemas import StepEvent, decode_step
-from schemas.codes import OUTCOME_COLUMNS, OUTCOME_DTYPE, KindCode, ReasonCode
+from schemas.codes import OUTCOME_COLUMNS, OUTCOME_DTYPE, KindCode, KZeroReasonCode
 from schemas.validation import invalid_outcome_rows
 from schemas.wire import _outcome_dict, step_event_to_wire
 from tests.schemas.test_wire import K as K_WIRE
@@ -18,10 +18,10 @@ from tests.schemas.test_wire import step_events
 from tests.support.events import step_event
 
 K = 4
-K_ZERO_REASONS = set(ReasonCode) - {ReasonCode.NONE}
+K_ZERO_REASONS = set(KZeroReasonCode) - {KZeroReasonCode.NONE}
 rows = st.fixed_dictionaries({
     "kind": st.integers(0, len(KindCode)),  # one unknown code too
-    "reason": st.integers(0, len(ReasonCode)),
+    "k_zero_reason": st.integers(0, len(KZeroReasonCode)),
     "k_sched": st.integers(-1, K + 1),
     "k_valid": st.integers(-1, K + 1),
     "k_invalid": st.integers(-1, K + 1),
@@ -31,16 +31,18 @@ rows = st.fixed_dictionaries({
 
 
 def pydantic_accepts(row: dict[str, int]) -> bool:
-    if row["kind"] not in set(KindCode) or (row["kind"] == KindCode.K_ZERO and row["reason"] not in K_ZERO_REASONS):
+    if row["kind"] not in set(KindCode) or (
+            row["kind"] == KindCode.K_ZERO and row["k_zero_reason"] not in K_ZERO_REASONS):
         return False
     outcome: dict[str, Any] = _outcome_dict("r", row)
     # The wire carries every column for every kind: the columns a kind does not have must hold
     # exactly what the encoder writes for it.
+    no_reason = KZeroReasonCode.NONE
     implied = {
-        KindCode.DRAFTED: {"k_sched": row["k_valid"], "k_invalid": 0, "reason": ReasonCode.NONE},
-        KindCode.SKIPPED_FOR_LENGTH: {"k_invalid": row["k_sched"] - row["k_valid"], "reason": ReasonCode.NONE},
-        KindCode.GRAMMAR_INVALID: {"reason": ReasonCode.NONE},
-        KindCode.K_ZERO: {"accepted": 0} if row["reason"] == ReasonCode.VERIFY_BUDGET
+        KindCode.DRAFTED: {"k_sched": row["k_valid"], "k_invalid": 0, "k_zero_reason": no_reason},
+        KindCode.SKIPPED_FOR_LENGTH: {"k_invalid": row["k_sched"] - row["k_valid"], "k_zero_reason": no_reason},
+        KindCode.GRAMMAR_INVALID: {"k_zero_reason": no_reason},
+        KindCode.K_ZERO: {"accepted": 0} if row["k_zero_reason"] == KZeroReasonCode.VERIFY_BUDGET
         else {"k_sched": 0, "k_valid": 0, "accepted": 0},
     }[row["kind"]]
     if any(row[name] != value for name, value in implied.items()):

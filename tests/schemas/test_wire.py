@@ -45,10 +45,11 @@ def outcomes(draw: st.DrawFn, request_id: str) -> dict[str, Any]:
         k_sched = k_valid + k_invalid if padded else k_valid
         fields = {"k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_invalid, "accepted": accepted}
     else:
-        reason = draw(st.sampled_from(["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown",
+        k_zero_reason = draw(st.sampled_from(["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown",
                                        "verify_budget"]))
-        fields = {"reason": reason, "k_invalid": draw(st.integers(1, K)) if reason == "grammar_truncated" else 0}
-        if reason == "verify_budget":
+        fields = {"reason": k_zero_reason,
+                  "k_invalid": draw(st.integers(1, K)) if k_zero_reason == "grammar_truncated" else 0}
+        if k_zero_reason == "verify_budget":
             k_sched = draw(st.integers(1, K))
             k_valid = draw(st.integers(0, k_sched))
             fields |= {"k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_sched - k_valid}

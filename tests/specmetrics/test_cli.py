@@ -36,7 +36,7 @@ def test_loadgen_ingest_and_sql_agree_with_the_ground_truth(
     assert code == 0 and "loadgen: 20,032/20,000 rows" in err
     truth = json.loads(out)["loadgen-0/dp0"]
     code, out, _ = run(capsys, "ingest", "--source", log.as_uri(), "--out", str(data), "--once")
-    assert code == 0 and out.startswith("ingested 20,032 request outcomes from 313 records")
+    assert code == 0 and out.startswith("ingested 20,032 request-steps from 313 records")
     code, out, _ = run(capsys, "sql", "--data", str(data), "--format", "json",
                        "SELECT num_drafts, num_draft_tokens, num_accepted_tokens FROM acceptance")
     assert code == 0

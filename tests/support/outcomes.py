@@ -1,5 +1,5 @@
-"""Request-outcome rows for the query and report tests: dicts with defaults, written as Parquet in
-OUTCOME_SCHEMA into a hive tree ``dt=YYYY-MM-DD/hour=HH/``.
+"""Request-step rows for the query and report tests: dicts with defaults, written as Parquet in
+REQUEST_STEP_SCHEMA into a hive tree ``dt=YYYY-MM-DD/hour=HH/``.
 
 Tests reach the builders through the ``outcomes`` fixture (an :class:`OutcomeRows`); property tests
 draw rows' fields from :func:`outcome`.
@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
-from schemas.arrow import OUTCOME_SCHEMA
-from schemas.codes import KIND_CODE, REASON_CODE
+from schemas.arrow import REQUEST_STEP_SCHEMA
+from schemas.codes import K_ZERO_REASON_CODE, KIND_CODE
 from schemas.events import KZeroReason, OutcomeKind, engine_id
 from schemas.validation import invalid_outcome_rows
 from storage.layout import FileName
@@ -49,7 +49,7 @@ DEFAULTS: Row = {
 
 
 class OutcomeRows:
-    """Builds rows (every column of OUTCOME_SCHEMA, defaults filled) and writes them as a tree."""
+    """Builds rows (every column of REQUEST_STEP_SCHEMA, defaults filled) and writes them as a tree."""
 
     def __init__(self) -> None:
         self._ids: Iterator[int] = itertools.count()
@@ -83,8 +83,8 @@ class OutcomeRows:
         return self.row(kind="grammar_invalid", k_sched=k_valid, k_valid=k_valid, k_invalid=k_invalid,
                         accepted=accepted, **kw)
 
-    def k_zero(self, reason: str, k_invalid: int = 0, **kw: Any) -> Row:
-        return self.row(kind="k_zero", k_zero_reason=reason, k_sched=0, k_valid=0, k_invalid=k_invalid,
+    def k_zero(self, k_zero_reason: str, k_invalid: int = 0, **kw: Any) -> Row:
+        return self.row(kind="k_zero", k_zero_reason=k_zero_reason, k_sched=0, k_valid=0, k_invalid=k_invalid,
                         accepted=0, **kw)
 
     @staticmethod
@@ -92,8 +92,8 @@ class OutcomeRows:
         """Fail on rows that break the contract's per-outcome rules (schemas/validation.py)."""
         cols = {
             "kind": np.array([KIND_CODE[OutcomeKind(r["kind"])] for r in rows]),
-            "reason": np.array([REASON_CODE[None if r["k_zero_reason"] is None else KZeroReason(r["k_zero_reason"])]
-                                for r in rows]),
+            "k_zero_reason": np.array([K_ZERO_REASON_CODE[None if r["k_zero_reason"] is None
+                                                          else KZeroReason(r["k_zero_reason"])] for r in rows]),
             **{c: np.array([r[c] for r in rows]) for c in ("k_sched", "k_valid", "k_invalid", "accepted", "emitted")},
         }
         bad, reasons = invalid_outcome_rows(cols, np.array([r["num_spec_tokens"] for r in rows]))
@@ -115,13 +115,13 @@ class OutcomeRows:
             name = FileName("test", partition, min(offsets), max(offsets)).render("parquet")
             folder = root / f"dt={dt}" / f"hour={hour}"
             folder.mkdir(parents=True, exist_ok=True)
-            pq.write_table(pa.Table.from_pylist(part, schema=OUTCOME_SCHEMA), folder / name)
+            pq.write_table(pa.Table.from_pylist(part, schema=REQUEST_STEP_SCHEMA), folder / name)
         return root
 
 
 #: (engine_instance, method, K): groups of different K side by side.
 GROUPS = [("a", "draft_model", 1), ("a", "draft_model", 3), ("b", "ngram", 4)]
-REASONS = ["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown", "verify_budget"]
+K_ZERO_REASONS = ["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown", "verify_budget"]
 TIMES = [datetime(2025, 1, 1, 10, 5), datetime(2025, 1, 1, 11, 59), datetime(2025, 1, 2, 0, 0)]
 
 
@@ -130,7 +130,7 @@ def outcome(draw: st.DrawFn) -> dict[str, Any]:
     """Keyword arguments of one row that keeps the rules of schemas/validation.py."""
     instance, method, k = draw(st.sampled_from(GROUPS))
     kind = draw(st.sampled_from(["drafted", "skipped_for_length", "grammar_invalid", "k_zero"]))
-    k_invalid, reason = 0, None
+    k_invalid, k_zero_reason = 0, None
     if kind == "drafted":
         k_valid = draw(st.integers(1, k))
         k_sched = k_valid
@@ -148,16 +148,16 @@ def outcome(draw: st.DrawFn) -> dict[str, Any]:
             k_invalid = draw(st.integers(1, k))
     else:
         k_valid = k_sched = 0
-        reason = draw(st.sampled_from(REASONS))
-        k_invalid = draw(st.integers(1, k)) if reason == "grammar_truncated" else 0
-        if reason == "verify_budget":  # scheduled, none verified: vLLM counts them
+        k_zero_reason = draw(st.sampled_from(K_ZERO_REASONS))
+        k_invalid = draw(st.integers(1, k)) if k_zero_reason == "grammar_truncated" else 0
+        if k_zero_reason == "verify_budget":  # scheduled, none verified: vLLM counts them
             k_sched = draw(st.integers(1, k))
             k_valid = draw(st.integers(0, k_sched))
             k_invalid = k_sched - k_valid
     accepted = 0 if kind == "k_zero" else draw(st.integers(0, k_valid))
     return {
         "engine_instance": instance, "method": method, "num_spec_tokens": k, "kind": kind,
-        "k_zero_reason": reason, "k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_invalid,
+        "k_zero_reason": k_zero_reason, "k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_invalid,
         "accepted": accepted, "emitted": draw(st.integers(0, accepted + 1)),
         "event_time": draw(st.sampled_from(TIMES)), "request_id": draw(st.sampled_from(["r1", "r2", "r3"])),
         "batch_max_seq_len": draw(st.one_of(st.none(), st.integers(1, 4096))),

@@ -15,7 +15,7 @@ from tests.support.ingest import ingest_once
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_stories(out: Path, model_cache: Path, engines: str, **env: str) -> list[dict[str, Any]]:
+def run_scenarios(out: Path, model_cache: Path, engines: str, **env: str) -> list[dict[str, Any]]:
     """Run ``specmetrics.vllm_scenarios`` in a fresh process with ``env``; its results."""
     result_file = out / "results.json"
     proc = subprocess.run(
@@ -31,7 +31,7 @@ def run_stories(out: Path, model_cache: Path, engines: str, **env: str) -> list[
 
 
 class Run:
-    """One vLLM run: its stories, and the Parquet tree of its events."""
+    """One vLLM run: its scenarios, and the Parquet tree of its events."""
 
     def __init__(self, root: Path, model_cache: Path, engines: str, ingest: bool = True, **env: str) -> None:
         self.root = root
@@ -39,7 +39,7 @@ class Run:
         env = {"SPECMETRICS_SINK": self.log.as_uri(), **env} if "SPECMETRICS_SINK" not in env else env
         if not env["SPECMETRICS_SINK"]:
             env.pop("SPECMETRICS_SINK")
-        self.stories = {s["name"]: s for s in run_stories(root, model_cache, engines, **env)}
+        self.scenarios = {s["name"]: s for s in run_scenarios(root, model_cache, engines, **env)}
         self.data = root / "data"
         if ingest and self.log.exists():
             ingest_once(self.log, self.data)
@@ -58,5 +58,5 @@ class DemoRun(Run):
         self.output = proc.stdout
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
         self.root, self.log, self.data = root, root / "log", root / "data"
-        self.stories = {s["name"]: s for s in json.loads((root / "stories.json").read_text())}
+        self.scenarios = {s["name"]: s for s in json.loads((root / "scenarios.json").read_text())}
         self.vllm_log = (root / "vllm.log").read_text()

@@ -40,5 +40,5 @@ GROUP BY ALL;
 CREATE OR REPLACE VIEW outcome_histogram AS
 FROM outcome_histogram_between(NULL, NULL);
 
-COMMENT ON MACRO TABLE outcome_histogram_between IS 'Request-steps counted per group and outcome shape (kind, reason, k_sched, k_valid, k_invalid, accepted); window t0 <= event_time < t1.';
-COMMENT ON VIEW outcome_histogram IS 'Request-steps counted per group and outcome shape (kind, reason, k_sched, k_valid, k_invalid, accepted).';
+COMMENT ON MACRO TABLE outcome_histogram_between IS 'Request-steps counted per group and outcome shape (kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted); window t0 <= event_time < t1.';
+COMMENT ON VIEW outcome_histogram IS 'Request-steps counted per group and outcome shape (kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted).';

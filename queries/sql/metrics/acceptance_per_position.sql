@@ -2,12 +2,12 @@
 --
 -- One row per group with request-steps and per position 0 .. num_spec_tokens - 1 (0-based).
 -- Drafts are the corrected ones (see acceptance). Two rates:
---   rate_vllm         #(accepted >= i + 1) / num_drafts: vLLM's definition, over corrected drafts
+--   rate_over_drafts  #(accepted >= i + 1) / num_drafts: vLLM's definition, over corrected drafts
 --   rate_conditional  #(accepted >= i + 1) / #(k_valid >= i + 1): acceptance at position i among
 --                     drafts that verified a token there
 --
 -- Example:
---   SELECT position, rate_vllm, rate_conditional FROM acceptance_per_position ORDER BY engine_id, position
+--   SELECT position, rate_over_drafts, rate_conditional FROM acceptance_per_position ORDER BY engine_id, position
 --
 -- Columns:
 --   engine_id, model, method, num_spec_tokens   the group
@@ -15,7 +15,7 @@
 --   num_accepted      corrected drafts with accepted >= i + 1 (BIGINT)
 --   num_drafts        corrected drafts in the group (BIGINT)
 --   num_reached       corrected drafts with k_valid >= i + 1 (BIGINT)
---   rate_vllm         num_accepted / num_drafts (DOUBLE; NULL when no draft)
+--   rate_over_drafts  num_accepted / num_drafts (DOUBLE; NULL when no draft)
 --   rate_conditional  num_accepted / num_reached (DOUBLE; NULL when no draft reached position i)
 --
 -- acceptance_per_position_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end);
@@ -30,7 +30,7 @@ SELECT
     num_accepted,
     num_drafts,
     num_reached,
-    num_accepted / nullif(num_drafts, 0) AS rate_vllm,
+    num_accepted / nullif(num_drafts, 0) AS rate_over_drafts,
     num_accepted / nullif(num_reached, 0) AS rate_conditional
 FROM position_counts_between(t0, t1);
 

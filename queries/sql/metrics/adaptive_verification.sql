@@ -8,7 +8,7 @@
 -- It is exact unless a slot went to something that has no row or no chance: a -1 grammar pad
 -- (async structured output; vLLM rejects it) or a request that finished or was aborted with its step
 -- in flight (vLLM skips it); those only lower it. Steps whose budget was 0 are k_zero rows with
--- reason 'verify_budget' (see k_zero_reasons), not counted here. A step stored twice (at-least-once
+-- k_zero_reason 'verify_budget' (see k_zero_reasons), not counted here. A step stored twice (at-least-once
 -- delivery) counts twice, numerator and denominator alike. One row per group with such steps.
 --
 -- Example:

@@ -2,7 +2,7 @@
 --
 -- One row per group with request-steps. Counts request-steps of kind grammar_invalid (some drafts
 -- invalid, in sync mode truncated before scheduling, in async mode scheduled as -1 pads) and the
--- k_zero request-steps whose drafts the grammar cut to nothing (reason 'grammar_truncated').
+-- k_zero request-steps whose drafts the grammar cut to nothing (k_zero_reason 'grammar_truncated').
 -- vLLM counts an all-invalid grammar_invalid request-step as a draft; the corrected metrics do not.
 --
 -- Example:
@@ -13,7 +13,7 @@
 --   request_steps             all request-steps of the group (BIGINT)
 --   grammar_invalid_steps     request-steps of kind grammar_invalid (BIGINT)
 --   all_invalid_steps         of those, with no valid draft left (k_valid = 0) (BIGINT)
---   truncated_to_zero_steps   k_zero request-steps with reason grammar_truncated (BIGINT)
+--   truncated_to_zero_steps   k_zero request-steps with k_zero_reason grammar_truncated (BIGINT)
 --   share                     grammar_invalid_steps / request_steps (DOUBLE)
 --   valid_tokens              drafts verified in grammar_invalid request-steps (sum of k_valid; BIGINT)
 --   invalid_tokens            drafts invalidated, over both kinds (sum of k_invalid; BIGINT)

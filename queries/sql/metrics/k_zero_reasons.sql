@@ -1,4 +1,4 @@
--- k_zero_reasons: why nothing was drafted (K = 0), per group and reason.
+-- k_zero_reasons: why nothing was drafted (K = 0), per group and k_zero_reason.
 --
 -- One row per group and k_zero_reason with request-steps of kind k_zero. vLLM counts none of
 -- these but 'verify_budget'; the reasons are 'no_proposal' (the proposer had nothing, e.g. ngram
@@ -13,7 +13,7 @@
 -- Columns:
 --   engine_id, model, method, num_spec_tokens   the group
 --   k_zero_reason             the reason
---   request_steps             k_zero request-steps with this reason (BIGINT)
+--   request_steps             k_zero request-steps with this k_zero_reason (BIGINT)
 --   share_of_k_zero           request_steps / all k_zero request-steps of the group (DOUBLE)
 --   share_of_request_steps    request_steps / all request-steps of the group (DOUBLE)
 --   invalid_tokens            drafts the grammar invalidated (sum of k_invalid; BIGINT)
@@ -56,5 +56,5 @@ CREATE OR REPLACE VIEW k_zero_reasons AS
 FROM k_zero_reasons_between(NULL, NULL)
 ORDER BY engine_id, model, method, num_spec_tokens, k_zero_reason;
 
-COMMENT ON MACRO TABLE k_zero_reasons_between IS 'K = 0 request-steps per reason: count, share of K = 0 and of all request-steps, invalid and emitted tokens; window t0 <= event_time < t1.';
-COMMENT ON VIEW k_zero_reasons IS 'K = 0 request-steps per reason: count, share of K = 0 and of all request-steps, invalid and emitted tokens.';
+COMMENT ON MACRO TABLE k_zero_reasons_between IS 'K = 0 request-steps per k_zero_reason: count, share of K = 0 and of all request-steps, invalid and emitted tokens; window t0 <= event_time < t1.';
+COMMENT ON VIEW k_zero_reasons IS 'K = 0 request-steps per k_zero_reason: count, share of K = 0 and of all request-steps, invalid and emitted tokens.';

@@ -11,7 +11,7 @@
 --   engine_id, model, method, num_spec_tokens   the group
 --   kind             'drafted' | 'skipped_for_length' | 'grammar_invalid' | 'k_zero'
 --   k_zero_reason    NULL unless kind = 'k_zero'
---   request_steps    request-steps of this kind (and reason) in the group (BIGINT)
+--   request_steps    request-steps of this kind (and k_zero_reason) in the group (BIGINT)
 --   share            request_steps / all request-steps of the group (DOUBLE; sums to 1 per group)
 --   share_of_kind    request_steps / request-steps of this kind in the group (DOUBLE; sums to 1 per
 --                    group and kind; 1 for every kind but k_zero)
@@ -48,5 +48,5 @@ CREATE OR REPLACE VIEW outcome_shares AS
 FROM outcome_shares_between(NULL, NULL)
 ORDER BY engine_id, model, method, num_spec_tokens, kind, k_zero_reason;
 
-COMMENT ON MACRO TABLE outcome_shares_between IS 'Share of request-steps per outcome kind and k_zero reason, of the group and of the kind; window t0 <= event_time < t1.';
-COMMENT ON VIEW outcome_shares IS 'Share of request-steps per outcome kind and k_zero reason, of the group and of the kind.';
+COMMENT ON MACRO TABLE outcome_shares_between IS 'Share of request-steps per outcome kind and k_zero_reason, of the group and of the kind; window t0 <= event_time < t1.';
+COMMENT ON VIEW outcome_shares IS 'Share of request-steps per outcome kind and k_zero_reason, of the group and of the kind.';

@@ -1,9 +1,9 @@
--- file_rollup: the rollup of the rows of raw_request_outcomes, as a rollup file stores it.
+-- file_rollup: the rollup of the rows of raw_request_steps, as a rollup file stores it.
 --
 -- Request-steps counted per group, minute, 256-token context bucket (batch_max_seq_len) and outcome
 -- shape, with the first and last event time among them. queries/rollup.py writes the rollup of a
 -- data file (DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/<the data file's name>) by pointing
--- raw_request_outcomes at that one file and storing this view, sorted; `specmetrics verify`
+-- raw_request_steps at that one file and storing this view, sorted; `specmetrics verify`
 -- recomputes it the same way and compares. Over a whole tree it is the rollup of every file. Its
 -- columns are request_steps' typed ones, so a rollup and its recomputation compare equal;
 -- report_rollup_stored reads the stored rollups (the source view raw_rollups).
@@ -40,4 +40,4 @@ SELECT
 FROM request_steps
 GROUP BY ALL;
 
-COMMENT ON VIEW file_rollup IS 'Request-steps per group, minute, 256-token context bucket and outcome shape: the rows of a stored rollup (of the data file raw_request_outcomes reads).';
+COMMENT ON VIEW file_rollup IS 'Request-steps per group, minute, 256-token context bucket and outcome shape: the rows of a stored rollup (of the data file raw_request_steps reads).';

@@ -1,6 +1,6 @@
--- request_steps: one row per request outcome ("request-step"), typed and ready for the metrics.
+-- request_steps: one row per request-step, typed and ready for the metrics.
 --
--- Source: raw_request_outcomes (the Parquet tree DATADIR/dt=YYYY-MM-DD/hour=HH/*.parquet, one row
+-- Source: raw_request_steps (the Parquet tree DATADIR/dt=YYYY-MM-DD/hour=HH/*.parquet, one row
 -- per request whose drafts were verified, or which got no draft, at one engine step; see
 -- schemas/arrow.py). Counts are widened from SMALLINT to INTEGER so sums cannot overflow.
 --
@@ -74,9 +74,9 @@ SELECT
     is_draft(kind, k_valid) AS is_draft,
     is_vllm_draft(k_sched) AS is_vllm_draft
 -- Files written before schema 1.1 have no drafts_verified column: BY NAME fills it with NULL.
-FROM (FROM raw_request_outcomes UNION ALL BY NAME SELECT CAST(NULL AS INTEGER) AS drafts_verified WHERE false);
+FROM (FROM raw_request_steps UNION ALL BY NAME SELECT CAST(NULL AS INTEGER) AS drafts_verified WHERE false);
 
-COMMENT ON VIEW request_steps IS 'One row per request outcome (request-step): typed counts, partition keys, is_draft (corrected) and is_vllm_draft (vLLM 0.32.0) flags.';
+COMMENT ON VIEW request_steps IS 'One row per request-step: typed counts, partition keys, is_draft (corrected) and is_vllm_draft (vLLM 0.32.0) flags.';
 
 -- request_steps_between(t0, t1): the rows of request_steps with t0 <= event_time < t1.
 --

@@ -39,7 +39,7 @@ def test_grammar_invalid_drafts_take_the_form_of_the_scheduling_mode(scheduling:
                     start_time=T0, num_spec_tokens=2)
     outcomes = [o for p in steps(spec, 40) for o in step_event_from_wire(p).outcomes]
     grammar = [o for o in outcomes if o.kind == "grammar_invalid"]
-    truncated = [o for o in outcomes if o.kind == "k_zero" and o.reason == "grammar_truncated"]
+    truncated = [o for o in outcomes if o.kind == "k_zero" and o.k_zero_reason == "grammar_truncated"]
     assert grammar
     if scheduling == "async":  # -1 pads stay scheduled
         assert all(o.k_sched == 2 for o in grammar) and not truncated

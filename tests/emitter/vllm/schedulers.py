@@ -71,7 +71,7 @@ def add_counters(totals: dict[str, int], outputs: dict[int, EngineCoreOutputs]) 
 
 def views(tmp_path: Path, log: Path) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
     """Flush and ingest the events; the vLLM-compatible view and the request-steps
-    ``(step_index, request_id, kind, reason, k_sched, k_valid, k_invalid, accepted)`` in step order."""
+    ``(step_index, request_id, kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted)`` in step order."""
     plugin.flush()
     ingest_once(log, tmp_path / "data")
     con = connect(tmp_path / "data")

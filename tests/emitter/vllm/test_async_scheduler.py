@@ -42,17 +42,17 @@ def test_async_placeholders_pads_and_skips_are_classified_and_match_vllms_counte
     ]
     totals: dict[str, int] = {}
     for step in plan:
-        so = sched.schedule()
+        scheduler_output = sched.schedule()
         if "pads" in step:  # what update_draft_token_ids_in_output leaves on the output
-            so.num_invalid_spec_tokens = step["pads"]
-        ids = list(so.num_scheduled_tokens)
-        drafts = so.scheduled_spec_decode_tokens
+            scheduler_output.num_invalid_spec_tokens = step["pads"]
+        ids = list(scheduler_output.num_scheduled_tokens)
+        drafts = scheduler_output.scheduled_spec_decode_tokens
         assert all(d == [-1] * K for d in drafts.values())  # async: placeholders only
         sampled = [[5] * (1 + step.get("accepted", {}).get(r, 0) if r in drafts else 1) for r in ids]
-        mro = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
+        model_runner_output = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
                                 sampled_token_ids=sampled)
-        setattr(mro, DECISION_ATTR, (step.get("fits", True), 30, 96))
-        add_counters(totals, sched.update_from_output(so, mro))
+        setattr(model_runner_output, DECISION_ATTR, (step.get("fits", True), 30, 96))
+        add_counters(totals, sched.update_from_output(scheduler_output, model_runner_output))
     vllm_view, rows = views(tmp_path, log)
     assert vllm_view == [totals]
     assert totals == {"num_drafts": 8, "num_draft_tokens": 22, "num_accepted_tokens": 8}
@@ -75,8 +75,8 @@ def k_zero_rows(cls: type[Scheduler], tmp_path: Path, model: Path, monkeypatch: 
     for r in ("r0", "r1"):
         sched.add_request(request(r, max_tokens=400))
 
-    def output(step: int, so: SchedulerOutput) -> ModelRunnerOutput:
-        ids, drafts = list(so.num_scheduled_tokens), so.scheduled_spec_decode_tokens
+    def output(step: int, scheduler_output: SchedulerOutput) -> ModelRunnerOutput:
+        ids, drafts = list(scheduler_output.num_scheduled_tokens), scheduler_output.scheduled_spec_decode_tokens
         accepted = {r: len(drafts.get(r, ())) if r == "r0" or step < 50 else 0 for r in ids}
         return ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
                                  sampled_token_ids=[[5] * (1 + accepted[r]) for r in ids])
@@ -85,14 +85,15 @@ def k_zero_rows(cls: type[Scheduler], tmp_path: Path, model: Path, monkeypatch: 
     in_flight: list[tuple[int, SchedulerOutput]] = []
     while sched.requests:
         sched.max_num_scheduled_tokens = 1 + K + 1 if sched.current_step == 5 else 1024
-        so = sched.schedule()
+        scheduler_output = sched.schedule()
         if cls is AsyncScheduler:
-            in_flight.append((sched.current_step, so))
+            in_flight.append((sched.current_step, scheduler_output))
             if len(in_flight) == 2:
                 step, done = in_flight.pop(0)
                 add_counters(totals, sched.update_from_output(done, output(step, done)))
         else:
-            add_counters(totals, sched.update_from_output(so, output(sched.current_step, so)))
+            model_runner_output = output(sched.current_step, scheduler_output)
+            add_counters(totals, sched.update_from_output(scheduler_output, model_runner_output))
             ids = list(sched.requests)
             sched.update_draft_token_ids(DraftTokenIds(ids, [[5] * K for _ in ids]))
     for step, done in in_flight:
@@ -135,8 +136,8 @@ def test_requests_that_finish_or_abort_with_a_step_in_flight_count_as_vllm_count
         sched.add_request(Request(request_id=r, prompt_token_ids=list(range(10, 18)), pooling_params=None,
                                   sampling_params=SamplingParams(max_tokens=40, stop_token_ids=[7])))
 
-    def output(step: int, so: SchedulerOutput) -> ModelRunnerOutput:
-        ids, drafts = list(so.num_scheduled_tokens), so.scheduled_spec_decode_tokens
+    def output(step: int, scheduler_output: SchedulerOutput) -> ModelRunnerOutput:
+        ids, drafts = list(scheduler_output.num_scheduled_tokens), scheduler_output.scheduled_spec_decode_tokens
         last = {r: 7 if (r, step) == ("r1", 3) else 5 for r in ids}  # r1 samples its stop token at step 3
         return ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
                                  sampled_token_ids=[[5] * len(drafts.get(r, ())) + [last[r]] for r in ids])

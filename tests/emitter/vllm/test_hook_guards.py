@@ -39,11 +39,11 @@ def test_a_failing_start_hook_stops_alone_and_the_outcomes_are_still_recorded(
     sched.add_request(request("r0"))
     totals: dict[str, int] = {}
     for _ in range(4):
-        so = sched.schedule()
-        ids, drafts = list(so.num_scheduled_tokens), so.scheduled_spec_decode_tokens
-        mro = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
+        scheduler_output = sched.schedule()
+        ids, drafts = list(scheduler_output.num_scheduled_tokens), scheduler_output.scheduled_spec_decode_tokens
+        model_runner_output = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
                                 sampled_token_ids=[[5] * (1 + len(drafts.get(r, ()))) for r in ids])
-        add_counters(totals, sched.update_from_output(so, mro))
+        add_counters(totals, sched.update_from_output(scheduler_output, model_runner_output))
         sched.update_draft_token_ids(DraftTokenIds(ids, [[5] * K for _ in ids]))
     vllm_view, rows = views(tmp_path, log)
     assert vllm_view == [totals] == [{"num_drafts": 3, "num_draft_tokens": 9, "num_accepted_tokens": 9}]

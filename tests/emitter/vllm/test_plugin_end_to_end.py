@@ -1,8 +1,8 @@
-"""The plugin on real vLLM: every story through the local log, ingest and the views.
+"""The plugin on real vLLM: every scenario through the local log, ingest and the views.
 
-For each story (a drafter that fits, prompts past its max length, a batch that crosses it,
+For each scenario (a drafter that fits, prompts past its max length, a batch that crosses it,
 structured output, ngram), in-process and multiprocess engine cores:
-- the vLLM-compatible numbers equal what vLLM itself reported for that story, exactly;
+- the vLLM-compatible numbers equal what vLLM itself reported for that scenario, exactly;
 - the corrected numbers equal the truth (same-weights drafter: every real draft accepted).
 """
 
@@ -36,42 +36,42 @@ def run(request: pytest.FixtureRequest) -> Run:
     return found
 
 
-def story_numbers(run: Run, name: str) -> dict[str, Any]:
-    """The views' numbers restricted to one story's time window."""
-    story = run.stories[name]
+def scenario_numbers(run: Run, name: str) -> dict[str, Any]:
+    """The views' numbers restricted to one scenario's time window."""
+    scenario = run.scenarios[name]
     con = connect(run.data)
     try:
-        return window_metrics(con, story["started"], story["finished"], positions=3)
+        return window_metrics(con, scenario["started"], scenario["finished"], positions=3)
     finally:
         con.close()
 
 
-STORIES = ["fits", "too_long", "crossing", "grammar", "ngram"]
+SCENARIOS = ["fits", "too_long", "crossing", "grammar", "ngram"]
 
 
-@pytest.mark.parametrize("name", STORIES)
+@pytest.mark.parametrize("name", SCENARIOS)
 def test_vllm_compatible_numbers_equal_vllms_own_counters(run: Run, name: str) -> None:
-    got, vllm = story_numbers(run, name), run.stories[name]["vllm"]
+    got, vllm = scenario_numbers(run, name), run.scenarios[name]["vllm"]
     assert (got["vllm_num_drafts"], got["vllm_num_draft_tokens"], got["vllm_num_accepted_tokens"]) == (
         vllm["num_drafts"], vllm["num_draft_tokens"], vllm["num_accepted_tokens"])
     assert got["vllm_per_pos"] == vllm["num_accepted_tokens_per_pos"]
 
 
 def test_a_drafter_that_fits_is_fully_accepted(run: Run) -> None:
-    got = story_numbers(run, "fits")
+    got = scenario_numbers(run, "fits")
     assert got["kinds"] == {"drafted": got["request_steps"]} and got["request_steps"] > 0
     assert got["num_accepted_tokens"] == got["num_draft_tokens"] == 3 * got["num_drafts"]
 
 
 def test_prompts_past_the_drafter_limit_are_skipped_not_drafted(run: Run) -> None:
-    got, vllm = story_numbers(run, "too_long"), run.stories["too_long"]["vllm"]
+    got, vllm = scenario_numbers(run, "too_long"), run.scenarios["too_long"]["vllm"]
     assert vllm["num_accepted_tokens"] == 0 < vllm["num_drafts"]  # vLLM: 0.00 % acceptance
     assert got["kinds"] == {"skipped_for_length": vllm["num_drafts"]}
     assert got["num_drafts"] == 0
 
 
 def test_a_batch_crossing_the_limit_skips_everyone_and_real_drafts_are_all_accepted(run: Run) -> None:
-    got, vllm = story_numbers(run, "crossing"), run.stories["crossing"]["vllm"]
+    got, vllm = scenario_numbers(run, "crossing"), run.scenarios["crossing"]["vllm"]
     assert got["kinds"]["skipped_for_length"] > 0 and got["kinds"]["drafted"] > 0
     assert got["num_accepted_tokens"] == got["num_draft_tokens"] > 0
     assert vllm["num_accepted_tokens"] < vllm["num_draft_tokens"]
@@ -79,7 +79,7 @@ def test_a_batch_crossing_the_limit_skips_everyone_and_real_drafts_are_all_accep
 
 
 def test_grammar_invalid_drafts_are_counted_apart(run: Run) -> None:
-    got = story_numbers(run, "grammar")
+    got = scenario_numbers(run, "grammar")
     invalid = got["kinds"].get("grammar_invalid", 0) + got["kinds"].get("k_zero:grammar_truncated", 0)
     assert invalid > 0 and got["k_invalid"] > 0
     assert set(got["kinds"]) <= {"drafted", "grammar_invalid", "k_zero:grammar_truncated"}
@@ -87,10 +87,10 @@ def test_grammar_invalid_drafts_are_counted_apart(run: Run) -> None:
 
 
 def test_ngram_without_a_match_is_k_zero_no_proposal(run: Run) -> None:
-    """The story leaves no room for other reasons (short prompts, no token budget or length limit
+    """The scenario leaves no room for other reasons (short prompts, no token budget or length limit
     reached): every K = 0 is a proposer that found no match. In-process, vLLM hands the plugin its
     live list of request ids, which the later steps reorder (read late, it gave unknown/schedule)."""
-    got = story_numbers(run, "ngram")
+    got = scenario_numbers(run, "ngram")
     assert got["kinds"]["k_zero:no_proposal"] > 0
     assert [kind for kind in got["kinds"] if kind.startswith("k_zero")] == ["k_zero:no_proposal"]
     assert got["vllm_num_drafts"] == got["num_drafts"] == got["kinds"].get("drafted", 0)
@@ -100,18 +100,18 @@ def test_whole_run_views_equal_vllms_totals(run: Run) -> None:
     con = connect(run.data)
     rows = {r["method"]: r for r in run_query(con, "SELECT * FROM acceptance_vllm").to_pylist()}
     con.close()
-    for method, names in (("draft_model", STORIES[:4]), ("ngram", ["ngram"])):
+    for method, names in (("draft_model", SCENARIOS[:4]), ("ngram", ["ngram"])):
         for counter in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
-            assert rows[method][counter] == sum(run.stories[n]["vllm"][counter] for n in names)
+            assert rows[method][counter] == sum(run.scenarios[n]["vllm"][counter] for n in names)
     assert rows["draft_model"]["num_spec_tokens"] == 3
     assert rows["draft_model"]["engine_id"].endswith("/dp0")
 
 
 def test_the_demo_prints_vllm_next_to_the_truth(demo: DemoRun) -> None:
     lines = {line.split()[0]: line.split() for line in demo.output.splitlines() if line.split()[:1] and
-             line.split()[0] in STORIES}
-    assert list(lines) == STORIES
+             line.split()[0] in SCENARIOS}
+    assert list(lines) == SCENARIOS
     assert all(cells[10] == "yes" for cells in lines.values())  # events reproduce vLLM's counters
     assert lines["too_long"][2:7] == ["0.0000", "1.0000", "0", "NULL", "NULL"]  # vLLM 0.00 %, truth: no drafts
     assert lines["fits"][5:7] == ["1.0000", "4.0000"]
-    assert "Running the stories on real vLLM" in demo.output
+    assert "Running the scenarios on real vLLM" in demo.output

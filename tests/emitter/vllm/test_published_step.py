@@ -41,42 +41,43 @@ def run_steps(cls: type[Scheduler], model: Path) -> list[tuple[tuple[Any, ...], 
     queue = plugin.publisher()._queue
     published: list[tuple[tuple[Any, ...], Check]] = []
     queued: list[Check] = []
-    decision = proposed = k_schedule = None
+    decision = proposed = step_k = None
     for step in range(5):
-        so = sched.schedule()
-        ids, drafts = list(so.num_scheduled_tokens), so.scheduled_spec_decode_tokens
+        scheduler_output = sched.schedule()
+        ids, drafts = list(scheduler_output.num_scheduled_tokens), scheduler_output.scheduled_spec_decode_tokens
         if asynchronous:  # what update_draft_token_ids_in_output leaves on the output
-            so.num_invalid_spec_tokens = {r: 1 for r in drafts}
+            scheduler_output.num_invalid_spec_tokens = {r: 1 for r in drafts}
         sampled = [[5] * (1 + len(drafts.get(r, ()))) for r in ids]
-        mro = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
+        model_runner_output = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
                                 sampled_token_ids=sampled)
-        setattr(mro, DECISION_ATTR, (step % 2 == 0, 40 + step, 96))
-        setattr(mro, BUDGET_ATTR, 100 + step)
+        setattr(model_runner_output, DECISION_ATTR, (step % 2 == 0, 40 + step, 96))
+        setattr(model_runner_output, BUDGET_ATTR, 100 + step)
         before = [len(s) for s in sampled]
         start = time_ns() // 1000
-        outputs = sched.update_from_output(so, mro)
+        outputs = sched.update_from_output(scheduler_output, model_runner_output)
         end = time_ns() // 1000
-        processed = [o.request_id for eco in outputs.values() for o in eco.outputs] if asynchronous else None
-        tag = getattr(so, TAG_ATTR)
+        processed = [o.request_id for core_outputs in outputs.values() for o in core_outputs.outputs] \
+            if asynchronous else None
+        tag = getattr(scheduler_output, TAG_ATTR)
         check: Check = {
             "step_index": lambda v, tag=tag: v == tag[0],
             "event_time_us": lambda v, a=start, b=end: type(v) is int and a <= v <= b,
             "decision": lambda v, d=decision: v == d,
-            "num_scheduled": lambda v, so=so: v is so.num_scheduled_tokens,
-            "scheduled_drafts": lambda v, so=so: v is so.scheduled_spec_decode_tokens,
-            "pads": lambda v, so=so: v is so.num_invalid_spec_tokens,
-            "row_of": lambda v, mro=mro: v is mro.req_id_to_index,
+            "num_scheduled": lambda v, output=scheduler_output: v is output.num_scheduled_tokens,
+            "scheduled_drafts": lambda v, output=scheduler_output: v is output.scheduled_spec_decode_tokens,
+            "pads": lambda v, output=scheduler_output: v is output.num_invalid_spec_tokens,
+            "row_of": lambda v, output=model_runner_output: v is output.req_id_to_index,
             "sampled_before": lambda v, b=before: v == b,
-            "sampled_after": lambda v, a=[len(s) for s in mro.sampled_token_ids]: v == a,
+            "sampled_after": lambda v, a=[len(s) for s in model_runner_output.sampled_token_ids]: v == a,
             "decoding_without_drafts": lambda v, tag=tag: v is tag[1],
             "proposed": lambda v, p=proposed: v == p,
             "truncated": lambda v: v == {},
             "max_model_len": lambda v: v == 256,
             "num_sampled": lambda v: v == 1,
-            "k_schedule": lambda v, k=k_schedule: v == k,
+            "step_k": lambda v, k=step_k: v == k,
             "asynchronous": lambda v, a=asynchronous: v is a,
             "processed": lambda v, p=processed: v == p,
-            "batch_decision": lambda v, d=getattr(mro, DECISION_ATTR): v == d,
+            "batch_decision": lambda v, d=getattr(model_runner_output, DECISION_ATTR): v == d,
             "after_drop": lambda v, s=step: v is (s == DROPPED_STEP + 1),
             "verify_budget": lambda v, s=step: v == 100 + s,
         }
@@ -84,7 +85,7 @@ def run_steps(cls: type[Scheduler], model: Path) -> list[tuple[tuple[Any, ...], 
             queued.append(check)
         if step != DROPPED_STEP - 1:  # the publisher thread's turn; before the dropped step it waits
             published += [(queue.popleft(), queued.pop(0)) for _ in range(len(queue))]
-        decision, k_schedule = getattr(mro, DECISION_ATTR), so.num_spec_tokens_to_schedule
+        decision, step_k = getattr(model_runner_output, DECISION_ATTR), scheduler_output.num_spec_tokens_to_schedule
         if not asynchronous:
             sched.update_draft_token_ids(DraftTokenIds(ids, [[5] * K for _ in ids]))
             proposed = (ids, [K] * len(ids))

@@ -31,13 +31,13 @@ def test_a_request_the_budget_left_out_still_verifies_the_placeholders_it_holds(
     totals: dict[str, int] = {}
     for budget, fits in plan:
         sched.max_num_scheduled_tokens = budget
-        so = sched.schedule()
-        ids, drafts = list(so.num_scheduled_tokens), so.scheduled_spec_decode_tokens
+        scheduler_output = sched.schedule()
+        ids, drafts = list(scheduler_output.num_scheduled_tokens), scheduler_output.scheduled_spec_decode_tokens
         real = {r: d != [0] * K for r, d in drafts.items()}  # the same-weights drafter's drafts are all accepted
-        mro = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
+        model_runner_output = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
                                 sampled_token_ids=[[5] * (1 + (K if real.get(r) else 0)) for r in ids])
-        setattr(mro, DECISION_ATTR, (fits, 40, 96))
-        add_counters(totals, sched.update_from_output(so, mro))
+        setattr(model_runner_output, DECISION_ATTR, (fits, 40, 96))
+        add_counters(totals, sched.update_from_output(scheduler_output, model_runner_output))
         sched.update_draft_token_ids(DraftTokenIds(ids, [[5 if fits else 0] * K for _ in ids]))
     vllm_view, rows = views(tmp_path, log)
     assert vllm_view == [totals] == [{"num_drafts": 5, "num_draft_tokens": 15, "num_accepted_tokens": 9}]

@@ -74,22 +74,22 @@ def input_batch(req_ids: list[str], num_draft_tokens_per_req: list[int] | None =
                                cu_num_logits_np=cu_num_logits, expanded_local_pos=local_pos)
 
 
-def v2_drafts(so: SchedulerOutput) -> DraftTokenIds:
+def v2_drafts(scheduler_output: SchedulerOutput) -> DraftTokenIds:
     """V2 ``sample_tokens`` -> ``take_draft_token_ids`` for a batch without structured output: the drafts
     (on the device) sliced to the step's K, of which the scheduler gets only the shape."""
     handler = DraftTokensHandler.__new__(DraftTokensHandler)  # __init__ only makes its CUDA stream and event
-    ids = list(so.num_scheduled_tokens)
-    drafts = torch.zeros(len(ids), K, dtype=torch.int64)[:, : so.num_spec_tokens_to_schedule]
+    ids = list(scheduler_output.num_scheduled_tokens)
+    drafts = torch.zeros(len(ids), K, dtype=torch.int64)[:, : scheduler_output.num_spec_tokens_to_schedule]
     handler.set_draft_tokens(input_batch(ids), drafts)
     draft_token_ids = handler.get_draft_tokens()
     assert draft_token_ids is not None
     return draft_token_ids
 
 
-def sampled_output(so: SchedulerOutput, accepted: dict[str, int]) -> ModelRunnerOutput:
+def sampled_output(scheduler_output: SchedulerOutput, accepted: dict[str, int]) -> ModelRunnerOutput:
     """What V2's ``AsyncOutput.get_output`` hands the scheduler: one bonus token plus the accepted drafts."""
-    ids = list(so.num_scheduled_tokens)
-    drafts = so.scheduled_spec_decode_tokens
+    ids = list(scheduler_output.num_scheduled_tokens)
+    drafts = scheduler_output.scheduled_spec_decode_tokens
     return ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
                              sampled_token_ids=[[5] * (1 + accepted.get(r, 0) if r in drafts else 1) for r in ids])
 
@@ -113,11 +113,12 @@ def test_v2_sync_minus_one_drafts_are_drafted_and_dynamic_k_zero_is_schedule(
     for step, acc in enumerate(accepted):
         if step == 1:
             sched.add_request(request("r1", max_tokens=3))  # two requests: K = 0 until r1 finishes
-        so = sched.schedule()
+        scheduler_output = sched.schedule()
         if step == 1:
-            assert so.scheduled_spec_decode_tokens == {"r0": [-1] * K}  # V2's real drafts, as the scheduler sees them
-        add_counters(totals, sched.update_from_output(so, sampled_output(so, acc)))
-        sched.update_draft_token_ids(v2_drafts(so))
+            # V2's real drafts, as the scheduler sees them
+            assert scheduler_output.scheduled_spec_decode_tokens == {"r0": [-1] * K}
+        add_counters(totals, sched.update_from_output(scheduler_output, sampled_output(scheduler_output, acc)))
+        sched.update_draft_token_ids(v2_drafts(scheduler_output))
     vllm_view, rows = views(tmp_path, log)
     assert vllm_view == [totals]
     assert totals == {"num_drafts": 2, "num_draft_tokens": 6, "num_accepted_tokens": 5}
@@ -156,21 +157,21 @@ def test_v2_async_in_flight_placeholders_grammar_pads_and_dynamic_k_zero(
     for step in range(len(accepted)):
         if step in adds:
             sched.add_request(request(adds[step], max_tokens=3))
-        so = sched.schedule()
-        drafts = so.scheduled_spec_decode_tokens
+        scheduler_output = sched.schedule()
+        drafts = scheduler_output.scheduled_spec_decode_tokens
         assert all(d == [-1] * K for d in drafts.values())  # async: placeholders only
         if step in pads:  # update_draft_token_ids_in_output: the valid prefix, then -1 per invalid draft
             for r, n in pads[step].items():
                 drafts[r] = [7] * (K - n) + [-1] * n
-            so.num_invalid_spec_tokens = pads[step]
-            ids = list(so.num_scheduled_tokens)
+            scheduler_output.num_invalid_spec_tokens = pads[step]
+            ids = list(scheduler_output.num_scheduled_tokens)
             grammar_ids = list(pads[step])
             mask = grammar_invalid_drafts(
                 input_batch(ids, [len(drafts.get(r, ())) for r in ids]), grammar_ids,
                 [len(strip_speculative_padding(drafts[r])) for r in grammar_ids])
             assert mask is not None
             invalid_rows[step] = mask.tolist()  # r0's K + 1 logit rows: True where V2 rejects the draft
-        in_flight.append((step, so))
+        in_flight.append((step, scheduler_output))
         if len(in_flight) == 2:  # the batch queue is full: the older step's output comes back now
             done, done_so = in_flight.pop(0)
             add_counters(totals, sched.update_from_output(done_so, sampled_output(done_so, accepted[done])))
@@ -252,25 +253,26 @@ def test_adaptive_verification_budget_reaches_the_events(
     def tables(free_drafts: int) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(8), np.where(np.arange(16) <= 3 + free_drafts, 1.0, 100.0)
     totals: dict[str, int] = {}
-    so = sched.schedule()  # prefill
-    add_counters(totals, sched.update_from_output(so, sampled_output(so, {})))
-    sched.update_draft_token_ids(v2_drafts(so))
+    scheduler_output = sched.schedule()  # prefill
+    add_counters(totals, sched.update_from_output(scheduler_output, sampled_output(scheduler_output, {})))
+    sched.update_draft_token_ids(v2_drafts(scheduler_output))
     admitted: list[list[int]] = []
     for budget, accepted in ((4, {"r0": 2, "r2": 1}), (0, {}), (9, {"r0": 3, "r1": 0, "r2": 1})):
-        so = sched.schedule()
-        assert {r: len(d) for r, d in so.scheduled_spec_decode_tokens.items()} == dict.fromkeys(ids, K)
+        scheduler_output = sched.schedule()
+        assert {r: len(d) for r, d in scheduler_output.scheduled_spec_decode_tokens.items()} == dict.fromkeys(ids, K)
         runner.adaptive_verification.cost_tables = tables(budget)
         manager = runner.adaptive_verification
-        num_tokens = manager.get_num_tokens(so.num_scheduled_tokens, so.scheduled_spec_decode_tokens)
+        num_tokens = manager.get_num_tokens(scheduler_output.num_scheduled_tokens,
+                                            scheduler_output.scheduled_spec_decode_tokens)
         assert num_tokens == 3 + budget  # one non-draft token per request, and the budget vLLM chose
         idx_mapping = torch.arange(3)
         runner.adaptive_verification.reallocate_drafts(ids, idx_mapping)
         admitted.append(runner.adaptive_verification._batch_draft_capacity.tolist())
         batch = dataclasses.replace(input_batch(ids), idx_mapping=idx_mapping)
         runner.execute_model_state = ExecuteModelState(batch, None, None, None, None, None, set(), None, None, K)
-        outputs.append(sampled_output(so, accepted))
-        add_counters(totals, sched.update_from_output(so, runner.sample_tokens(None)))
-        sched.update_draft_token_ids(v2_drafts(so))
+        outputs.append(sampled_output(scheduler_output, accepted))
+        add_counters(totals, sched.update_from_output(scheduler_output, runner.sample_tokens(None)))
+        sched.update_draft_token_ids(v2_drafts(scheduler_output))
     # The survival-ranked admission: r0's drafts first, then r2's first one.
     assert admitted == [[3, 0, 1], [0, 0, 0], [3, 3, 3]]
     vllm_view, rows = views(tmp_path, log)

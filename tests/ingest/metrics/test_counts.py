@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 from ingest.metrics.counts import count_batch, kind_and_reason
 from ingest.metrics.exposition import group_families
 from ingest.metrics.live import PipelineHealth, Snapshot
-from schemas.arrow import OUTCOME_SCHEMA
+from schemas.arrow import REQUEST_STEP_SCHEMA
 from tests.support.metrics import VIEW_SERIES, Samples, view_series
 from tests.support.outcomes import OutcomeRows, outcome
 
 
 def table(rows: list[dict[str, Any]]) -> pa.Table:
-    return pa.Table.from_pylist(rows, schema=OUTCOME_SCHEMA)
+    return pa.Table.from_pylist(rows, schema=REQUEST_STEP_SCHEMA)
 
 
 def test_one_group_counted_by_hand() -> None:

@@ -1,4 +1,4 @@
-"""``specmetrics demo``: the three stories, vLLM-reported next to the truth."""
+"""``specmetrics demo``: the scenarios, vLLM-reported next to the truth."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from queries import connect, run_query
 from specmetrics.cli import main
 
 
-def test_demo_shows_the_stories_side_by_side(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_demo_shows_the_scenarios_side_by_side(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     workdir = tmp_path / "demo"
     assert main(["demo", "--workdir", str(workdir), "--rows", "4000", "--loadgen"]) == 0
     out, err = capsys.readouterr()
