@@ -29,7 +29,8 @@ def differences(data: Path, truth: dict[str, EngineTruth]) -> list[str]:
     con = connect(data)
     try:
         diff = {r["engine_id"]: r for r in run_query(con, "FROM acceptance_diff").to_pylist()}
-        reasons = run_query(con, "SELECT engine_id, k_zero_reason, request_steps FROM k_zero_reasons").to_pylist()
+        k_zero_reasons = run_query(
+            con, "SELECT engine_id, k_zero_reason, request_steps FROM k_zero_reasons").to_pylist()
         kinds = run_query(con, "SELECT engine_id, kind, sum(request_steps) AS n FROM outcome_shares GROUP BY ALL")
         positions = run_query(con, """
             SELECT c.engine_id, c.position, c.num_accepted, c.num_reached, v.num_accepted_tokens_per_pos
@@ -50,7 +51,7 @@ def differences(data: Path, truth: dict[str, EngineTruth]) -> list[str]:
         for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "vllm_num_drafts",
                      "vllm_num_draft_tokens", "vllm_num_accepted_tokens"):
             check(f"{engine} {name}", row[name], getattr(t, name))
-        check(f"{engine} k_zero_reasons", {r["k_zero_reason"]: r["request_steps"] for r in reasons
+        check(f"{engine} k_zero_reasons", {r["k_zero_reason"]: r["request_steps"] for r in k_zero_reasons
                                            if r["engine_id"] == engine}, t.k_zero_reasons)
         check(f"{engine} kinds", {r["kind"]: r["n"] for r in kinds.to_pylist() if r["engine_id"] == engine},
               t.request_steps)

@@ -14,6 +14,7 @@ COPY emitter /src/emitter
 COPY ingest /src/ingest
 COPY queries /src/queries
 COPY reports /src/reports
+COPY monitoring /src/monitoring
 COPY specmetrics /src/specmetrics
 RUN pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /wheels /src
 

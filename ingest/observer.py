@@ -1,6 +1,6 @@
 """The observer extension point: what an ingester reports as it reads, before anything is stored.
 
-The live metrics (:mod:`ingest.metrics`) are one observer. Every report comes from the ingester's
+The live metrics (:mod:`monitoring.live`) are one observer. Every report comes from the ingester's
 polling thread, in offset order per partition; a partition read again (the source reconnected, or
 the partition was assigned again) is reported again from where its stored files end, so an
 observer that must not count twice keeps, per source and partition, where it got to.

@@ -63,6 +63,7 @@ PUBLIC_VIEWS: tuple[str, ...] = (
     "k_zero_reasons",
     "grammar_invalid",
     "adaptive_verification",
+    "wasted_verification",
 )
 #: Table macros users call: the time-window variant of each view, and the timeline.
 PUBLIC_MACROS: tuple[str, ...] = (

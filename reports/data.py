@@ -76,22 +76,22 @@ FROM totals ORDER BY bucket_start
 _POSITIONS = """
 SELECT
     p.position,
-    num_accepted_at(kind, k_valid, accepted, p.position, request_steps)
-        / nullif(num_drafts(kind, k_valid, request_steps), 0) AS rate_over_drafts,
-    num_accepted_at(kind, k_valid, accepted, p.position, request_steps)
-        / nullif(num_reached(kind, k_valid, p.position, request_steps), 0) AS rate_conditional,
-    vllm_num_accepted_at(k_sched, accepted, p.position, request_steps)
-        / nullif(vllm_num_drafts(k_sched, request_steps), 0) AS vllm_rate
+    rate_over_drafts(num_accepted_at(kind, k_valid, accepted, p.position, request_steps),
+                     num_drafts(kind, k_valid, request_steps)) AS rate_over_drafts,
+    rate_conditional(num_accepted_at(kind, k_valid, accepted, p.position, request_steps),
+                     num_reached(kind, k_valid, p.position, request_steps)) AS rate_conditional,
+    rate_over_drafts(vllm_num_accepted_at(k_sched, accepted, p.position, request_steps),
+                     vllm_num_drafts(k_sched, request_steps)) AS vllm_rate_over_drafts
 FROM {table} AS r, range(r.num_spec_tokens) AS p(position)
 GROUP BY p.position ORDER BY p.position
 """
 _CONTEXT = f"""
 WITH totals AS (
     SELECT context_start, context_end, CAST(sum(request_steps) AS BIGINT) AS request_steps,
-           coalesce(sum(request_steps) FILTER (WHERE kind = 'skipped_for_length'), 0) AS skipped, {_COUNTS}
+           num_skipped(kind, request_steps) AS skipped, {_COUNTS}
     FROM {{table}} GROUP BY context_start, context_end
 )
-SELECT context_start, context_end, request_steps, skipped / request_steps AS skip_share, {_TOKEN_RATES}
+SELECT context_start, context_end, request_steps, skip_share(skipped, request_steps) AS skip_share, {_TOKEN_RATES}
 FROM totals ORDER BY context_start NULLS LAST
 """
 _K_ZERO = """

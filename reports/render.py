@@ -67,7 +67,7 @@ def charts(data: ReportData) -> list[Chart]:
         "positions", "Acceptance by draft position", positions,
         [Series("corrected, over all drafts", [r["rate_over_drafts"] for r in data.positions]),
          Series("corrected, over drafts reaching it", [r["rate_conditional"] for r in data.positions]),
-         Series("vLLM-reported", [r["vllm_rate"] for r in data.positions])])))
+         Series("vLLM-reported", [r["vllm_rate_over_drafts"] for r in data.positions])])))
     contexts = [_context_label(r) for r in data.context]
     out.append(Chart("context", line_chart(
         "context", "Skipped for length, and acceptance, by context length", contexts,

@@ -254,14 +254,14 @@ def step_event_to_wire(event: StepEvent) -> bytes:
 
 def _outcome_row(o: Outcome) -> tuple[int, ...]:
     """(kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted, emitted) of one outcome."""
-    no_reason = KZeroReasonCode.NONE
+    no_k_zero_reason = KZeroReasonCode.NONE
     if isinstance(o, Drafted):
-        return (KindCode.DRAFTED, no_reason, o.k_valid, o.k_valid, 0, o.accepted, o.emitted)
+        return (KindCode.DRAFTED, no_k_zero_reason, o.k_valid, o.k_valid, 0, o.accepted, o.emitted)
     if isinstance(o, SkippedForLength):
-        return (KindCode.SKIPPED_FOR_LENGTH, no_reason, o.k_sched, o.k_valid, o.k_sched - o.k_valid, o.accepted,
+        return (KindCode.SKIPPED_FOR_LENGTH, no_k_zero_reason, o.k_sched, o.k_valid, o.k_sched - o.k_valid, o.accepted,
                 o.emitted)
     if isinstance(o, GrammarInvalid):
-        return (KindCode.GRAMMAR_INVALID, no_reason, o.k_sched, o.k_valid, o.k_invalid, o.accepted, o.emitted)
+        return (KindCode.GRAMMAR_INVALID, no_k_zero_reason, o.k_sched, o.k_valid, o.k_invalid, o.accepted, o.emitted)
     return (KindCode.K_ZERO, K_ZERO_REASON_CODE[o.k_zero_reason], o.k_sched, o.k_valid, o.k_invalid, 0, o.emitted)
 
 

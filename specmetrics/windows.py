@@ -24,8 +24,18 @@ SELECT vllm_num_drafts(k_sched) AS vllm_num_drafts,
        num_drafts(kind, k_valid) AS num_drafts,
        num_draft_tokens(kind, k_valid) AS num_draft_tokens,
        num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens,
-       count(*) AS request_steps, coalesce(sum(k_invalid), 0) AS k_invalid
+       count(*) AS request_steps, coalesce(sum(k_invalid), 0) AS k_invalid,
+       acceptance_rate(num_accepted_tokens(kind, k_valid, accepted), num_draft_tokens(kind, k_valid))
+           AS acceptance_rate,
+       mean_acceptance_length(num_accepted_tokens(kind, k_valid, accepted), num_drafts(kind, k_valid))
+           AS mean_acceptance_length,
+       skip_share(num_skipped(kind), count(*)) AS skip_share,
+       count(*) FILTER (WHERE kind = 'k_zero') / count(*) AS k_zero_share
 FROM {_WINDOW}"""
+
+#: Acceptance rate and mean acceptance length of counts given as parameters (vLLM's own counters).
+RATIOS = "SELECT acceptance_rate(CAST(? AS BIGINT), CAST(? AS BIGINT)) AS acceptance_rate, " \
+    "mean_acceptance_length(CAST(? AS BIGINT), CAST(? AS BIGINT)) AS mean_acceptance_length"
 
 VLLM_PER_POSITION = f"""
 SELECT p AS position, vllm_num_accepted_at(k_sched, accepted, p) AS n
@@ -37,10 +47,12 @@ FROM {_WINDOW} GROUP BY ALL ORDER BY 1"""
 
 
 def window_metrics(con: duckdb.DuckDBPyConnection, started: float, finished: float, positions: int) -> dict[str, Any]:
-    """Totals (``vllm_*`` as vLLM counts, plain names corrected), vLLM's accepted count per
-    position, and request-steps per kind (``k_zero:<k_zero_reason>``) between two instants."""
+    """Totals (``vllm_*`` as vLLM counts, plain names corrected) with the corrected acceptance rate,
+    mean acceptance length and the skip and K = 0 shares (None where undefined), vLLM's accepted count
+    per position, and request-steps per kind (``k_zero:<k_zero_reason>``) between two instants."""
     window = [started, finished]
-    totals: dict[str, Any] = {k: int(v) for k, v in run_query(con, TOTALS, window).to_pylist()[0].items()}
+    totals: dict[str, Any] = {k: v if isinstance(v, float) or v is None else int(v)
+                              for k, v in run_query(con, TOTALS, window).to_pylist()[0].items()}
     per_pos = run_query(con, VLLM_PER_POSITION, [*window, positions]).to_pylist()
     kinds = run_query(con, KINDS, window).to_pylist()
     return {**totals, "vllm_per_pos": [int(r["n"]) for r in per_pos], "kinds": {r["kind"]: int(r["n"]) for r in kinds}}
@@ -54,8 +66,10 @@ def reproduces(got: dict[str, Any], vllm: dict[str, Any]) -> bool:
                                      vllm["num_accepted_tokens_per_pos"])
 
 
-def ratios(num_drafts: int, num_draft_tokens: int, num_accepted_tokens: int) -> tuple[float | None, float | None]:
-    """(acceptance rate, mean acceptance length), None where undefined (no drafts)."""
-    rate = num_accepted_tokens / num_draft_tokens if num_draft_tokens else None
-    mal = 1 + num_accepted_tokens / num_drafts if num_drafts else None
-    return rate, mal
+def ratios(con: duckdb.DuckDBPyConnection, num_drafts: int, num_draft_tokens: int,
+           num_accepted_tokens: int) -> tuple[float | None, float | None]:
+    """(acceptance rate, mean acceptance length) of counts, by the views' macros; None where
+    undefined (no drafts)."""
+    counts = [num_accepted_tokens, num_draft_tokens, num_accepted_tokens, num_drafts]
+    row = run_query(con, RATIOS, counts).to_pylist()[0]
+    return row["acceptance_rate"], row["mean_acceptance_length"]

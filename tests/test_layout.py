@@ -1,9 +1,9 @@
 """The packages import along the data flow, so there is no import cycle between them:
 
-    schemas -> transport, storage -> emitter, ingest -> queries -> reports -> specmetrics (the CLI)
+    schemas -> transport, storage -> emitter, ingest -> queries -> reports, monitoring -> specmetrics (the CLI)
 
 A package may import itself and the packages of earlier levels; the two of one level import
-neither each other (transport and storage, emitter and ingest). ``devtools`` (the test Kafka
+neither each other (transport and storage, emitter and ingest, reports and monitoring). ``devtools`` (the test Kafka
 broker) imports no package of the repository, ``benchmarks`` and ``scripts`` import any but the
 tests, and the tests import anything. Every import statement counts, in functions and under
 ``TYPE_CHECKING`` too. No test module imports a conftest module: conftest modules hold fixtures,
@@ -24,7 +24,7 @@ FLOW: tuple[tuple[str, ...], ...] = (
     ("transport", "storage"),
     ("emitter", "ingest"),
     ("queries",),
-    ("reports",),
+    ("reports", "monitoring"),
     ("specmetrics",),
 )
 PRODUCT = {package: level for level, packages in enumerate(FLOW) for package in packages}

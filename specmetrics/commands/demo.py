@@ -50,13 +50,14 @@ SCENARIOS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 SIDE_BY_SIDE = """
 SELECT v.engine_id,
        v.num_drafts AS vllm_drafts, v.acceptance_rate AS vllm_rate, v.mean_acceptance_length AS vllm_mal,
-       c.num_drafts AS true_drafts, c.acceptance_rate AS true_rate, c.mean_acceptance_length AS true_mal,
-       coalesce(s.skipped_share, 0) AS skipped_share, coalesce(s.k_zero_share, 0) AS k_zero_share,
+       c.num_drafts AS corrected_drafts, c.acceptance_rate AS corrected_rate,
+       c.mean_acceptance_length AS corrected_mal,
+       coalesce(s.skip_share, 0) AS skip_share, coalesce(s.k_zero_share, 0) AS k_zero_share,
        coalesce(s.grammar_invalid_share, 0) AS grammar_invalid_share
 FROM acceptance_vllm v
 JOIN acceptance c USING (engine_id, model, method, num_spec_tokens)
 JOIN (SELECT engine_id, model, method, num_spec_tokens,
-             sum(share) FILTER (WHERE kind = 'skipped_for_length') AS skipped_share,
+             sum(share) FILTER (WHERE is_skipped(kind)) AS skip_share,
              sum(share) FILTER (WHERE kind = 'k_zero') AS k_zero_share,
              sum(share) FILTER (WHERE kind = 'grammar_invalid') AS grammar_invalid_share
       FROM outcome_shares GROUP BY ALL) s USING (engine_id, model, method, num_spec_tokens)
@@ -111,22 +112,20 @@ def run_vllm(args: argparse.Namespace) -> int:
         for scenario in json.loads(scenarios_file.read_text()):
             got = window_metrics(con, scenario["started"], scenario["finished"], positions=3)
             vllm = scenario["vllm"]
-            steps = max(got["request_steps"], 1)
-            kinds = got["kinds"]
             rows.append([
                 scenario["name"], vllm["num_drafts"],
-                *ratios(vllm["num_drafts"], vllm["num_draft_tokens"], vllm["num_accepted_tokens"]),
-                got["num_drafts"], *ratios(got["num_drafts"], got["num_draft_tokens"], got["num_accepted_tokens"]),
-                kinds.get("skipped_for_length", 0) / steps,
-                sum(n for k, n in kinds.items() if k.startswith("k_zero")) / steps,
+                *ratios(con, vllm["num_drafts"], vllm["num_draft_tokens"], vllm["num_accepted_tokens"]),
+                got["num_drafts"], got["acceptance_rate"], got["mean_acceptance_length"],
+                got["skip_share"] or 0, got["k_zero_share"] or 0,
                 got["k_invalid"], "yes" if reproduces(got, vllm) else "NO",
                 WHAT_VLLM_SCENARIOS_SHOW.get(scenario["name"], ""),
             ])
     finally:
         con.close()
-    print("What vLLM reported (vllm_*, its own counters) vs what happened (true_*):\n")
-    print(text_table(["scenario", "vllm_drafts", "vllm_rate", "vllm_mal", "true_drafts", "true_rate", "true_mal",
-                      "skipped_share", "k_zero_share", "grammar_invalid_tokens", "reproduced", "what it shows"], rows))
+    print("What vLLM reported (vllm_*, its own counters) vs what happened (corrected_*):\n")
+    print(text_table(["scenario", "vllm_drafts", "vllm_rate", "vllm_mal", "corrected_drafts", "corrected_rate",
+                      "corrected_mal", "skip_share", "k_zero_share", "grammar_invalid_tokens", "reproduced",
+                      "what it shows"], rows))
     print("\nreproduced: the events give back vLLM's own counters exactly (the vLLM-compatible view).")
     print(f"Explore: specmetrics sql --data {data_dir} \"SELECT * FROM outcome_shares\"")
     return 0
@@ -158,7 +157,7 @@ def run_loadgen(args: argparse.Namespace) -> int:
     order = {f"{prefix}-0/dp0": (i, shows) for i, (prefix, shows, _) in enumerate(SCENARIOS)}
     rows = sorted(([*r.values(), order[str(r["engine_id"])][1]] for r in table.to_pylist()),
                   key=lambda row: order[str(row[0])][0])
-    print("vLLM-reported (vllm_*) vs what happened (true_*); shares are of request-steps:\n")
+    print("vLLM-reported (vllm_*) vs what happened (corrected_*); shares are of request-steps:\n")
     print(text_table([*table.column_names, "what it shows"], rows))
     print(f"\nExplore: specmetrics sql --data {data_dir} \"SELECT * FROM acceptance_per_position\"")
     return 0

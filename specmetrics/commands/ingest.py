@@ -12,14 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ingest import Ingester, IngestSettings, IngestStats
-from ingest.metrics.exposition import MetricsServer
-from ingest.metrics.live import LiveMetrics
 from ingest.observer import IngestObserver
 from ingest.sources import open_source
 from ingest.sources.base import SourceUnavailable
+from monitoring.exposition import MetricsServer
+from monitoring.live import LiveMetrics
 from specmetrics.heartbeat import Heartbeat
 from specmetrics.progress import Progress
 from storage.layout import STATE_DIR
+from transport.url import transport_address
 
 if TYPE_CHECKING:  # kafka-python is an optional dependency
     from ingest.dead_letter_topic import DeadLetterTopic
@@ -167,10 +168,10 @@ def _pause(seconds: float, should_stop: Callable[[], bool], alive: Callable[[], 
 
 
 def _dead_letter_topic(url: str, settings: IngestSettings) -> DeadLetterTopic | None:
-    if not url.startswith("kafka:") or settings.dead_letter_topic == "":
+    """The dead-letter topic beside a Kafka source (none for a local log, or when switched off)."""
+    address = transport_address(url, "source")
+    if isinstance(address, str) or settings.dead_letter_topic == "":
         return None
     from ingest.dead_letter_topic import DeadLetterTopic
-    from transport.kafka import KafkaAddress
 
-    address = KafkaAddress.parse(url)
     return DeadLetterTopic(address, settings.dead_letter_topic or f"{address.topic}.dead-letter")

@@ -2,7 +2,7 @@
 Grafana's provisioning, checked without running Prometheus or Grafana.
 
 Every PromQL expression parses (``promql_parser``, after Grafana's variables are replaced with valid
-stand-ins), names only series the ingester's endpoint exposes (``ingest.metrics.families``), applies
+stand-ins), names only series the ingester's endpoint exposes (``monitoring.families``), applies
 ``rate``/``increase`` to counters only and divides only by a denominator guarded against 0. The
 dashboard filters every series by its template variables, shows every family, and the files point at
 each other where the compose file mounts them. Each check first shows that it catches what it is for.
@@ -20,7 +20,7 @@ import promql_parser
 import pytest
 import yaml
 
-from ingest.metrics.families import FAMILIES, SAMPLE_NAMES
+from monitoring.families import FAMILIES, SAMPLE_NAMES
 from tests.deploy.compose import ROOT, all_services, bind_mounts
 
 MONITORING = ROOT / "docker" / "monitoring"

@@ -29,8 +29,8 @@ def test_verify_budget_rows_count_for_vllm_only(connect_rows: Any, outcomes: Any
     vllm = run_query(con, "SELECT num_drafts, num_draft_tokens, num_accepted_tokens FROM acceptance_vllm").to_pylist()
     assert corrected == [{"num_drafts": 1, "num_draft_tokens": 3, "num_accepted_tokens": 3}]
     assert vllm == [{"num_drafts": 3, "num_draft_tokens": 3 + 3 + 2, "num_accepted_tokens": 3}]
-    reasons = run_query(con, "SELECT k_zero_reason, request_steps, share_of_request_steps FROM k_zero_reasons")
-    assert reasons.to_pylist() == [{"k_zero_reason": "verify_budget", "request_steps": 2,
+    k_zero_reasons = run_query(con, "SELECT k_zero_reason, request_steps, share_of_request_steps FROM k_zero_reasons")
+    assert k_zero_reasons.to_pylist() == [{"k_zero_reason": "verify_budget", "request_steps": 2,
                                     "share_of_request_steps": pytest.approx(2 / 3)}]
 
 

@@ -80,13 +80,20 @@ def test_redefining_the_time_window_moves_every_windowed_number(tmp_path: Path, 
         con.close()
 
 
-#: Spelled-out definitions: of a draft, of a draft count, of the window bounds.
-FORMULAS = re.compile(r"kind\s*=\s*'drafted'|k_sched\s*>\s*0|AS\s+TIMESTAMPTZ|event_time\s+BETWEEN"
-                      r"|FILTER\s*\(\s*WHERE\s+(?:\w+\.)?is_(?:vllm_)?draft\b", re.IGNORECASE)
+#: Spelled-out definitions: of a draft, of a skip, of a draft count, of a rate over drafts, of the
+#: window bounds.
+FORMULAS = re.compile(r"kind\s*=\s*'drafted'|kind\s*=\s*'skipped_for_length'|k_sched\s*>\s*0"
+                      r"|AS\s+TIMESTAMPTZ|event_time\s+BETWEEN"
+                      r"|FILTER\s*\(\s*WHERE\s+(?:\w+\.)?is_(?:vllm_)?draft\b"
+                      r"|/\s*nullif\(\s*(?:vllm_)?num_(?:drafts|reached|draft_tokens)\b", re.IGNORECASE)
+
+
+#: The packages that read or count stored request-steps.
+READERS = ("ingest", "queries", "reports", "monitoring", "specmetrics")
 
 
 def code_files() -> list[Path]:
-    return [path for folder in ("queries", "specmetrics", "ingest") for path in sorted((ROOT / folder).rglob("*"))
+    return [path for folder in READERS for path in sorted((ROOT / folder).rglob("*"))
             if path.suffix in (".sql", ".py") and "definitions" not in path.parts]
 
 
@@ -100,5 +107,9 @@ def code(path: Path) -> str:
 
 def test_no_file_but_the_definitions_spells_a_definition_out() -> None:
     assert FORMULAS.search(code(ROOT / "queries/sql/definitions/drafts.sql"))  # the check finds what it looks for
+    assert FORMULAS.search(code(ROOT / "queries/sql/definitions/skips.sql"))
+    for spelled_out in ("num_accepted / nullif(num_drafts, 0)", "x\n  / NULLIF(vllm_num_drafts(k_sched), 0)",
+                        "count(*) FILTER (WHERE kind = 'skipped_for_length')", "WHERE event_time BETWEEN ? AND ?"):
+        assert FORMULAS.search(spelled_out), spelled_out
     spelled = {str(path.relative_to(ROOT)): FORMULAS.findall(code(path)) for path in code_files()}
     assert {path: found for path, found in spelled.items() if found} == {}

@@ -228,3 +228,14 @@ def test_grammar_invalid(con: Any) -> None:
         {**DIMS_B, "request_steps": 5, **zeros},
         {**DIMS_C, "request_steps": 2, **zeros},
     ]
+
+
+def test_wasted_verification(con: Any) -> None:
+    assert rows_of(con, "wasted_verification") == [
+        # verified: drafted 3 + 3 + 2, skipped 3 + 3 + 0, grammar 3 + 3 + 2; placeholders 3 + 3;
+        # pads: the async grammar-invalid drafts' 3 + 2
+        {**DIMS_A, "verified_slots": 22, "placeholder_slots": 6, "pad_slots": 5, "wasted_slots": 11,
+         "wasted_share": 0.5},
+        {**DIMS_B, "verified_slots": 2, "placeholder_slots": 0, "pad_slots": 0, "wasted_slots": 0, "wasted_share": 0.0},
+        {**DIMS_C, "verified_slots": 0, "placeholder_slots": 0, "pad_slots": 0, "wasted_slots": 0, "wasted_share": None},
+    ]

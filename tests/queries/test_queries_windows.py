@@ -127,7 +127,7 @@ def test_skips_by_context(con: Any) -> None:  # one request per step here
         ctx(768, 1024, 1, 1, 0, (0, 0), (3, 0)),
         ctx(None, None, 1, 0, 0, (0, 0), (0, 0)),  # no batch_max_seq_len
     ]
-    assert query(con, "FROM skips_by_context_between(NULL, NULL, bucket_tokens := 512) ORDER BY context_start") == [
+    assert query(con, "FROM skips_by_context_between(NULL, NULL, context_tokens := 512) ORDER BY context_start") == [
         ctx(0, 512, 4, 0, 4, (9, 6), (9, 6)), ctx(512, 1024, 3, 3, 0, (0, 0), (9, 0)),
         ctx(None, None, 1, 0, 0, (0, 0), (0, 0))]
 

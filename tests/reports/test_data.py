@@ -38,7 +38,8 @@ def test_headline_pools_all_groups(report_tree: Path) -> None:
         (4, None, None), (5, 1.0, 1.0)]
     # position 0: the 3 drafts all accept >= 1 (vLLM: 3 of 6); position 2: only (3,3) accepts, and only the two
     # drafts of 3 tokens reach it
-    assert [(r["position"], r["rate_over_drafts"], r["rate_conditional"], r["vllm_rate"]) for r in data.positions] == [
+    assert [(r["position"], r["rate_over_drafts"], r["rate_conditional"], r["vllm_rate_over_drafts"])
+            for r in data.positions] == [
         (0, 1.0, 1.0, 0.5), (1, pytest.approx(2 / 3), pytest.approx(2 / 3), pytest.approx(2 / 6)),
         (2, pytest.approx(1 / 3), pytest.approx(1 / 2), pytest.approx(1 / 6))]
     assert [(r["context_start"], r["request_steps"], r["skip_share"]) for r in data.context] == [

@@ -52,7 +52,7 @@ def check(con: Any) -> None:
         SELECT context_start, context_end, sum(request_steps), sum(skipped) / sum(request_steps),
                sum(num_accepted_tokens) / nullif(sum(num_draft_tokens), 0),
                sum(vllm_num_accepted_tokens) / nullif(sum(vllm_num_draft_tokens), 0)
-        FROM skips_by_context_between(NULL, NULL, bucket_tokens := 512)
+        FROM skips_by_context_between(NULL, NULL, context_tokens := 512)
         GROUP BY ALL ORDER BY context_start NULLS LAST"""))]
     assert {r["k_zero_reason"]: r["request_steps"] for r in data.k_zero} == {
         r["k_zero_reason"]: r["n"] for r in pooled(con, "SELECT k_zero_reason, sum(request_steps) AS n "

@@ -40,7 +40,7 @@ def test_every_contract_value_has_one_code_and_back() -> None:
 
 
 @pytest.mark.parametrize("k_zero_reason", list(KZeroReason))
-def test_an_encoded_k_zero_carries_its_reasons_wire_code(k_zero_reason: KZeroReason) -> None:
+def test_an_encoded_k_zero_carries_its_k_zero_reasons_wire_code(k_zero_reason: KZeroReason) -> None:
     outcome = {"kind": "k_zero", "request_id": "r", "reason": k_zero_reason.value, "k_sched": 0, "k_valid": 0,
                "k_invalid": 0, "emitted": 1}
     if k_zero_reason is KZeroReason.GRAMMAR_TRUNCATED:

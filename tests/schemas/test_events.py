@@ -90,7 +90,7 @@ def test_later_minor_version_of_the_same_major_is_accepted() -> None:
     assert step_event(schema_version="1.7").schema_version == "1.7"
 
 
-def test_json_schema_lists_the_four_kinds_and_the_reasons() -> None:
+def test_json_schema_lists_the_four_kinds_and_the_k_zero_reasons() -> None:
     schema = step_event_json_schema()
     text = json.dumps(schema)
     for name in ("drafted", "skipped_for_length", "grammar_invalid", "k_zero", "no_proposal", "length_trim",

@@ -37,11 +37,11 @@ def pydantic_accepts(row: dict[str, int]) -> bool:
     outcome: dict[str, Any] = _outcome_dict("r", row)
     # The wire carries every column for every kind: the columns a kind does not have must hold
     # exactly what the encoder writes for it.
-    no_reason = KZeroReasonCode.NONE
+    no_k_zero_reason = KZeroReasonCode.NONE
     implied = {
-        KindCode.DRAFTED: {"k_sched": row["k_valid"], "k_invalid": 0, "k_zero_reason": no_reason},
-        KindCode.SKIPPED_FOR_LENGTH: {"k_invalid": row["k_sched"] - row["k_valid"], "k_zero_reason": no_reason},
-        KindCode.GRAMMAR_INVALID: {"k_zero_reason": no_reason},
+        KindCode.DRAFTED: {"k_sched": row["k_valid"], "k_invalid": 0, "k_zero_reason": no_k_zero_reason},
+        KindCode.SKIPPED_FOR_LENGTH: {"k_invalid": row["k_sched"] - row["k_valid"], "k_zero_reason": no_k_zero_reason},
+        KindCode.GRAMMAR_INVALID: {"k_zero_reason": no_k_zero_reason},
         KindCode.K_ZERO: {"accepted": 0} if row["k_zero_reason"] == KZeroReasonCode.VERIFY_BUDGET
         else {"k_sched": 0, "k_valid": 0, "accepted": 0},
     }[row["kind"]]

@@ -34,12 +34,10 @@ VIEW_SERIES = {
     "specmetrics_request_steps_total":
         f"SELECT {_GROUP}, kind, coalesce(k_zero_reason, '') AS k_zero_reason, request_steps FROM outcome_shares",
     "specmetrics_emitted_tokens_total": f"SELECT {_GROUP}, sum(emitted) FROM request_steps GROUP BY ALL",
-    "specmetrics_verified_draft_slots_total":
-        f"SELECT {_GROUP}, sum(k_sched) FILTER (WHERE kind <> 'k_zero') FROM request_steps GROUP BY ALL",
+    "specmetrics_verified_draft_slots_total": f"SELECT {_GROUP}, verified_slots FROM wasted_verification",
     "specmetrics_wasted_draft_slots_total":
-        f"SELECT {_GROUP}, 'placeholder' AS cause, sum(k_valid) FILTER (WHERE kind = 'skipped_for_length') "
-        f"FROM request_steps GROUP BY ALL UNION ALL SELECT {_GROUP}, 'pad' AS cause, sum(k_sched - k_valid) "
-        "FILTER (WHERE kind IN ('skipped_for_length', 'grammar_invalid')) FROM request_steps GROUP BY ALL",
+        f"SELECT {_GROUP}, 'placeholder' AS cause, placeholder_slots FROM wasted_verification "
+        f"UNION ALL SELECT {_GROUP}, 'pad' AS cause, pad_slots FROM wasted_verification",
 }
 
 

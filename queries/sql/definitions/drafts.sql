@@ -31,6 +31,10 @@
 --                                                no draft token)
 --   mean_acceptance_length(accepted_tokens, drafts)   1 + accepted_tokens / drafts (DOUBLE; NULL when no
 --                                                draft)
+--   rate_over_drafts(accepted_at, drafts)        a position's rate as vLLM defines it: drafts accepted at
+--                                                the position / all drafts (DOUBLE; NULL when no draft)
+--   rate_conditional(accepted_at, reached)       a position's conditional rate: drafts accepted at the
+--                                                position / drafts that reached it (DOUBLE; NULL when none)
 CREATE OR REPLACE MACRO is_draft(kind, k_valid) AS
     COALESCE(kind = 'drafted' OR (kind = 'grammar_invalid' AND k_valid > 0), false);
 
@@ -70,6 +74,12 @@ CREATE OR REPLACE MACRO acceptance_rate(accepted_tokens, draft_tokens) AS
 CREATE OR REPLACE MACRO mean_acceptance_length(accepted_tokens, drafts) AS
     1 + accepted_tokens / nullif(drafts, 0);
 
+CREATE OR REPLACE MACRO rate_over_drafts(accepted_at, drafts) AS
+    accepted_at / nullif(drafts, 0);
+
+CREATE OR REPLACE MACRO rate_conditional(accepted_at, reached) AS
+    accepted_at / nullif(reached, 0);
+
 COMMENT ON MACRO is_draft IS 'A draft in the corrected metrics: kind drafted, or grammar_invalid with k_valid > 0.';
 COMMENT ON MACRO is_vllm_draft IS 'A draft for vLLM 0.32.0''s counters: k_sched > 0, whatever the kind.';
 COMMENT ON MACRO num_drafts IS 'Corrected drafts among rows of request-steps (aggregate; request_steps weights a row).';
@@ -83,3 +93,5 @@ COMMENT ON MACRO num_accepted_at IS 'Corrected drafts with accepted > position (
 COMMENT ON MACRO vllm_num_accepted_at IS 'vLLM drafts with accepted > position: vLLM''s per-position counter (aggregate; request_steps weights a row).';
 COMMENT ON MACRO acceptance_rate IS 'accepted_tokens / draft_tokens; NULL when there is no draft token.';
 COMMENT ON MACRO mean_acceptance_length IS '1 + accepted_tokens / drafts; NULL when there is no draft.';
+COMMENT ON MACRO rate_over_drafts IS 'A position''s rate as vLLM defines it: drafts accepted at the position / all drafts; NULL when there is no draft.';
+COMMENT ON MACRO rate_conditional IS 'A position''s conditional rate: drafts accepted at the position / drafts that reached it; NULL when none reached it.';

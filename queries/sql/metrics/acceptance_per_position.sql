@@ -30,8 +30,8 @@ SELECT
     num_accepted,
     num_drafts,
     num_reached,
-    num_accepted / nullif(num_drafts, 0) AS rate_over_drafts,
-    num_accepted / nullif(num_reached, 0) AS rate_conditional
+    rate_over_drafts(num_accepted, num_drafts) AS rate_over_drafts,
+    rate_conditional(num_accepted, num_reached) AS rate_conditional
 FROM position_counts_between(t0, t1);
 
 CREATE OR REPLACE VIEW acceptance_per_position AS

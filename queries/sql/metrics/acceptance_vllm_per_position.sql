@@ -27,7 +27,7 @@ SELECT
     position,
     vllm_num_accepted AS num_accepted_tokens_per_pos,
     vllm_num_drafts AS num_drafts,
-    vllm_num_accepted / nullif(vllm_num_drafts, 0) AS acceptance_rate
+    rate_over_drafts(vllm_num_accepted, vllm_num_drafts) AS acceptance_rate
 FROM position_counts_between(t0, t1);
 
 CREATE OR REPLACE VIEW acceptance_vllm_per_position AS

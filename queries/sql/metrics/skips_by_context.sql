@@ -2,14 +2,14 @@
 --
 -- Context length is the step's batch_max_seq_len: the longest sequence in the batch, the number
 -- vLLM compares with the drafter's max length when it decides to skip drafting for the whole
--- batch. Buckets are bucket_tokens wide (default 256). Shows where drafting stops paying: the
+-- batch. Buckets are context_tokens wide (default 256). Shows where drafting stops paying: the
 -- skip share rising to 1, and vLLM's acceptance falling with it while the corrected one does not.
 -- The skip is decided for the whole batch, so the share is given over request-steps and over
 -- steps (step events). Request-steps without a batch_max_seq_len are in the row with NULL bucket
 -- bounds.
 --
 -- Example:
---   SELECT context_start, skip_share, acceptance_rate, vllm_acceptance_rate FROM skips_by_context_between(NULL, NULL, bucket_tokens := 512)
+--   SELECT context_start, skip_share, acceptance_rate, vllm_acceptance_rate FROM skips_by_context_between(NULL, NULL, context_tokens := 512)
 --
 -- Columns:
 --   engine_id, model, method, num_spec_tokens   the group
@@ -26,21 +26,21 @@
 --   vllm_num_draft_tokens, vllm_num_accepted_tokens  token counts as vLLM counts drafts (BIGINT)
 --   vllm_acceptance_rate         the rate as vLLM counts it (DOUBLE)
 --
--- skips_by_context_between(t0, t1, bucket_tokens := 256) is the same over t0 <= event_time < t1
+-- skips_by_context_between(t0, t1, context_tokens := 256) is the same over t0 <= event_time < t1
 -- (NULL: open end); the view skips_by_context is it over all time with 256-token buckets.
-CREATE OR REPLACE MACRO skips_by_context_between(t0, t1, bucket_tokens := 256) AS TABLE
+CREATE OR REPLACE MACRO skips_by_context_between(t0, t1, context_tokens := 256) AS TABLE
 WITH totals AS (
     SELECT
         engine_id,
         model,
         method,
         num_spec_tokens,
-        batch_max_seq_len // CASE WHEN CAST(bucket_tokens AS INTEGER) > 0 THEN CAST(bucket_tokens AS INTEGER)
-                                  ELSE error('skips_by_context: bucket_tokens must be positive') END AS bucket_index,
+        batch_max_seq_len // CASE WHEN CAST(context_tokens AS INTEGER) > 0 THEN CAST(context_tokens AS INTEGER)
+                                  ELSE error('skips_by_context: context_tokens must be positive') END AS bucket_index,
         CAST(count(*) AS BIGINT) AS request_steps,
-        CAST(count(*) FILTER (WHERE kind = 'skipped_for_length') AS BIGINT) AS skipped,
+        num_skipped(kind) AS skipped,
         CAST(count(DISTINCT event_id) AS BIGINT) AS steps,
-        CAST(count(DISTINCT event_id) FILTER (WHERE kind = 'skipped_for_length') AS BIGINT) AS skipped_steps,
+        CAST(count(DISTINCT event_id) FILTER (WHERE is_skipped(kind)) AS BIGINT) AS skipped_steps,
         num_drafts(kind, k_valid) AS num_drafts,
         num_draft_tokens(kind, k_valid) AS num_draft_tokens,
         num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens,
@@ -54,14 +54,14 @@ SELECT
     model,
     method,
     num_spec_tokens,
-    CAST(bucket_index * CAST(bucket_tokens AS INTEGER) AS INTEGER) AS context_start,
-    CAST((bucket_index + 1) * CAST(bucket_tokens AS INTEGER) AS INTEGER) AS context_end,
+    CAST(bucket_index * CAST(context_tokens AS INTEGER) AS INTEGER) AS context_start,
+    CAST((bucket_index + 1) * CAST(context_tokens AS INTEGER) AS INTEGER) AS context_end,
     request_steps,
     skipped,
-    skipped / request_steps AS skip_share,
+    skip_share(skipped, request_steps) AS skip_share,
     steps,
     skipped_steps,
-    skipped_steps / steps AS step_skip_share,
+    skip_share(skipped_steps, steps) AS step_skip_share,
     num_drafts,
     num_draft_tokens,
     num_accepted_tokens,
@@ -75,5 +75,5 @@ CREATE OR REPLACE VIEW skips_by_context AS
 FROM skips_by_context_between(NULL, NULL)
 ORDER BY engine_id, model, method, num_spec_tokens, context_start;
 
-COMMENT ON MACRO TABLE skips_by_context_between IS 'Skip-for-length share and acceptance by context length (batch_max_seq_len) bucket per group (bucket_tokens := 256); window t0 <= event_time < t1.';
+COMMENT ON MACRO TABLE skips_by_context_between IS 'Skip-for-length share and acceptance by context length (batch_max_seq_len) bucket per group (context_tokens := 256); window t0 <= event_time < t1.';
 COMMENT ON VIEW skips_by_context IS 'Skip-for-length share and acceptance by context length (batch_max_seq_len, 256-token buckets) per group.';

@@ -1,24 +1,26 @@
 """Running totals of what one ingester validated: the state behind the live endpoint.
 
-:class:`LiveMetrics` is an :class:`~ingest.observer.IngestObserver`: it adds every batch of
-validated rows to per-group :class:`~ingest.metrics.counts.GroupCounts` on the ingester's polling
-thread, and hands a consistent copy to the endpoint's thread. Per source and partition it keeps
-the next offset it has not counted, so what the ingester reads again in this process (its source
-reconnected, a partition came back) is not counted twice. What another process counted (before a
-restart, or the partition's previous owner in a consumer group) it cannot know: docs/metrics.md
-says what that bounds.
+:class:`LiveMetrics` is an :class:`~ingest.observer.IngestObserver`: on the ingester's polling
+thread it adds every batch of validated rows to a histogram of request-steps by group and outcome
+shape (:mod:`monitoring.histogram`), and hands a consistent copy to the endpoint's thread. The
+histogram is bounded by the groups and their shapes, never by the rows. Per source and partition it
+keeps the next offset it has not counted, so what the ingester reads again in this process (its
+source reconnected, a partition came back) is not counted twice. What another process counted
+(before a restart, or the partition's previous owner in a consumer group) it cannot know:
+docs/metrics.md says what that bounds.
 """
 
 from __future__ import annotations
 
-import copy
 import threading
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
-from ingest.metrics.counts import GroupCounts, GroupKey, count_batch
 from ingest.observer import IngestObserver, ValidatedSteps
+from monitoring.histogram import GroupKey, Shape, count_shapes, last_event_us
+from queries.live import LIVE_HISTOGRAM_SCHEMA
 
 
 @dataclass
@@ -37,10 +39,24 @@ class PipelineHealth:
 class Snapshot:
     """A consistent copy of every total, for one scrape."""
 
-    groups: dict[GroupKey, GroupCounts]
-    #: Per group: the dropped steps its plugin process reported last (None: never reported).
+    #: Per group and outcome shape: request-steps and the tokens they emitted.
+    shapes: dict[Shape, tuple[int, int]]
+    #: Per group: the latest event time counted, µs since the epoch.
+    last_event_us: dict[GroupKey, int]
+    #: Per group: the dropped steps its plugin process reported last (absent: never reported).
     plugin_dropped: dict[GroupKey, int]
     health: PipelineHealth
+
+    def histogram(self) -> pa.Table:
+        """The shapes as the table :mod:`queries.live` reads (:data:`~queries.live.LIVE_HISTOGRAM_SCHEMA`)."""
+        names = LIVE_HISTOGRAM_SCHEMA.names
+        rows = [(*shape, steps, emitted) for shape, (steps, emitted) in sorted(self.shapes.items(), key=_order)]
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+        return pa.table(dict(zip(names, map(list, columns), strict=True)), schema=LIVE_HISTOGRAM_SCHEMA)
+
+
+def _order(item: tuple[Shape, tuple[int, int]]) -> tuple[object, ...]:
+    return tuple("" if value is None else value for value in item[0])
 
 
 class LiveMetrics(IngestObserver):
@@ -48,7 +64,8 @@ class LiveMetrics(IngestObserver):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._groups: dict[GroupKey, GroupCounts] = {}
+        self._shapes: dict[Shape, tuple[int, int]] = {}
+        self._last_event_us: dict[GroupKey, int] = {}
         self._plugin_dropped: dict[GroupKey, int] = {}
         self._health = PipelineHealth()
         self._next: dict[tuple[str, int], int] = {}  # per (source, partition): the first offset not counted
@@ -60,21 +77,22 @@ class LiveMetrics(IngestObserver):
         rows = steps.rows
         if rows is not None and not new_steps.all():
             rows = rows.filter(rows.column("log_offset").to_numpy() >= floor)
-        counts = count_batch(rows) if rows is not None else {}
+        shapes = count_shapes(rows) if rows is not None else {}
+        last = last_event_us(rows) if rows is not None else {}
         dropped = _latest_dropped(steps, new_steps)
         dead_letters = sum(offset >= floor for offset in steps.dead_letter_offsets)
-        last = max([*steps.step_offsets[-1:].tolist(), *steps.dead_letter_offsets], default=floor - 1)
+        end = max([*steps.step_offsets[-1:].tolist(), *steps.dead_letter_offsets], default=floor - 1)
         with self._lock:
-            for key, group in counts.items():
-                if key in self._groups:
-                    self._groups[key].add(group)
-                else:
-                    self._groups[key] = group
+            for shape, (n, emitted) in shapes.items():
+                before = self._shapes.get(shape, (0, 0))
+                self._shapes[shape] = (before[0] + n, before[1] + emitted)
+            for key, us in last.items():
+                self._last_event_us[key] = max(us, self._last_event_us.get(key, us))
             self._plugin_dropped.update(dropped)
             self._health.steps += int(new_steps.sum())
             self._health.request_steps += 0 if rows is None else len(rows)
             self._health.dead_letters += dead_letters
-            self._next[position] = max(floor, last + 1)
+            self._next[position] = max(floor, end + 1)
 
     def lost(self, source: str, partition: int, first: int, last: int) -> None:
         position = (source, partition)
@@ -90,7 +108,9 @@ class LiveMetrics(IngestObserver):
 
     def snapshot(self) -> Snapshot:
         with self._lock:
-            return Snapshot(copy.deepcopy(self._groups), dict(self._plugin_dropped), copy.deepcopy(self._health))
+            health = PipelineHealth(self._health.steps, self._health.request_steps, self._health.dead_letters,
+                                    self._health.lost_offsets, dict(self._health.lag))
+            return Snapshot(dict(self._shapes), dict(self._last_event_us), dict(self._plugin_dropped), health)
 
 
 def _latest_dropped(steps: ValidatedSteps, new_steps: np.ndarray) -> dict[GroupKey, int]:
@@ -102,6 +122,6 @@ def _latest_dropped(steps: ValidatedSteps, new_steps: np.ndarray) -> dict[GroupK
             context = step.context
             key = keys.get(id(context))
             if key is None:
-                key = keys[id(context)] = (context.model, context.engine_id, context.method, context.num_spec_tokens)
+                key = keys[id(context)] = (context.engine_id, context.model, context.method, context.num_spec_tokens)
             latest[key] = step.dropped_steps
     return latest

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from ingest.batch import PartitionBuffer
-from ingest.metrics.live import LiveMetrics
+from monitoring.live import LiveMetrics
 from schemas.wire import decode_step, step_event_to_wire
 from tests.support.events import step_event
 
-GROUP = ("tiny-target", "node-a/dp0", "draft_model", 3)
+GROUP = ("node-a/dp0", "tiny-target", "draft_model", 3)
 
 
 def read(live: LiveMetrics, offsets: range, bad: frozenset[int] = frozenset()) -> None:
@@ -29,7 +29,12 @@ def test_offsets_read_again_are_not_counted_again() -> None:
     read(live, range(5, 15), bad=frozenset({12}))  # the source reconnected: 5..9 come again
     snapshot = live.snapshot()
     assert (snapshot.health.steps, snapshot.health.request_steps, snapshot.health.dead_letters) == (13, 52, 2)
-    assert snapshot.groups[GROUP].request_steps == {0: 13, 8: 13, 16: 13, 25: 13}  # 4 kinds, 13 steps each
+    kinds: dict[tuple[str, str | None], int] = {}
+    for shape, (n, _) in snapshot.shapes.items():
+        assert shape[:4] == GROUP
+        kinds[shape[4:6]] = kinds.get(shape[4:6], 0) + n
+    assert kinds == {("drafted", None): 13, ("skipped_for_length", None): 13, ("grammar_invalid", None): 13,
+                     ("k_zero", "no_proposal"): 13}  # 4 kinds, 13 steps each
     assert snapshot.plugin_dropped == {GROUP: 14}
 
 

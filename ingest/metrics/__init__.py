@@ -1,1 +1,0 @@
-"""Live corrected metrics: the ingester's validated rows counted as Prometheus counters."""

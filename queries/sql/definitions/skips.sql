@@ -1,0 +1,28 @@
+-- skips: what a skip for length is, and the skip share.
+--
+-- Scalar macros. A request-step was skipped for length when vLLM did not run the drafter for its
+-- batch (the batch's longest sequence plus K did not fit the drafter) and the target verified
+-- placeholders instead: kind = 'skipped_for_length'. num_skipped is an aggregate over rows of
+-- request-steps, each row weighted by request_steps (1, the default, for request_steps' rows; the
+-- count of a histogram or rollup row); a count over no skip is 0, never NULL.
+--
+-- Example:
+--   SELECT skip_share(num_skipped(kind), count(*)) AS skip_share FROM request_steps
+--
+-- Columns:
+--   is_skipped(kind)                        a request-step skipped for length (BOOLEAN)
+--   num_skipped(kind, request_steps)        request-steps skipped for length (BIGINT)
+--   skip_share(skipped, request_steps)      skipped / request_steps (DOUBLE; NULL when there is no
+--                                           request-step)
+CREATE OR REPLACE MACRO is_skipped(kind) AS
+    COALESCE(kind = 'skipped_for_length', false);
+
+CREATE OR REPLACE MACRO num_skipped(kind, request_steps := 1) AS
+    CAST(coalesce(sum(request_steps) FILTER (WHERE is_skipped(kind)), 0) AS BIGINT);
+
+CREATE OR REPLACE MACRO skip_share(skipped, request_steps) AS
+    skipped / nullif(request_steps, 0);
+
+COMMENT ON MACRO is_skipped IS 'A request-step skipped for length: kind skipped_for_length (the drafter did not run; the target verified placeholders).';
+COMMENT ON MACRO num_skipped IS 'Request-steps skipped for length (aggregate; request_steps weights a row).';
+COMMENT ON MACRO skip_share IS 'skipped / request_steps; NULL when there is no request-step.';

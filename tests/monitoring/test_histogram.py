@@ -1,0 +1,81 @@
+"""count_shapes and last_event_us: request-steps of a batch per group and outcome shape, by hand and
+against a count of the rows in Python, along each of the three ways of finding distinct rows."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from monitoring import histogram
+from monitoring.histogram import SHAPE_COLUMNS, count_shapes, last_event_us
+from schemas.arrow import REQUEST_STEP_SCHEMA
+from tests.support.outcomes import OutcomeRows, outcome
+
+
+def table(rows: list[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=REQUEST_STEP_SCHEMA)
+
+
+def by_python(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], tuple[int, int]]:
+    steps = Counter(tuple(row[column] for column in SHAPE_COLUMNS) for row in rows)
+    emitted: Counter[tuple[Any, ...]] = Counter()
+    for row in rows:
+        emitted[tuple(row[column] for column in SHAPE_COLUMNS)] += row["emitted"]
+    return {shape: (n, emitted[shape]) for shape, n in steps.items()}
+
+
+def test_shapes_counted_by_hand() -> None:
+    rows = OutcomeRows()
+    batch = table([
+        rows.drafted(3, 2), rows.drafted(3, 2), rows.drafted(3, 3),
+        rows.skipped(3), rows.k_zero("no_proposal"), rows.k_zero("no_proposal"),
+        rows.drafted(3, 2, engine_instance="b"),
+    ])
+    a, b = ("a/dp0", "tiny-llama", "draft_model", 3), ("b/dp0", "tiny-llama", "draft_model", 3)
+    assert count_shapes(batch) == {
+        (*a, "drafted", None, 3, 3, 0, 2): (2, 6),
+        (*a, "drafted", None, 3, 3, 0, 3): (1, 4),
+        (*a, "skipped_for_length", None, 3, 3, 0, 0): (1, 1),
+        (*a, "k_zero", "no_proposal", 0, 0, 0, 0): (2, 0),
+        (*b, "drafted", None, 3, 3, 0, 2): (1, 3),
+    }
+
+
+def test_the_latest_event_of_each_group() -> None:
+    rows = OutcomeRows()
+    batch = table([rows.drafted(3, 1, event_time=datetime(2025, 1, 1, 10, 0, 1)),
+                   rows.drafted(3, 1, event_time=datetime(2025, 1, 1, 10, 0, 3)),
+                   rows.drafted(3, 1, event_time=datetime(2025, 1, 1, 10, 0, 2), num_spec_tokens=4)])
+    start = int(datetime(2025, 1, 1, 10, tzinfo=UTC).timestamp() * 1e6)  # stored naive times are UTC
+    assert last_event_us(batch) == {("a/dp0", "tiny-llama", "draft_model", 3): start + 3_000_000,
+                                    ("a/dp0", "tiny-llama", "draft_model", 4): start + 2_000_000}
+    one_group = table([rows.drafted(3, 1, event_time=datetime(2025, 1, 1, 10, 0, 5))])
+    assert last_event_us(one_group) == {("a/dp0", "tiny-llama", "draft_model", 3): start + 5_000_000}
+    assert count_shapes(table([])) == {} and last_event_us(table([])) == {}
+
+
+@pytest.mark.parametrize("dense_bins", [1 << 16, 0], ids=["histogram", "sort"])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(drawn=st.lists(outcome(), min_size=1, max_size=60))
+def test_every_batch_counted_as_its_rows(drawn: list[dict[str, Any]], dense_bins: int,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(histogram, "_DENSE_BINS", dense_bins)
+    rows = OutcomeRows()
+    built = [rows.row(**d) for d in drawn]
+    assert count_shapes(table(built)) == by_python(built)
+    assert sum(n for n, _ in count_shapes(table(built)).values()) == len(built)
+
+
+def test_columns_too_wide_for_one_code_are_counted_row_by_row() -> None:
+    codes = [np.array([2**31 - 1, 0, 2**31 - 1]), np.array([5, 5, 5]), np.array([1, 0, 1])]
+    distinct, inverse = histogram._distinct(codes, [2**31, 2**31, 2])
+    assert [column.tolist() for column in distinct] == [[0, 2**31 - 1], [5, 5], [0, 1]]
+    assert inverse.tolist() == [1, 0, 1]
