@@ -1,9 +1,11 @@
 """Every command the documentation shows is one the code accepts.
 
-Each ``specmetrics ...``, ``make TARGET`` and ``python -m MODULE ...`` in README.md, BENCHMARKS.md
-and docs/*.md (fenced code and inline code) is checked against the real thing: the command line of
-specmetrics/cli.py parses it, the Makefile has the target (``make -n``), the module exists and, for
-a benchmark, its own argument parser accepts the options. So a renamed or removed option, subcommand
+Each ``specmetrics ...``, ``make TARGET``, ``python -m MODULE ...`` and ``docker compose ...`` in
+README.md, BENCHMARKS.md and docs/*.md (fenced code and inline code) is checked against the real
+thing: the command line of specmetrics/cli.py parses it, the Makefile has the target (``make -n``),
+the module exists and, for a benchmark, its own argument parser accepts the options; a compose
+command names only profiles and services of docker-compose.yml, and options Compose has (there is
+no Docker engine here to run it). So a renamed or removed option, subcommand
 or target fails here. Synopses are parsed the way a reader takes them: ``[optional]`` parts are
 included, of ``a|b`` alternatives the first is taken, ``...`` is dropped unless it stands for an
 option's value, and placeholders in capitals (``DATA``, ``N``, ``$DATA``) stand for any value.
@@ -37,6 +39,16 @@ INLINE_CODE = re.compile(r"`([^`]+)`")
 SPECMETRICS = re.compile(r"(?:^|(?<=[\s/]))specmetrics (.+)")
 MAKE = re.compile(r"(?:^|(?<=\s))make (.+)")
 PYTHON_MODULE = re.compile(r"(?:^|(?<=[\s/]))python[\d.]* -m ([\w.]+)(.*)")
+COMPOSE = re.compile(r"(?:^|(?<=\s))docker compose (.+)")
+#: Per Compose subcommand used in the docs: its options (those taking a value end in ``=``) and
+#: whether its other words are services.
+COMPOSE_COMMANDS: dict[str, tuple[frozenset[str], bool]] = {
+    "up": (frozenset({"-d", "--detach", "--build", "--scale="}), True),
+    "build": (frozenset(), True), "logs": (frozenset({"-f", "--follow"}), True), "ps": (frozenset(), True),
+    "stop": (frozenset(), True), "down": (frozenset({"-v", "--volumes"}), False),
+    "config": (frozenset({"-q", "--quiet"}), False),
+    "run": (frozenset({"--rm", "--no-deps"}), True),  # the service, then its command
+}
 PLACEHOLDER = re.compile(r"^(?:[A-Z][A-Z0-9_]*|\$\{?\w+\}?|\.\.\.)$")
 SHELL_OPERATORS = frozenset({"|", "||", "&&", ";", "&", "<", ">", ">>", "2>&1"})
 ALTERNATIVE = "\x1f"  # stands for a table's escaped ``\|`` between alternatives while the line is split
@@ -183,6 +195,50 @@ def python_module_problems(name: str, text: str) -> list[str]:
     return problems
 
 
+@cache
+def compose_file() -> tuple[frozenset[str], frozenset[str]]:
+    """The services and profiles of docker-compose.yml."""
+    import yaml
+
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text(encoding="utf-8"))["services"]
+    profiles = {profile for service in services.values() for profile in service.get("profiles", [])}
+    return frozenset(services), frozenset(profiles)
+
+
+def compose_error(argv: list[str]) -> str | None:
+    """Why ``docker compose`` would refuse ``argv`` (the words after ``docker compose``) here."""
+    services, profiles = compose_file()
+    words = iter(argv)
+    for word in words:
+        if word == "--profile":
+            if (profile := next(words, "")) not in profiles and not PLACEHOLDER.match(profile):
+                return f"no profile {profile!r} in docker-compose.yml"
+            continue
+        if word not in COMPOSE_COMMANDS:
+            return f"no compose command {word!r} in the docs' check (or a misspelt one)"
+        options, takes_services = COMPOSE_COMMANDS[word]
+        for rest in words:
+            if rest.startswith("-"):
+                name, given, value = rest.partition("=")
+                if rest not in options and f"{name}=" not in options:
+                    return f"compose {word} has no option {rest}"
+                if f"{name}=" in options and not given:
+                    value = next(words, "")
+                if name == "--scale" and value.split("=")[0] not in services:
+                    return f"no service {value.split('=')[0]!r} to scale"
+            elif takes_services and rest not in services and not PLACEHOLDER.match(rest):
+                return f"no service {rest!r} in docker-compose.yml"
+            elif word == "run":
+                return None  # the rest is the service's command (a specmetrics one is checked as such)
+        return None
+    return "no compose command"
+
+
+def compose_problems(name: str, text: str) -> list[str]:
+    return [f"{name}: `{command}`: {error}" for command, argv in documented(COMPOSE, text)
+            if (error := compose_error(argv[2:]))]
+
+
 def problems(check: Callable[[str, str], list[str]]) -> list[str]:
     found = []
     for path in documents():
@@ -225,4 +281,16 @@ def test_every_documented_python_module_exists_and_its_benchmark_options_parse()
     assert not python_module_problems("doc.md", "`python -m benchmarks.bench_wire --steps 2000 > out.txt`")
     assert count(PYTHON_MODULE) > 5
     found = problems(python_module_problems)
+    assert not found, "\n".join(found)
+
+
+def test_every_documented_compose_command_names_the_compose_files_profiles_and_services() -> None:
+    assert compose_problems("doc.md", "`docker compose --profile monitor up -d`")  # no such profile
+    assert compose_problems("doc.md", "```\ndocker compose up -d vllm-gpu\n```")  # no such service
+    assert compose_problems("doc.md", "`docker compose up -d --scale ingester=3`")
+    assert compose_problems("doc.md", "`docker compose upp`")
+    assert not compose_problems("doc.md", "```\ndocker compose --profile demo up -d   # no GPU\n"
+                                          "docker compose run --rm --no-deps reports specmetrics sql --data D\n```")
+    assert count(COMPOSE) > 10
+    found = problems(compose_problems)
     assert not found, "\n".join(found)

@@ -236,6 +236,8 @@ def test_wasted_verification(con: Any) -> None:
         # pads: the async grammar-invalid drafts' 3 + 2
         {**DIMS_A, "verified_slots": 22, "placeholder_slots": 6, "pad_slots": 5, "wasted_slots": 11,
          "wasted_share": 0.5},
-        {**DIMS_B, "verified_slots": 2, "placeholder_slots": 0, "pad_slots": 0, "wasted_slots": 0, "wasted_share": 0.0},
-        {**DIMS_C, "verified_slots": 0, "placeholder_slots": 0, "pad_slots": 0, "wasted_slots": 0, "wasted_share": None},
+        {**DIMS_B, "verified_slots": 2, "placeholder_slots": 0, "pad_slots": 0, "wasted_slots": 0,
+         "wasted_share": 0.0},
+        {**DIMS_C, "verified_slots": 0, "placeholder_slots": 0, "pad_slots": 0, "wasted_slots": 0,
+         "wasted_share": None},
     ]
