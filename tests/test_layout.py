@@ -2,12 +2,13 @@
 
     schemas -> transport, storage -> emitter, ingest -> queries -> reports, monitoring -> specmetrics (the CLI)
 
-A package may import itself and the packages of earlier levels; the two of one level import
-neither each other (transport and storage, emitter and ingest, reports and monitoring). ``devtools`` (the test Kafka
-broker) imports no package of the repository, ``benchmarks`` and ``scripts`` import any but the
-tests, and the tests import anything. Every import statement counts, in functions and under
-``TYPE_CHECKING`` too. No test module imports a conftest module: conftest modules hold fixtures,
-and what tests share to import lives in ``tests/support/``. Each test first shows that its check
+A package may import itself and the packages of earlier levels; the packages of one level import
+not each other (transport and storage, emitter and ingest, reports and monitoring). ``devtools``
+(the test Kafka broker) imports no package of the repository, ``benchmarks`` and ``scripts``
+import any but the tests, and the tests import anything. Every import statement counts, in
+functions and under ``TYPE_CHECKING`` too. No test module imports a conftest module or another
+test module: conftest modules hold fixtures, and what tests share to import lives in
+``tests/support/``. Each test first shows that its check
 catches what it is for.
 """
 
@@ -18,15 +19,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-FLOW: tuple[tuple[str, ...], ...] = (
-    ("schemas",),
-    ("transport", "storage"),
-    ("emitter", "ingest"),
-    ("queries",),
-    ("reports", "monitoring"),
-    ("specmetrics",),
-)
+from tests.support.layout import FLOW, ROOT
+
 PRODUCT = {package: level for level, packages in enumerate(FLOW) for package in packages}
 DEVTOOLS = "devtools"
 USERS = ("benchmarks", "scripts")  # may import the product and devtools, never the tests
@@ -107,6 +101,21 @@ def conftest_imports(root: Path) -> list[str]:
     return found
 
 
+def imports_of_test_modules(root: Path) -> list[str]:
+    """Every import of a test module or another module of the test tree outside ``tests/support``
+    (what tests share lives there), by a module under ``root/tests``, as ``path:line``."""
+    found = []
+    for path in sorted((root / TESTS).glob("**/*.py")):
+        relative = path.relative_to(root)
+        for line, module in imported_modules(path, relative.parent.parts):
+            parts = module.split(".")
+            if parts[0] != TESTS or len(parts) < 2 or parts[1] == "support":
+                continue
+            if (root / Path(*parts)).with_suffix(".py").exists():  # a module, not a name in one
+                found.append(f"{relative}:{line}: imports {module}")
+    return found
+
+
 def write_module(root: Path, name: str, source: str) -> None:
     path = root / name
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -160,6 +169,18 @@ def test_the_check_catches_a_test_importing_a_conftest_module(tmp_path: Path, so
 
 def test_no_test_imports_a_conftest_module() -> None:
     assert conftest_imports(ROOT) == []
+
+
+def test_tests_share_code_only_through_tests_support(tmp_path: Path) -> None:
+    write_module(tmp_path, "tests/schemas/test_wire.py", "K = 5\n")
+    write_module(tmp_path, "tests/emitter/vllm/schedulers.py", "")
+    write_module(tmp_path, "tests/support/events.py", "")
+    write_module(tmp_path, "tests/schemas/test_validation.py",
+                 "from tests.schemas.test_wire import K\nfrom tests.support.events import step_event\n"
+                 "from ..emitter.vllm import schedulers\n")
+    assert [v.split(": ", 1)[1] for v in imports_of_test_modules(tmp_path)] == [
+        "imports tests.schemas.test_wire", "imports tests.emitter.vllm.schedulers"]
+    assert imports_of_test_modules(ROOT) == []
 
 
 def test_every_package_has_a_place_in_the_flow() -> None:

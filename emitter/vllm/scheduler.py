@@ -91,7 +91,7 @@ class EngineObserver:
               seen: tuple[list[int], tuple[int, dict[str, int]]] | None, outputs: Any) -> None:
         """Swap the state linking steps and publish the step. Cheap on purpose (it runs cold, right
         after vLLM's update): the step's values go out as a plain tuple in the field order of
-        :class:`emitter.outcomes.RawStep` (tests/emitter/vllm/test_published_step.py holds the two
+        :class:`emitter.outcomes.RawStep` (tests/emitter/vllm/test_scheduler.py holds the two
         together), made a ``RawStep`` by :class:`emitter.step_events.StepEvents` on the publisher's
         thread. Not ``RawStep(...)`` here: its generated ``__new__`` costs ~0.8 µs more per step."""
         previous = self.decision

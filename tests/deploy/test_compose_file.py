@@ -10,7 +10,7 @@ import pytest
 
 from reports import parse_duration, parse_formats, parse_schedule
 from specmetrics.cli import build_parser, main
-from tests.deploy.compose import (
+from tests.support.compose import (
     COMPOSE_FILE,
     ROOT,
     all_services,

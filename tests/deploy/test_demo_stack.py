@@ -22,7 +22,7 @@ from emitter.sinks import LocalLogSink
 from specmetrics.cli import build_parser, main
 from specmetrics.commands.loadgen import spec_from_args
 from storage.layout import DATA_GLOB
-from tests.deploy.compose import HostProcess, healthcheck_argv, resolved_services
+from tests.support.compose import HostProcess, healthcheck_argv, resolved_services
 from tests.support.metrics import VIEW_SERIES, scrape, view_series
 
 ROWS = 3_000

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy.compose import ROOT, all_services
+from tests.support.compose import ROOT, all_services
 
 DOCKERFILES = sorted((ROOT / "docker").glob("*.Dockerfile"))
 #: The vLLM image's own dependencies (docker/plugin-requirements.txt).

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic_settings import BaseSettings
 
-from tests.deploy.compose import COMPOSE_FILE, ROOT, all_services
+from tests.support.compose import COMPOSE_FILE, ROOT, all_services
 
 PACKAGES = ("schemas", "transport", "storage", "emitter", "ingest", "queries", "reports", "specmetrics")
 COMPOSE_OWN = {"COMPOSE_PROFILES", "COMPOSE_PROJECT_NAME"}  # read by docker compose itself

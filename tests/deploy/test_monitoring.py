@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from monitoring.families import FAMILIES, SAMPLE_NAMES
-from tests.deploy.compose import ROOT, all_services, bind_mounts
+from tests.support.compose import ROOT, all_services, bind_mounts
 
 MONITORING = ROOT / "docker" / "monitoring"
 DASHBOARD_FILE = MONITORING / "grafana" / "dashboards" / "speculative_decoding.json"

@@ -6,19 +6,7 @@ from typing import Any
 
 from emitter.outcomes import DraftDecision, RawStep, step_outcomes
 from schemas.codes import K_ZERO_REASON_CODES, KIND_CODES
-
-
-def raw(**changes: Any) -> RawStep:
-    fields: dict[str, Any] = {
-        "step_index": 9, "event_time_us": 1_700_000_000_000_000, "decision": DraftDecision(True, 40, 96),
-        "num_scheduled": {"d": 4, "p": 30, "z": 1}, "scheduled_drafts": {"d": [5, 6, 7]}, "pads": None,
-        "row_of": {"d": 0, "p": 1, "z": 2}, "sampled_before": [3, 1, 1], "sampled_after": [3, 1, 1],
-        "decoding_without_drafts": {"z": 50}, "proposed": (["d", "z"], [3, 0]), "truncated": {},
-        "max_model_len": 512, "num_sampled": 1, "step_k": 3, "asynchronous": False,
-        "processed": None, "batch_decision": None, "after_drop": False, "verify_budget": None,
-    }
-    fields.update(changes)
-    return RawStep(**fields)
+from tests.support.events import raw
 
 
 def rows(step: RawStep, held: dict[str, DraftDecision | None] | None = None) -> dict[str, tuple[Any, ...]]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from emitter.step_events import StepEvents
 from schemas.codes import KIND_CODES
-from tests.emitter.test_outcomes import raw
+from tests.support.events import raw
 
 FITS, SKIPS = (True, 80, 96), (False, 120, 96)  # as the worker sends them: plain tuples
 

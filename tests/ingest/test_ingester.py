@@ -132,6 +132,17 @@ def _with(payload: bytes, **changes: object) -> bytes:
     return msgpack.packb(message)
 
 
+def test_an_empty_record_is_dead_lettered_with_a_clear_reason(log_dir: Path, data_dir: Path) -> None:
+    LocalLogWriter(log_dir).append([step_event_to_wire(step_event(event_id="good-0")), b"",
+                                    step_event_to_wire(step_event(event_id="good-1"))])
+    stats = ingest_once(log_dir, data_dir)
+    assert (stats.records, stats.dead_letters) == (3, 1)
+    assert sorted(set(read_rows(data_dir)["event_id"].to_pylist())) == ["good-0", "good-1"]
+    [letter] = [json.loads(line) for path in (data_dir / DEAD_LETTER_DIR).glob("*.jsonl")
+                for line in path.read_text().splitlines()]
+    assert (letter["offset"], letter["reason"], letter["payload_base64"]) == (1, "empty message: 0 bytes", "")
+
+
 def test_integers_out_of_range_are_dead_letters_not_a_crash(log_dir: Path, data_dir: Path) -> None:
     def good(i: int) -> bytes:
         return step_event_to_wire(step_event(event_id=f"good-{i}"))

@@ -13,9 +13,8 @@ from schemas import StepEvent, decode_step
 from schemas.codes import OUTCOME_COLUMNS, OUTCOME_DTYPE, KindCode, KZeroReasonCode
 from schemas.validation import invalid_outcome_rows
 from schemas.wire import _outcome_dict, step_event_to_wire
-from tests.schemas.test_wire import K as K_WIRE
-from tests.schemas.test_wire import step_events
-from tests.support.events import step_event
+from tests.support.events import K as K_WIRE
+from tests.support.events import step_event, step_events
 
 K = 4
 K_ZERO_REASONS = set(KZeroReasonCode) - {KZeroReasonCode.NONE}

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import msgpack
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from schemas import InvalidRecord, StepEvent, UnsupportedSchemaVersion, decode_step
 from schemas.codes import OUTCOME_DTYPE
@@ -20,59 +19,7 @@ from schemas.wire import (
     step_event_from_wire,
     step_event_to_wire,
 )
-from tests.support.events import T0, step_event
-
-K = 5
-
-
-@st.composite
-def outcomes(draw: st.DrawFn, request_id: str) -> dict[str, Any]:
-    kind = draw(st.sampled_from(["drafted", "skipped_for_length", "grammar_invalid", "k_zero"]))
-    if kind == "drafted":
-        k_valid = draw(st.integers(1, K))
-        accepted = draw(st.integers(0, k_valid))
-        fields = {"k_valid": k_valid, "accepted": accepted}
-    elif kind == "skipped_for_length":
-        k_sched = draw(st.integers(0, K))
-        k_valid = draw(st.integers(0, k_sched))
-        accepted = draw(st.integers(0, k_valid))
-        fields = {"k_sched": k_sched, "k_valid": k_valid, "accepted": accepted}
-    elif kind == "grammar_invalid":
-        k_invalid = draw(st.integers(1, K))
-        k_valid = draw(st.integers(0, K - k_invalid))
-        padded = draw(st.booleans()) or k_valid == 0
-        accepted = draw(st.integers(0, k_valid))
-        k_sched = k_valid + k_invalid if padded else k_valid
-        fields = {"k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_invalid, "accepted": accepted}
-    else:
-        k_zero_reason = draw(st.sampled_from(["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown",
-                                       "verify_budget"]))
-        fields = {"reason": k_zero_reason,
-                  "k_invalid": draw(st.integers(1, K)) if k_zero_reason == "grammar_truncated" else 0}
-        if k_zero_reason == "verify_budget":
-            k_sched = draw(st.integers(1, K))
-            k_valid = draw(st.integers(0, k_sched))
-            fields |= {"k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_sched - k_valid}
-        accepted = 0
-    emitted = draw(st.integers(0, accepted + 1))
-    return {"kind": kind, "request_id": request_id, "emitted": emitted, **fields}
-
-
-@st.composite
-def step_events(draw: st.DrawFn) -> StepEvent:
-    ids = draw(st.lists(st.text(min_size=1, max_size=40), max_size=12, unique=True))
-    return step_event(
-        [draw(outcomes(rid)) for rid in ids],
-        num_spec_tokens=K,
-        step_index=draw(st.integers(0, 2**62)),
-        event_time=T0 + timedelta(microseconds=draw(st.integers(-(10**15), 10**15))),
-        drafter_max_len=draw(st.none() | st.integers(1, 2**31 - 1)),
-        batch_max_seq_len=draw(st.none() | st.integers(0, 2**31 - 1)),
-        drafts_verified=draw(st.none() | st.integers(0, 2**31 - 1)),
-        dropped_steps=draw(st.none() | st.integers(0, 2**63 - 1)),
-        engine_instance=draw(st.text(min_size=1, max_size=20)),
-        dp_rank=draw(st.integers(0, 64)),
-    )
+from tests.support.events import step_event, step_events
 
 
 @settings(max_examples=300, deadline=None)

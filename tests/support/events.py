@@ -1,10 +1,14 @@
-"""Step events for tests: a valid one with every outcome kind, at a fixed time."""
+"""Step events for tests: a valid one with every outcome kind, at a fixed time; any valid one
+(hypothesis strategies, K = :data:`K`); a raw step as the engine thread publishes it."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from hypothesis import strategies as st
+
+from emitter.outcomes import DraftDecision, RawStep
 from schemas import StepEvent
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -27,3 +31,73 @@ def step_event(outcomes: list[dict[str, Any]] | None = None, **envelope: Any) ->
     }
     fields.update(envelope)
     return StepEvent.model_validate(fields)
+
+
+#: The K of the drawn step events.
+K = 5
+
+
+@st.composite
+def outcomes(draw: st.DrawFn, request_id: str) -> dict[str, Any]:
+    """The JSON fields of one valid outcome of any kind (K = :data:`K`)."""
+    kind = draw(st.sampled_from(["drafted", "skipped_for_length", "grammar_invalid", "k_zero"]))
+    if kind == "drafted":
+        k_valid = draw(st.integers(1, K))
+        accepted = draw(st.integers(0, k_valid))
+        fields = {"k_valid": k_valid, "accepted": accepted}
+    elif kind == "skipped_for_length":
+        k_sched = draw(st.integers(0, K))
+        k_valid = draw(st.integers(0, k_sched))
+        accepted = draw(st.integers(0, k_valid))
+        fields = {"k_sched": k_sched, "k_valid": k_valid, "accepted": accepted}
+    elif kind == "grammar_invalid":
+        k_invalid = draw(st.integers(1, K))
+        k_valid = draw(st.integers(0, K - k_invalid))
+        padded = draw(st.booleans()) or k_valid == 0
+        accepted = draw(st.integers(0, k_valid))
+        k_sched = k_valid + k_invalid if padded else k_valid
+        fields = {"k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_invalid, "accepted": accepted}
+    else:
+        k_zero_reason = draw(st.sampled_from(["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown",
+                                       "verify_budget"]))
+        fields = {"reason": k_zero_reason,
+                  "k_invalid": draw(st.integers(1, K)) if k_zero_reason == "grammar_truncated" else 0}
+        if k_zero_reason == "verify_budget":
+            k_sched = draw(st.integers(1, K))
+            k_valid = draw(st.integers(0, k_sched))
+            fields |= {"k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_sched - k_valid}
+        accepted = 0
+    emitted = draw(st.integers(0, accepted + 1))
+    return {"kind": kind, "request_id": request_id, "emitted": emitted, **fields}
+
+
+@st.composite
+def step_events(draw: st.DrawFn) -> StepEvent:
+    """Any valid step event: up to 12 outcomes, envelope values across their whole ranges."""
+    ids = draw(st.lists(st.text(min_size=1, max_size=40), max_size=12, unique=True))
+    return step_event(
+        [draw(outcomes(rid)) for rid in ids],
+        num_spec_tokens=K,
+        step_index=draw(st.integers(0, 2**62)),
+        event_time=T0 + timedelta(microseconds=draw(st.integers(-(10**15), 10**15))),
+        drafter_max_len=draw(st.none() | st.integers(1, 2**31 - 1)),
+        batch_max_seq_len=draw(st.none() | st.integers(0, 2**31 - 1)),
+        drafts_verified=draw(st.none() | st.integers(0, 2**31 - 1)),
+        dropped_steps=draw(st.none() | st.integers(0, 2**63 - 1)),
+        engine_instance=draw(st.text(min_size=1, max_size=20)),
+        dp_rank=draw(st.integers(0, 64)),
+    )
+
+
+def raw(**changes: Any) -> RawStep:
+    """A RawStep of a sync step (fields as the engine thread publishes them), with ``changes``."""
+    fields: dict[str, Any] = {
+        "step_index": 9, "event_time_us": 1_700_000_000_000_000, "decision": DraftDecision(True, 40, 96),
+        "num_scheduled": {"d": 4, "p": 30, "z": 1}, "scheduled_drafts": {"d": [5, 6, 7]}, "pads": None,
+        "row_of": {"d": 0, "p": 1, "z": 2}, "sampled_before": [3, 1, 1], "sampled_after": [3, 1, 1],
+        "decoding_without_drafts": {"z": 50}, "proposed": (["d", "z"], [3, 0]), "truncated": {},
+        "max_model_len": 512, "num_sampled": 1, "step_k": 3, "asynchronous": False,
+        "processed": None, "batch_decision": None, "after_drop": False, "verify_budget": None,
+    }
+    fields.update(changes)
+    return RawStep(**fields)

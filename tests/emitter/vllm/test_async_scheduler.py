@@ -22,7 +22,7 @@ from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput
 from vllm.v1.request import Request, RequestStatus
 
 from emitter.vllm.worker import DECISION_ATTR
-from tests.emitter.vllm.schedulers import K, add_counters, build, hook_plugin, request, views
+from tests.support.schedulers import K, add_counters, build, hook_plugin, request, views
 
 
 def test_async_placeholders_pads_and_skips_are_classified_and_match_vllms_counters(

@@ -15,7 +15,7 @@ from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput
 
 from emitter.vllm import scheduler as scheduler_hooks
-from tests.emitter.vllm.schedulers import K, add_counters, build, hook_plugin, request, views
+from tests.support.schedulers import K, add_counters, build, hook_plugin, request, views
 
 
 def test_a_failing_start_hook_stops_alone_and_the_outcomes_are_still_recorded(

@@ -46,7 +46,7 @@ from vllm.v1.worker.gpu.structured_outputs import grammar_invalid_drafts
 
 from emitter.vllm import worker_v2
 from queries import connect, run_query
-from tests.emitter.vllm.schedulers import K, add_counters, build, hook_plugin, request, views
+from tests.support.schedulers import K, add_counters, build, hook_plugin, request, views
 
 # Dynamic K: a lone request gets K = 3 drafts, a batch of two or more gets none.
 DYNAMIC_K = [(1, 1, K), (2, 16, 0)]

@@ -16,7 +16,7 @@ from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput
 
 from emitter.vllm.worker import DECISION_ATTR
-from tests.emitter.vllm.schedulers import K, add_counters, build, hook_plugin, request, views
+from tests.support.schedulers import K, add_counters, build, hook_plugin, request, views
 
 
 def test_a_request_the_budget_left_out_still_verifies_the_placeholders_it_holds(

@@ -25,7 +25,7 @@ from emitter.outcomes import RawStep
 from emitter.vllm.scheduler import TAG_ATTR
 from emitter.vllm.worker import DECISION_ATTR
 from emitter.vllm.worker_v2 import BUDGET_ATTR
-from tests.emitter.vllm.schedulers import K, build, hook_plugin, request
+from tests.support.schedulers import K, build, hook_plugin, request
 
 Check = dict[str, Callable[[Any], bool]]
 DROPPED_STEP = 3  # published while the queue (one step) is full: the next step says so

@@ -28,7 +28,7 @@ from tests.support.events import step_event
 from tests.support.ingest import bad_outcomes_message, read_rows
 from transport.kafka import KafkaAddress
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def cli(*args: str) -> subprocess.Popen[bytes]:

@@ -1,10 +1,8 @@
-"""The commands the stack needs beyond the pipeline: the ingest heartbeat and ``health``,
-``serve`` for the reports, and ``create-topics`` sizing topics from the environment."""
+"""``specmetrics serve``: a read-only static server for the reports, bounded and stopped at once."""
 
 from __future__ import annotations
 
 import http.client
-import json
 import os
 import signal
 import socket
@@ -14,62 +12,11 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from specmetrics.cli import main
 from specmetrics.commands.serve import make_server
-from tests.deploy.compose import ROOT
-from tests.support.loadgen import write_load
-from transport.kafka import KafkaAddress, KafkaSettings, admin
-
-
-def test_ingest_writes_its_heartbeat_with_the_totals(log_dir: Path, data_dir: Path, tmp_path: Path) -> None:
-    write_load(log_dir, rows=2_000, seed=1)
-    heartbeat = tmp_path / "run" / "ingest.heartbeat"
-    assert main(["ingest", "--source", log_dir.as_uri(), "--out", str(data_dir), "--once", "--quiet",
-                 "--heartbeat-file", str(heartbeat)]) == 0
-    content = json.loads(heartbeat.read_text())
-    assert content["pid"] == os.getpid() and content["time"] <= time.time()
-    assert {"records", "rows", "files"} <= set(content)
-
-
-def test_an_idle_ingester_keeps_its_heartbeat_fresh(log_dir: Path, data_dir: Path, tmp_path: Path) -> None:
-    rows = sum(t.rows for t in write_load(log_dir, rows=100, seed=1).values())
-    heartbeat = tmp_path / "ingest.heartbeat"
-    proc = subprocess.Popen([sys.executable, "-m", "specmetrics.cli", "ingest", "--source", log_dir.as_uri(),
-                             "--out", str(data_dir), "--quiet", "--heartbeat-file", str(heartbeat)],
-                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        beats: set[float] = set()
-        deadline = time.monotonic() + 30
-        while len(beats) < 3 and time.monotonic() < deadline:  # three distinct beats, with nothing to read
-            if heartbeat.exists():
-                beats.add(json.loads(heartbeat.read_text())["time"])
-            time.sleep(0.2)
-        assert len(beats) >= 3, proc.stderr
-        assert main(["health", "--heartbeat-file", str(heartbeat), "--max-age-s", "5"]) == 0
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
-    assert out.startswith(f"ingested {rows} request-steps"), out
-
-
-def test_health_is_0_when_fresh_and_1_when_stale_or_missing(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    heartbeat = tmp_path / "hb"
-    assert main(["health", "--heartbeat-file", str(heartbeat)]) == 1
-    assert f"unhealthy: no heartbeat file at {heartbeat}" in capsys.readouterr().out
-    heartbeat.write_text(json.dumps({"time": time.time(), "pid": 1, "rows": 42}))
-    assert main(["health", "--heartbeat-file", str(heartbeat), "--max-age-s", "30"]) == 0
-    assert "healthy: last heartbeat" in (out := capsys.readouterr().out) and "rows=42" in out
-    past = time.time() - 120
-    os.utime(heartbeat, (past, past))
-    assert main(["health", "--heartbeat-file", str(heartbeat), "--max-age-s", "60"]) == 1
-    assert "unhealthy: last heartbeat 120" in capsys.readouterr().out
+from tests.support.compose import ROOT
 
 
 @pytest.fixture
@@ -221,42 +168,3 @@ def test_serve_command_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     assert request(port, "/a.md") == (200, b"# a")
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 0
-
-
-def test_topics_are_created_with_the_partitions_replication_and_retention_of_the_environment(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    created: list[Any] = []
-
-    class FakeAdmin:
-        def __init__(self, **config: Any) -> None:
-            pass
-
-        def list_topics(self) -> list[str]:
-            return []
-
-        def create_topics(self, topics: list[Any]) -> None:
-            created.extend(topics)
-
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setattr(admin, "KafkaAdminClient", FakeAdmin)
-    monkeypatch.setenv("SPECMETRICS_KAFKA_TOPIC_PARTITIONS", "12")
-    monkeypatch.setenv("SPECMETRICS_KAFKA_TOPIC_REPLICATION", "3")
-    monkeypatch.setenv("SPECMETRICS_KAFKA_TOPIC_RETENTION_MS", "86400000")
-    assert admin.ensure_topic(KafkaAddress.parse("kafka://b:9092/steps"), KafkaSettings())
-    [topic] = created
-    assert (topic.name, topic.num_partitions, topic.replication_factor) == ("steps", 12, 3)
-    assert topic.topic_configs == {"retention.ms": "86400000"}
-    monkeypatch.delenv("SPECMETRICS_KAFKA_TOPIC_RETENTION_MS")
-    admin.ensure_topic(KafkaAddress.parse("kafka://b:9092/steps"), KafkaSettings())
-    assert created[1].topic_configs == {}  # the broker's default retention
-
-
-def test_create_topics_makes_the_step_and_dead_letter_topics_once(
-        kafka_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    topic = KafkaAddress.parse(kafka_url).topic
-    assert main(["create-topics", kafka_url]) == 0
-    assert capsys.readouterr().out == f"{topic}: created\n{topic}.dead-letter: created\n"
-    assert main(["create-topics", kafka_url, "--dead-letter-topic", ""]) == 0
-    assert capsys.readouterr().out == f"{topic}: exists (left as it is)\n"

@@ -1,0 +1,80 @@
+"""PartitionBuffer: decoded steps of one partition become the stored table, steps that break the
+contract become dead letters with their reason, and an observer hears of every conversion once."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import msgpack
+import pytest
+
+from ingest import batch
+from ingest.batch import PartitionBuffer
+from ingest.observer import IngestObserver, ValidatedSteps
+from schemas.wire import FIELDS, decode_step, step_event_to_wire
+from tests.support.events import T0, step_event
+from tests.support.ingest import bad_outcomes_message
+
+
+class Heard(IngestObserver):
+    def __init__(self) -> None:
+        self.validated_steps: list[ValidatedSteps] = []
+
+    def validated(self, source: str, steps: ValidatedSteps) -> None:
+        assert source == "log"
+        self.validated_steps.append(steps)
+
+    def lost(self, source: str, partition: int, first: int, last: int) -> None:
+        raise AssertionError("nothing is lost in a buffer")
+
+    def lag(self, source: str, records: dict[int, int]) -> None:
+        raise AssertionError("a buffer knows no lag")
+
+
+def add(buffer: PartitionBuffer, offset: int, payload: bytes) -> None:
+    buffer.add(offset, payload, decode_step(payload))
+
+
+def test_steps_become_rows_with_their_offsets_partition_and_event_times() -> None:
+    buffer = PartitionBuffer(partition=2, start_offset=10)
+    for i in range(3):
+        add(buffer, 10 + i, step_event_to_wire(step_event(event_id=f"e{i}", event_time=T0 + timedelta(seconds=i))))
+    table, times = buffer.build()
+    assert (buffer.rows, buffer.end_offset, table.num_rows) == (12, 12, 12)  # 4 outcomes per step
+    assert table.column("log_offset").to_pylist() == [10] * 4 + [11] * 4 + [12] * 4
+    assert set(table.column("log_partition").to_pylist()) == {2}
+    assert table.column("request_id").to_pylist()[:4] == ["r1", "r2", "r3", "r4"]
+    assert times.tolist() == [int((T0 + timedelta(seconds=i)).timestamp() * 1e6) for i in range(3) for _ in range(4)]
+    assert buffer.first_event_us == times[0]
+
+
+def test_steps_breaking_the_contract_become_dead_letters_and_the_rest_is_kept() -> None:
+    buffer = PartitionBuffer(partition=0, start_offset=0)
+    add(buffer, 0, step_event_to_wire(step_event(event_id="good-0")))
+    add(buffer, 1, bad_outcomes_message("accepted > k_valid"))
+    duplicate = msgpack.unpackb(step_event_to_wire(step_event(event_id="dup")))
+    duplicate[FIELDS.index("request_id_data")] = b"r1r1r3r4"  # ids r1, r1, r3, r4
+    add(buffer, 2, msgpack.packb(duplicate))
+    buffer.reject(3, b"\xc1", "not msgpack")
+    add(buffer, 4, step_event_to_wire(step_event(event_id="good-4")))
+    table, _ = buffer.build()
+    assert sorted(set(table.column("event_id").to_pylist())) == ["good-0", "good-4"]
+    assert [(d.offset, d.reason) for d in sorted(buffer.dead_letters, key=lambda d: d.offset)] == [
+        (1, "outcome 0: accepted exceeds k_valid"), (2, "request_id r1 appears twice in one step"), (3, "not msgpack")]
+    assert buffer.end_offset == 4
+
+
+def test_the_observer_hears_each_conversion_and_each_dead_letter_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(batch, "CHUNK_ROWS", 8)  # two steps of 4 outcomes convert on their own
+    heard = Heard()
+    buffer = PartitionBuffer(partition=0, start_offset=0, observer=heard, source="log")
+    for i in range(2):
+        add(buffer, i, step_event_to_wire(step_event(event_id=f"e{i}")))
+    buffer.reject(2, b"", "empty message: 0 bytes")
+    add(buffer, 3, step_event_to_wire(step_event(event_id="e3")))
+    buffer.convert()
+    buffer.convert()  # nothing new: nothing told
+    assert [(s.step_offsets.tolist(), s.dead_letter_offsets, None if s.rows is None else s.rows.num_rows)
+            for s in heard.validated_steps] == [([0, 1], [], 8), ([3], [2], 4)]
+    table, _ = buffer.build()
+    assert table.num_rows == 12
