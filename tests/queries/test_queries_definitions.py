@@ -1,6 +1,7 @@
-"""Every number comes from the macros of queries/sql/definitions: redefining one in a connection
-moves the views, the report (from the raw rows and from the stored rollups) and the time windows
-together, and no other SQL or Python file spells a definition out."""
+"""Every number comes from the macros of queries/sql/definitions: redefining one (a draft, a skip,
+the rate over drafts, the window) in a connection moves the views, the report (from the raw rows
+and from the stored rollups) and the time windows together, and no other SQL or Python file
+spells a definition out."""
 
 from __future__ import annotations
 
@@ -113,3 +114,45 @@ def test_no_file_but_the_definitions_spells_a_definition_out() -> None:
         assert FORMULAS.search(spelled_out), spelled_out
     spelled = {str(path.relative_to(ROOT)): FORMULAS.findall(code(path)) for path in code_files()}
     assert {path: found for path, found in spelled.items() if found} == {}
+
+
+def skips_and_rates(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The skip share and the rate over drafts at position 0, as each consumer computes them."""
+    numbers: dict[str, Any] = {
+        "skips_by_context": run_query(con, "SELECT skip_share FROM skips_by_context").to_pylist()[0]["skip_share"],
+        "acceptance_per_position": run_query(
+            con, "SELECT rate_over_drafts FROM acceptance_per_position WHERE position = 0").to_pylist()[0][
+            "rate_over_drafts"],
+        "acceptance_vllm_per_position": run_query(
+            con, "SELECT acceptance_rate FROM acceptance_vllm_per_position WHERE position = 0").to_pylist()[0][
+            "acceptance_rate"],
+    }
+    for name, stored in (("report", False), ("report from rollups", True)):
+        data = collect(con, Window(None, None), stored_rollups=stored)
+        numbers[f"{name}: skip share"] = data.context[0]["skip_share"]
+        numbers[f"{name}: rate over drafts"] = data.positions[0]["rate_over_drafts"]
+        numbers[f"{name}: vLLM rate over drafts"] = data.positions[0]["vllm_rate_over_drafts"]
+    second = EVENT_TIME.replace(tzinfo=UTC).timestamp()
+    numbers["windows: skip share"] = window_metrics(con, second - 1, second + 1, positions=3)["skip_share"]
+    return numbers
+
+
+def test_redefining_a_skip_and_the_rate_over_drafts_moves_the_views_the_report_and_the_windows(
+        tmp_path: Path, outcomes: Any) -> None:
+    con = connect(tree(tmp_path, outcomes))
+    try:
+        skip_shares = ["skips_by_context", "report: skip share", "report from rollups: skip share",
+                       "windows: skip share"]
+        rates = [name for name in skips_and_rates(con) if name not in skip_shares]
+        vllm_rates = ["acceptance_vllm_per_position", "report: vLLM rate over drafts",
+                      "report from rollups: vLLM rate over drafts"]
+        rates = [name for name in rates if name not in vllm_rates]
+        # 1 skipped of 6; at position 0, 3 of 3 corrected drafts and 3 of 5 vLLM drafts accepted
+        assert skips_and_rates(con) == {**dict.fromkeys(skip_shares, 1 / 6), **dict.fromkeys(rates, 1.0),
+                                        **dict.fromkeys(vllm_rates, 3 / 5)}
+        con.execute("CREATE OR REPLACE MACRO is_skipped(kind) AS kind IN ('skipped_for_length', 'k_zero')")
+        con.execute("CREATE OR REPLACE MACRO rate_over_drafts(accepted_at, drafts) AS accepted_at / (drafts + 1)")
+        assert skips_and_rates(con) == {**dict.fromkeys(skip_shares, 2 / 6), **dict.fromkeys(rates, 3 / 4),
+                                        **dict.fromkeys(vllm_rates, 3 / 6)}
+    finally:
+        con.close()
