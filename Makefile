@@ -56,6 +56,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python -m benchmarks.bench_wire
 	$(BIN)/python -m benchmarks.bench_ingest
 	$(BIN)/python -m benchmarks.bench_kafka
+	$(BIN)/python -m benchmarks.bench_metrics
 	$(BIN)/python -m benchmarks.bench_report
 
 clean:
