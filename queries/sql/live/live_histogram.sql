@@ -16,21 +16,7 @@
 --   request_steps               request-steps of the shape (BIGINT)
 --   emitted                     tokens they emitted (BIGINT)
 CREATE OR REPLACE MACRO outcome_histogram_between(t0, t1) AS TABLE
-SELECT
-    engine_id,
-    model,
-    method,
-    num_spec_tokens,
-    kind,
-    k_zero_reason,
-    k_sched,
-    k_valid,
-    k_invalid,
-    accepted,
-    is_draft(kind, k_valid) AS is_draft,
-    is_vllm_draft(k_sched) AS is_vllm_draft,
-    request_steps,
-    emitted
+SELECT *, is_draft(kind, k_valid) AS is_draft, is_vllm_draft(k_sched) AS is_vllm_draft
 FROM live_histogram;
 
 COMMENT ON MACRO TABLE outcome_histogram_between IS 'The live histogram of request-steps by group and outcome shape (the window is ignored).';
