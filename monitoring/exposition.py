@@ -7,6 +7,7 @@ histogram with the views' SQL, and fills the families.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from wsgiref.simple_server import WSGIServer
@@ -19,6 +20,8 @@ from monitoring import families as f
 from monitoring.histogram import GroupKey
 from monitoring.live import LiveMetrics, Snapshot
 from queries.live import GroupTotals, LiveTotals
+
+logger = logging.getLogger(__name__)
 
 #: Scalar families and the GroupTotals field each shows.
 _GROUP_TOTALS = (
@@ -35,23 +38,33 @@ _PER_POSITION = (
 
 
 class LiveCollector(Collector):
-    """Collects :class:`LiveMetrics` at each scrape (one scrape at a time)."""
+    """Collects :class:`LiveMetrics` at each scrape (one scrape at a time). The pipeline's health
+    is always shown; should the views' SQL fail, the request-step families are left out of that
+    scrape and the error is logged."""
 
     def __init__(self, live: LiveMetrics) -> None:
         self._live = live
         self._lock = threading.Lock()
-        self._totals = LiveTotals()
+        self._totals: LiveTotals | None = LiveTotals()
 
     def collect(self) -> Iterator[Metric]:
         snapshot = self._live.snapshot()
-        with self._lock:
-            totals = self._totals.totals(snapshot.histogram())
-        yield from group_families(totals, snapshot)
         yield from _health_families(snapshot)
+        with self._lock:
+            if self._totals is None:  # closed: the process is stopping
+                return
+            try:
+                totals = self._totals.totals(snapshot.histogram())
+            except Exception:
+                logger.exception("the live totals could not be computed; this scrape shows the pipeline's health only")
+                return
+        yield from group_families(totals, snapshot)
 
     def close(self) -> None:
         with self._lock:
-            self._totals.close()
+            if self._totals is not None:
+                self._totals.close()
+                self._totals = None
 
 
 def _new(family: f.Family) -> CounterMetricFamily | GaugeMetricFamily:

@@ -10,6 +10,7 @@ short list.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -41,9 +42,11 @@ def count_shapes(batch: pa.RecordBatch | pa.Table) -> dict[Shape, tuple[int, int
     distinct, inverse = _distinct([codes for codes, _ in columns], [len(values) for _, values in columns])
     steps = np.bincount(inverse, minlength=len(distinct[0]))
     emitted = np.bincount(inverse, weights=batch.column("emitted").to_numpy(), minlength=len(distinct[0]))
-    decoded = [[values[code] for code in codes.tolist()] for codes, (_, values) in zip(distinct, columns, strict=True)]
-    return {shape: (int(n), int(tokens))
-            for shape, n, tokens in zip(zip(*decoded, strict=True), steps.tolist(), emitted.tolist(), strict=True)}
+    counts: dict[Shape, tuple[int, int]] = {}
+    for shape, n, tokens in zip(_decoded(distinct, columns), steps.tolist(), emitted.tolist(), strict=True):
+        before = counts.get(shape, (0, 0))  # two codes may stand for one value (a dictionary that repeats one)
+        counts[shape] = (before[0] + int(n), before[1] + int(tokens))
+    return counts
 
 
 def last_event_us(batch: pa.RecordBatch | pa.Table) -> dict[GroupKey, int]:
@@ -59,8 +62,16 @@ def last_event_us(batch: pa.RecordBatch | pa.Table) -> dict[GroupKey, int]:
     else:
         last = np.full(len(distinct[0]), np.iinfo(np.int64).min)
         np.maximum.at(last, inverse, times)
+    latest: dict[GroupKey, int] = {}
+    for key, us in zip(_decoded(distinct, columns), last.tolist(), strict=True):
+        latest[key] = max(int(us), latest.get(key, int(us)))
+    return latest
+
+
+def _decoded(distinct: list[np.ndarray], columns: list[tuple[np.ndarray, list[object]]]) -> list[Any]:
+    """The distinct rows' values, one tuple per row."""
     decoded = [[values[code] for code in codes.tolist()] for codes, (_, values) in zip(distinct, columns, strict=True)]
-    return {key: int(us) for key, us in zip(zip(*decoded, strict=True), last.tolist(), strict=True)}
+    return list(zip(*decoded, strict=True))
 
 
 def _distinct(codes: list[np.ndarray], sizes: list[int]) -> tuple[list[np.ndarray], np.ndarray]:

@@ -76,11 +76,15 @@ class LiveTotals:
 
     def __init__(self) -> None:
         self._con = duckdb.connect(":memory:", config={"threads": 1, "python_enable_replacements": False})
-        self._con.register(LIVE_SOURCE, LIVE_HISTOGRAM_SCHEMA.empty_table())
-        root = resources.files("queries") / "sql"
-        for name in (*sql_files(("definitions",)), *LIVE_FILES):
-            for statement in self._con.extract_statements((root / name).read_text(encoding="utf-8")):
-                self._con.execute(statement.query)
+        try:
+            self._con.register(LIVE_SOURCE, LIVE_HISTOGRAM_SCHEMA.empty_table())
+            root = resources.files("queries") / "sql"
+            for name in (*sql_files(("definitions",)), *LIVE_FILES):
+                for statement in self._con.extract_statements((root / name).read_text(encoding="utf-8")):
+                    self._con.execute(statement.query)
+        except BaseException:
+            self._con.close()
+            raise
 
     def totals(self, histogram: pa.Table) -> list[GroupTotals]:
         """Every group's totals over ``histogram`` (:data:`LIVE_HISTOGRAM_SCHEMA`), sorted by group."""

@@ -30,7 +30,7 @@ SELECT vllm_num_drafts(k_sched) AS vllm_num_drafts,
        mean_acceptance_length(num_accepted_tokens(kind, k_valid, accepted), num_drafts(kind, k_valid))
            AS mean_acceptance_length,
        skip_share(num_skipped(kind), count(*)) AS skip_share,
-       count(*) FILTER (WHERE kind = 'k_zero') / count(*) AS k_zero_share
+       count(*) FILTER (WHERE kind = 'k_zero') / nullif(count(*), 0) AS k_zero_share
 FROM {_WINDOW}"""
 
 #: Acceptance rate and mean acceptance length of counts given as parameters (vLLM's own counters).

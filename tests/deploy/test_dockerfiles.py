@@ -1,4 +1,5 @@
-"""The images pin every version: base image tags, and every package pip installs."""
+"""The images pin every version: base image tags, and every package pip installs; they hold every
+package of the product."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.compose import ROOT, all_services
+from tests.support.layout import FLOW
 
 DOCKERFILES = sorted((ROOT / "docker").glob("*.Dockerfile"))
 #: The vLLM image's own dependencies (docker/plugin-requirements.txt).
@@ -104,3 +106,15 @@ def test_images_the_compose_file_pulls_or_builds_from_are_pinned() -> None:
         for arg, value in (service.get("build", {}).get("args") or {}).items():
             if arg.endswith("_IMAGE"):
                 assert is_pinned_image(value), f"{name}: build arg {arg}={value}"
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_the_images_copy_every_package_of_the_product(dockerfile: Path) -> None:
+    packages = {package for level in FLOW for package in level}
+    copied = {args.split()[0] for instruction, args in instructions(dockerfile) if instruction == "COPY"}
+    assert packages <= copied, sorted(packages - copied)
+    find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    assert {pattern.removesuffix("*") for pattern in find["include"]} == packages
+    kept = {line.removeprefix("!").rstrip("/") for line in (ROOT / ".dockerignore").read_text().splitlines()
+            if line.startswith("!")}
+    assert packages <= kept, sorted(packages - kept)

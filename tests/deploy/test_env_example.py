@@ -11,8 +11,9 @@ from pathlib import Path
 from pydantic_settings import BaseSettings
 
 from tests.support.compose import COMPOSE_FILE, ROOT, all_services
+from tests.support.layout import FLOW
 
-PACKAGES = ("schemas", "transport", "storage", "emitter", "ingest", "queries", "reports", "specmetrics")
+PACKAGES = tuple(package for level in FLOW for package in level)
 COMPOSE_OWN = {"COMPOSE_PROFILES", "COMPOSE_PROJECT_NAME"}  # read by docker compose itself
 
 

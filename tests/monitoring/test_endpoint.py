@@ -23,7 +23,7 @@ from tests.support.events import step_event
 from tests.support.loadgen import write_load
 from tests.support.metrics import VIEW_SERIES, Samples, scrape, series, view_series, wait_for
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 ROWS = "specmetrics_ingest_request_steps_total"
 
 

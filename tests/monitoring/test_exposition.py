@@ -4,35 +4,44 @@ views over the same rows written as a tree."""
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from monitoring.exposition import group_families
+from ingest.observer import ValidatedSteps
+from monitoring.exposition import LiveCollector, group_families
 from monitoring.histogram import count_shapes, last_event_us
-from monitoring.live import PipelineHealth, Snapshot
+from monitoring.live import LiveMetrics, PipelineHealth, Snapshot
 from queries.live import LiveTotals
 from schemas.arrow import REQUEST_STEP_SCHEMA
 from tests.support.metrics import VIEW_SERIES, Samples, view_series
 from tests.support.outcomes import OutcomeRows, outcome
 
-TOTALS = LiveTotals()
+
+@pytest.fixture(scope="module")
+def totals() -> Iterator[LiveTotals]:
+    live_totals = LiveTotals()
+    yield live_totals
+    live_totals.close()
 
 
-def samples_of(rows: list[dict[str, Any]]) -> Samples:
+def samples_of(totals: LiveTotals, rows: list[dict[str, Any]]) -> Samples:
     batch = pa.Table.from_pylist(rows, schema=REQUEST_STEP_SCHEMA)
     snapshot = Snapshot(count_shapes(batch), last_event_us(batch), {}, PipelineHealth())
-    families = group_families(TOTALS.totals(snapshot.histogram()), snapshot)
+    families = group_families(totals.totals(snapshot.histogram()), snapshot)
     return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
             for family in families for sample in family.samples}
 
 
-def test_one_group_counted_by_hand() -> None:
+def test_one_group_counted_by_hand(totals: LiveTotals) -> None:
     rows = OutcomeRows()
-    samples = samples_of([
+    samples = samples_of(totals, [
         rows.drafted(3, 2), rows.drafted(3, 3),  # corrected and vLLM drafts
         rows.skipped(3, accepted=1),  # placeholders: a vLLM draft only; 3 wasted slots
         rows.grammar_async(1, 2, 1),  # a corrected draft of 1 token; 2 -1 pads
@@ -63,9 +72,32 @@ def test_one_group_counted_by_hand() -> None:
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(outcome(), min_size=1, max_size=40))
-def test_every_counter_equals_the_views(drawn: list[dict[str, Any]]) -> None:
+def test_every_counter_equals_the_views(totals: LiveTotals, drawn: list[dict[str, Any]]) -> None:
     rows = OutcomeRows()
     built = [rows.row(**d) for d in drawn]
     with tempfile.TemporaryDirectory() as tmp:
         expected = view_series(rows.write_tree(Path(tmp) / "data", built))
-    assert {key: value for key, value in samples_of(built).items() if key[0] in VIEW_SERIES} == expected
+    assert {key: value for key, value in samples_of(totals, built).items() if key[0] in VIEW_SERIES} == expected
+
+
+def test_a_failing_computation_or_a_closed_collector_still_shows_the_pipelines_health(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    rows = OutcomeRows()
+    live = LiveMetrics()
+    batch = pa.Table.from_pylist([rows.drafted(3, 2)], schema=REQUEST_STEP_SCHEMA).to_batches()[0]
+    live.validated("log", ValidatedSteps(0, batch, [], np.zeros(0, dtype=np.int64), [5]))
+    collector = LiveCollector(live)
+    names = {family.name for family in collector.collect()}
+    assert {"specmetrics_spec_decode_drafts", "specmetrics_ingest_dead_letters"} <= names
+
+    def fail(histogram: pa.Table) -> None:
+        raise RuntimeError("the SQL broke")
+
+    monkeypatch.setattr(collector._totals, "totals", fail)
+    health = {"specmetrics_ingest_steps", "specmetrics_ingest_request_steps", "specmetrics_ingest_dead_letters",
+              "specmetrics_ingest_lost_offsets", "specmetrics_ingest_consumer_lag_records"}
+    assert {family.name for family in collector.collect()} == health
+    assert "the live totals could not be computed" in caplog.text
+    collector.close()
+    assert {family.name for family in collector.collect()} == health
+    collector.close()  # twice is fine

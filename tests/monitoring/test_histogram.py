@@ -79,3 +79,21 @@ def test_columns_too_wide_for_one_code_are_counted_row_by_row() -> None:
     distinct, inverse = histogram._distinct(codes, [2**31, 2**31, 2])
     assert [column.tolist() for column in distinct] == [[0, 2**31 - 1], [5, 5], [0, 1]]
     assert inverse.tolist() == [1, 0, 1]
+
+
+def test_a_dictionary_that_repeats_a_value_counts_its_rows_once_each() -> None:
+    rows = OutcomeRows()
+    batch = table([rows.drafted(3, 2, event_time=datetime(2025, 1, 1, 10, 0, second)) for second in range(3)])
+    engine = pa.DictionaryArray.from_arrays(pa.array([0, 1, 1], pa.int32()), pa.array(["a/dp0", "a/dp0"]))
+    batch = batch.set_column(batch.schema.get_field_index("engine_id"),
+                             pa.field("engine_id", engine.type, nullable=False), engine)
+    a = ("a/dp0", "tiny-llama", "draft_model", 3)
+    assert count_shapes(batch) == {(*a, "drafted", None, 3, 3, 0, 2): (3, 9)}
+    assert last_event_us(batch) == {a: int(datetime(2025, 1, 1, 10, 0, 2, tzinfo=UTC).timestamp() * 1e6)}
+
+
+def test_values_too_wide_for_one_code_are_counted_as_their_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(histogram, "_integers", lambda column: (column.to_numpy(), range(2**31)))
+    rows = OutcomeRows()
+    built = [rows.drafted(3, 2), rows.drafted(3, 2), rows.k_zero("no_proposal")]
+    assert count_shapes(table(built)) == by_python(built)
