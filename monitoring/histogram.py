@@ -10,6 +10,7 @@ short list.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,15 +31,29 @@ SHAPE_COLUMNS = (*_STRING_COLUMNS, "num_spec_tokens", "kind", "k_zero_reason", *
 _DENSE_BINS = 1 << 16
 
 
-def count_shapes(batch: pa.RecordBatch | pa.Table) -> dict[Shape, tuple[int, int]]:
-    """Per shape of ``batch``'s rows (columns of :data:`schemas.arrow.REQUEST_STEP_SCHEMA`): the
-    request-steps and the tokens they emitted."""
+@dataclass(frozen=True, slots=True)
+class BatchCounts:
+    """What one batch adds to the live totals."""
+
+    #: Per shape: the request-steps and the tokens they emitted.
+    shapes: dict[Shape, tuple[int, int]]
+    #: Per group: the latest event time, µs since the epoch.
+    last_event_us: dict[GroupKey, int]
+
+
+def count_batch(batch: pa.RecordBatch | pa.Table) -> BatchCounts:
+    """The shapes and the latest event time per group of ``batch``'s rows (columns of
+    :data:`schemas.arrow.REQUEST_STEP_SCHEMA`); each column is read once."""
     if not len(batch):
-        return {}
-    columns: list[tuple[np.ndarray, list[object]]] = [_dictionary(batch.column(name)) for name in _STRING_COLUMNS]
-    columns.append(_integers(batch.column("num_spec_tokens")))
-    columns += [_dictionary(batch.column("kind")), _dictionary(batch.column("k_zero_reason"))]
-    columns += [_integers(batch.column(name)) for name in _OUTCOME_COLUMNS]
+        return BatchCounts({}, {})
+    group = [*(_dictionary(batch.column(name)) for name in _STRING_COLUMNS), _integers(batch.column("num_spec_tokens"))]
+    outcome = [_dictionary(batch.column("kind")), _dictionary(batch.column("k_zero_reason")),
+               *(_integers(batch.column(name)) for name in _OUTCOME_COLUMNS)]
+    return BatchCounts(_shapes(batch, [*group, *outcome]), _last_event_us(batch, group))
+
+
+def _shapes(batch: pa.RecordBatch | pa.Table, columns: list[tuple[np.ndarray, list[object]]]
+            ) -> dict[Shape, tuple[int, int]]:
     distinct, inverse = _distinct([codes for codes, _ in columns], [len(values) for _, values in columns])
     steps = np.bincount(inverse, minlength=len(distinct[0]))
     emitted = np.bincount(inverse, weights=batch.column("emitted").to_numpy(), minlength=len(distinct[0]))
@@ -49,13 +64,9 @@ def count_shapes(batch: pa.RecordBatch | pa.Table) -> dict[Shape, tuple[int, int
     return counts
 
 
-def last_event_us(batch: pa.RecordBatch | pa.Table) -> dict[GroupKey, int]:
-    """Per group of ``batch``: the latest event time, µs since the epoch."""
-    if not len(batch):
-        return {}
-    columns: list[tuple[np.ndarray, list[object]]] = [_dictionary(batch.column(name)) for name in _STRING_COLUMNS]
-    columns.append(_integers(batch.column("num_spec_tokens")))
-    distinct, inverse = _distinct([codes for codes, _ in columns], [len(values) for _, values in columns])
+def _last_event_us(batch: pa.RecordBatch | pa.Table, group: list[tuple[np.ndarray, list[object]]]
+                   ) -> dict[GroupKey, int]:
+    distinct, inverse = _distinct([codes for codes, _ in group], [len(values) for _, values in group])
     times = batch.column("event_time").to_numpy().astype("datetime64[us]").view(np.int64)
     if len(distinct[0]) == 1:
         last = np.asarray([times.max()])
@@ -63,7 +74,7 @@ def last_event_us(batch: pa.RecordBatch | pa.Table) -> dict[GroupKey, int]:
         last = np.full(len(distinct[0]), np.iinfo(np.int64).min)
         np.maximum.at(last, inverse, times)
     latest: dict[GroupKey, int] = {}
-    for key, us in zip(_decoded(distinct, columns), last.tolist(), strict=True):
+    for key, us in zip(_decoded(distinct, group), last.tolist(), strict=True):
         latest[key] = max(int(us), latest.get(key, int(us)))
     return latest
 

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from ingest.observer import IngestObserver, ValidatedSteps
-from monitoring.histogram import GroupKey, Shape, count_shapes, last_event_us
+from monitoring.histogram import BatchCounts, GroupKey, Shape, count_batch
 from queries.live import LIVE_HISTOGRAM_SCHEMA
 
 
@@ -50,13 +50,9 @@ class Snapshot:
     def histogram(self) -> pa.Table:
         """The shapes as the table :mod:`queries.live` reads (:data:`~queries.live.LIVE_HISTOGRAM_SCHEMA`)."""
         names = LIVE_HISTOGRAM_SCHEMA.names
-        rows = [(*shape, steps, emitted) for shape, (steps, emitted) in sorted(self.shapes.items(), key=_order)]
+        rows = [(*shape, steps, emitted) for shape, (steps, emitted) in self.shapes.items()]
         columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
         return pa.table(dict(zip(names, map(list, columns), strict=True)), schema=LIVE_HISTOGRAM_SCHEMA)
-
-
-def _order(item: tuple[Shape, tuple[int, int]]) -> tuple[object, ...]:
-    return tuple("" if value is None else value for value in item[0])
 
 
 class LiveMetrics(IngestObserver):
@@ -77,16 +73,15 @@ class LiveMetrics(IngestObserver):
         rows = steps.rows
         if rows is not None and not new_steps.all():
             rows = rows.filter(rows.column("log_offset").to_numpy() >= floor)
-        shapes = count_shapes(rows) if rows is not None else {}
-        last = last_event_us(rows) if rows is not None else {}
+        counts = count_batch(rows) if rows is not None else BatchCounts({}, {})
         dropped = _latest_dropped(steps, new_steps)
         dead_letters = sum(offset >= floor for offset in steps.dead_letter_offsets)
         end = max([*steps.step_offsets[-1:].tolist(), *steps.dead_letter_offsets], default=floor - 1)
         with self._lock:
-            for shape, (n, emitted) in shapes.items():
+            for shape, (n, emitted) in counts.shapes.items():
                 before = self._shapes.get(shape, (0, 0))
                 self._shapes[shape] = (before[0] + n, before[1] + emitted)
-            for key, us in last.items():
+            for key, us in counts.last_event_us.items():
                 self._last_event_us[key] = max(us, self._last_event_us.get(key, us))
             self._plugin_dropped.update(dropped)
             self._health.steps += int(new_steps.sum())

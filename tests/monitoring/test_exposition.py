@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from ingest.observer import ValidatedSteps
 from monitoring.exposition import LiveCollector, group_families
-from monitoring.histogram import count_shapes, last_event_us
+from monitoring.histogram import count_batch
 from monitoring.live import LiveMetrics, PipelineHealth, Snapshot
 from queries.live import LiveTotals
 from schemas.arrow import REQUEST_STEP_SCHEMA
@@ -33,7 +33,8 @@ def totals() -> Iterator[LiveTotals]:
 
 def samples_of(totals: LiveTotals, rows: list[dict[str, Any]]) -> Samples:
     batch = pa.Table.from_pylist(rows, schema=REQUEST_STEP_SCHEMA)
-    snapshot = Snapshot(count_shapes(batch), last_event_us(batch), {}, PipelineHealth())
+    counts = count_batch(batch)
+    snapshot = Snapshot(counts.shapes, counts.last_event_us, {}, PipelineHealth())
     families = group_families(totals.totals(snapshot.histogram()), snapshot)
     return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
             for family in families for sample in family.samples}

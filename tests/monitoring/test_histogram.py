@@ -1,5 +1,5 @@
-"""count_shapes and last_event_us: request-steps of a batch per group and outcome shape, by hand and
-against a count of the rows in Python, along each of the three ways of finding distinct rows."""
+"""count_batch: request-steps of a batch per group and outcome shape, and each group's latest
+event, by hand and against a count of the rows in Python, along each of the three ways of finding distinct rows."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from monitoring import histogram
-from monitoring.histogram import SHAPE_COLUMNS, count_shapes, last_event_us
+from monitoring.histogram import SHAPE_COLUMNS, count_batch
 from schemas.arrow import REQUEST_STEP_SCHEMA
 from tests.support.outcomes import OutcomeRows, outcome
 
@@ -39,7 +39,7 @@ def test_shapes_counted_by_hand() -> None:
         rows.drafted(3, 2, engine_instance="b"),
     ])
     a, b = ("a/dp0", "tiny-llama", "draft_model", 3), ("b/dp0", "tiny-llama", "draft_model", 3)
-    assert count_shapes(batch) == {
+    assert count_batch(batch).shapes == {
         (*a, "drafted", None, 3, 3, 0, 2): (2, 6),
         (*a, "drafted", None, 3, 3, 0, 3): (1, 4),
         (*a, "skipped_for_length", None, 3, 3, 0, 0): (1, 1),
@@ -54,11 +54,11 @@ def test_the_latest_event_of_each_group() -> None:
                    rows.drafted(3, 1, event_time=datetime(2025, 1, 1, 10, 0, 3)),
                    rows.drafted(3, 1, event_time=datetime(2025, 1, 1, 10, 0, 2), num_spec_tokens=4)])
     start = int(datetime(2025, 1, 1, 10, tzinfo=UTC).timestamp() * 1e6)  # stored naive times are UTC
-    assert last_event_us(batch) == {("a/dp0", "tiny-llama", "draft_model", 3): start + 3_000_000,
+    assert count_batch(batch).last_event_us == {("a/dp0", "tiny-llama", "draft_model", 3): start + 3_000_000,
                                     ("a/dp0", "tiny-llama", "draft_model", 4): start + 2_000_000}
     one_group = table([rows.drafted(3, 1, event_time=datetime(2025, 1, 1, 10, 0, 5))])
-    assert last_event_us(one_group) == {("a/dp0", "tiny-llama", "draft_model", 3): start + 5_000_000}
-    assert count_shapes(table([])) == {} and last_event_us(table([])) == {}
+    assert count_batch(one_group).last_event_us == {("a/dp0", "tiny-llama", "draft_model", 3): start + 5_000_000}
+    assert count_batch(table([])).shapes == {} and count_batch(table([])).last_event_us == {}
 
 
 @pytest.mark.parametrize("dense_bins", [1 << 16, 0], ids=["histogram", "sort"])
@@ -70,8 +70,8 @@ def test_every_batch_counted_as_its_rows(drawn: list[dict[str, Any]], dense_bins
     monkeypatch.setattr(histogram, "_DENSE_BINS", dense_bins)
     rows = OutcomeRows()
     built = [rows.row(**d) for d in drawn]
-    assert count_shapes(table(built)) == by_python(built)
-    assert sum(n for n, _ in count_shapes(table(built)).values()) == len(built)
+    assert count_batch(table(built)).shapes == by_python(built)
+    assert sum(n for n, _ in count_batch(table(built)).shapes.values()) == len(built)
 
 
 def test_columns_too_wide_for_one_code_are_counted_row_by_row() -> None:
@@ -88,12 +88,13 @@ def test_a_dictionary_that_repeats_a_value_counts_its_rows_once_each() -> None:
     batch = batch.set_column(batch.schema.get_field_index("engine_id"),
                              pa.field("engine_id", engine.type, nullable=False), engine)
     a = ("a/dp0", "tiny-llama", "draft_model", 3)
-    assert count_shapes(batch) == {(*a, "drafted", None, 3, 3, 0, 2): (3, 9)}
-    assert last_event_us(batch) == {a: int(datetime(2025, 1, 1, 10, 0, 2, tzinfo=UTC).timestamp() * 1e6)}
+    assert count_batch(batch).shapes == {(*a, "drafted", None, 3, 3, 0, 2): (3, 9)}
+    assert count_batch(batch).last_event_us == {
+        a: int(datetime(2025, 1, 1, 10, 0, 2, tzinfo=UTC).timestamp() * 1e6)}
 
 
 def test_values_too_wide_for_one_code_are_counted_as_their_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(histogram, "_integers", lambda column: (column.to_numpy(), range(2**31)))
     rows = OutcomeRows()
     built = [rows.drafted(3, 2), rows.drafted(3, 2), rows.k_zero("no_proposal")]
-    assert count_shapes(table(built)) == by_python(built)
+    assert count_batch(table(built)).shapes == by_python(built)
