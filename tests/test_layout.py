@@ -15,6 +15,7 @@ catches what it is for.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -89,31 +90,29 @@ def imported_modules(path: Path, package: tuple[str, ...]) -> list[tuple[int, st
     return found
 
 
-def conftest_imports(root: Path) -> list[str]:
-    """Every import of a conftest module (``tests.conftest``, ``tests.<package>.conftest``) by a
-    module under ``root/tests``, as ``path:line``."""
-    found = []
-    for path in sorted((root / TESTS).glob("**/*.py")):
-        relative = path.relative_to(root)
-        for line, module in imported_modules(path, relative.parent.parts):
-            if module.split(".")[0] == TESTS and module.split(".")[-1] == "conftest":
-                found.append(f"{relative}:{line}: imports {module}")
-    return found
-
-
-def imports_of_test_modules(root: Path) -> list[str]:
-    """Every import of a test module or another module of the test tree outside ``tests/support``
-    (what tests share lives there), by a module under ``root/tests``, as ``path:line``."""
+def imports_in_the_test_tree(root: Path, offends: Callable[[list[str]], bool]) -> list[str]:
+    """Every import by a module under ``root/tests`` of a test-tree module whose dotted name's
+    parts ``offends``, as ``path:line: imports name``."""
     found = []
     for path in sorted((root / TESTS).glob("**/*.py")):
         relative = path.relative_to(root)
         for line, module in imported_modules(path, relative.parent.parts):
             parts = module.split(".")
-            if parts[0] != TESTS or len(parts) < 2 or parts[1] == "support":
-                continue
-            if (root / Path(*parts)).with_suffix(".py").exists():  # a module, not a name in one
+            if parts[0] == TESTS and offends(parts):
                 found.append(f"{relative}:{line}: imports {module}")
     return found
+
+
+def conftest_imports(root: Path) -> list[str]:
+    """Every import of a conftest module (``tests.conftest``, ``tests.<package>.conftest``)."""
+    return imports_in_the_test_tree(root, lambda parts: parts[-1] == "conftest")
+
+
+def imports_of_test_modules(root: Path) -> list[str]:
+    """Every import of a test module or another module of the test tree outside ``tests/support``
+    (what tests share lives there); a name imported from a module is no module of its own."""
+    return imports_in_the_test_tree(root, lambda parts: len(parts) > 1 and parts[1] != "support"
+                             and (root / Path(*parts)).with_suffix(".py").exists())
 
 
 def write_module(root: Path, name: str, source: str) -> None:
