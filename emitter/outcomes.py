@@ -51,7 +51,7 @@ class RawStep(NamedTuple):
     num_scheduled: dict[str, int]  # SchedulerOutput.num_scheduled_tokens
     scheduled_drafts: dict[str, list[int]]  # SchedulerOutput.scheduled_spec_decode_tokens
     pads: dict[str, int] | None  # SchedulerOutput.num_invalid_spec_tokens (async -1 pads)
-    row_of: dict[str, int]  # ModelRunnerOutput.req_id_to_index
+    req_ids: list[str]  # ModelRunnerOutput.req_ids: the rows of the sampled lists
     sampled_before: list[int]  # len of each sampled list before stop handling
     sampled_after: list[int]  # ... and after (what was emitted)
     decoding_without_drafts: dict[str, int]  # request -> computed positions, for 1-token decode steps
@@ -83,6 +83,8 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
     emitted: list[int] = []
     proposals: dict[str, int] | None = None  # built on the first request without drafts
     processed = None if raw.processed is None else set(raw.processed)
+    # From req_ids, as vLLM's scheduler does since 0.34 (which dropped ModelRunnerOutput.req_id_to_index).
+    row_of = {request_id: i for i, request_id in enumerate(raw.req_ids)}
     none_verified = raw.verify_budget == 0
     for request_id, num_scheduled in raw.num_scheduled.items():
         drafts = raw.scheduled_drafts.get(request_id)
@@ -90,7 +92,7 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
             continue  # prefill
         if processed is not None and request_id not in processed:
             continue  # finished or aborted while its step was in flight (async, PP): vLLM skipped it too
-        i = raw.row_of.get(request_id)
+        i = row_of.get(request_id)
         if i is None or not raw.sampled_before[i]:
             continue  # nothing verified (vLLM counts nothing either)
         k = len(drafts) if drafts else 0

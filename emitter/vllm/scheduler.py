@@ -111,7 +111,7 @@ class EngineObserver:
         self.after_drop = not self.publisher.publish((self.context, (
             step_index, time_ns() // 1000, previous, scheduler_output.num_scheduled_tokens,
             scheduler_output.scheduled_spec_decode_tokens, scheduler_output.num_invalid_spec_tokens,
-            model_runner_output.req_id_to_index, sampled_before, list(map(len, model_runner_output.sampled_token_ids)),
+            model_runner_output.req_ids, sampled_before, list(map(len, model_runner_output.sampled_token_ids)),
             without, proposed, truncated, self.max_model_len, self.num_sampled, step_k, self.asynchronous,
             processed, self.decision, self.after_drop, getattr(model_runner_output, BUDGET_ATTR, None))))
 

@@ -47,7 +47,7 @@ def step(scheduled: list[str], decision: tuple[bool, int, int], made: tuple[bool
          after_drop: bool = False) -> dict[str, Any]:
     """A step verifying 3 drafts of each request in ``scheduled``."""
     return {"num_scheduled": dict.fromkeys(scheduled, 4), "scheduled_drafts": {r: [0, 0, 0] for r in scheduled},
-            "row_of": {r: i for i, r in enumerate(scheduled)}, "sampled_before": [1] * len(scheduled),
+            "req_ids": list(scheduled), "sampled_before": [1] * len(scheduled),
             "sampled_after": [1] * len(scheduled), "decoding_without_drafts": {}, "decision": decision,
             "batch_decision": made, "after_drop": after_drop}
 

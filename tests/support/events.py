@@ -94,7 +94,7 @@ def raw(**changes: Any) -> RawStep:
     fields: dict[str, Any] = {
         "step_index": 9, "event_time_us": 1_700_000_000_000_000, "decision": DraftDecision(True, 40, 96),
         "num_scheduled": {"d": 4, "p": 30, "z": 1}, "scheduled_drafts": {"d": [5, 6, 7]}, "pads": None,
-        "row_of": {"d": 0, "p": 1, "z": 2}, "sampled_before": [3, 1, 1], "sampled_after": [3, 1, 1],
+        "req_ids": ["d", "p", "z"], "sampled_before": [3, 1, 1], "sampled_after": [3, 1, 1],
         "decoding_without_drafts": {"z": 50}, "proposed": (["d", "z"], [3, 0]), "truncated": {},
         "max_model_len": 512, "num_sampled": 1, "step_k": 3, "asynchronous": False,
         "processed": None, "batch_decision": None, "after_drop": False, "verify_budget": None,

@@ -6,6 +6,7 @@ model-runner outputs (the parts of a step that need a GPU).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from vllm.sampling_params import SamplingParams
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.engine import EngineCoreOutputs
 from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
+from vllm.v1.outputs import ModelRunnerOutput
 from vllm.v1.request import Request
 from vllm.v1.structured_output import StructuredOutputManager
 
@@ -50,6 +52,17 @@ def build(cls: type[Scheduler], model: Path, **speculative: Any) -> Scheduler:
 def request(request_id: str, max_tokens: int = 40) -> Request:
     return Request(request_id=request_id, prompt_token_ids=list(range(10, 18)),
                    sampling_params=SamplingParams(max_tokens=max_tokens, ignore_eos=True), pooling_params=None)
+
+
+def runner_output(sampled: dict[str, list[int]]) -> ModelRunnerOutput:
+    """The worker's output of a step: the tokens ``sampled`` per request, in rows ordered unlike the
+    scheduler's requests (reversed), as a runner orders its batch; with ``req_id_to_index`` where the
+    running vLLM still has it (up to 0.33)."""
+    ids = list(reversed(sampled))
+    fields: dict[str, Any] = {"req_ids": ids, "sampled_token_ids": [sampled[r] for r in ids]}
+    if "req_id_to_index" in {field.name for field in dataclasses.fields(ModelRunnerOutput)}:
+        fields["req_id_to_index"] = {r: i for i, r in enumerate(ids)}
+    return ModelRunnerOutput(**fields)
 
 
 def hook_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

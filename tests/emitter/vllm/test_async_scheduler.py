@@ -22,7 +22,7 @@ from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput
 from vllm.v1.request import Request, RequestStatus
 
 from emitter.vllm.worker import DECISION_ATTR
-from tests.support.schedulers import K, add_counters, build, hook_plugin, request, views
+from tests.support.schedulers import K, add_counters, build, hook_plugin, request, runner_output, views
 
 
 def test_async_placeholders_pads_and_skips_are_classified_and_match_vllms_counters(
@@ -48,9 +48,8 @@ def test_async_placeholders_pads_and_skips_are_classified_and_match_vllms_counte
         ids = list(scheduler_output.num_scheduled_tokens)
         drafts = scheduler_output.scheduled_spec_decode_tokens
         assert all(d == [-1] * K for d in drafts.values())  # async: placeholders only
-        sampled = [[5] * (1 + step.get("accepted", {}).get(r, 0) if r in drafts else 1) for r in ids]
-        model_runner_output = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
-                                sampled_token_ids=sampled)
+        model_runner_output = runner_output(
+            {r: [5] * (1 + step.get("accepted", {}).get(r, 0) if r in drafts else 1) for r in ids})
         setattr(model_runner_output, DECISION_ATTR, (step.get("fits", True), 30, 96))
         add_counters(totals, sched.update_from_output(scheduler_output, model_runner_output))
     vllm_view, rows = views(tmp_path, log)
@@ -78,8 +77,7 @@ def k_zero_rows(cls: type[Scheduler], tmp_path: Path, model: Path, monkeypatch: 
     def output(step: int, scheduler_output: SchedulerOutput) -> ModelRunnerOutput:
         ids, drafts = list(scheduler_output.num_scheduled_tokens), scheduler_output.scheduled_spec_decode_tokens
         accepted = {r: len(drafts.get(r, ())) if r == "r0" or step < 50 else 0 for r in ids}
-        return ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
-                                 sampled_token_ids=[[5] * (1 + accepted[r]) for r in ids])
+        return runner_output({r: [5] * (1 + accepted[r]) for r in ids})
 
     totals: dict[str, int] = {}
     in_flight: list[tuple[int, SchedulerOutput]] = []
@@ -139,8 +137,7 @@ def test_requests_that_finish_or_abort_with_a_step_in_flight_count_as_vllm_count
     def output(step: int, scheduler_output: SchedulerOutput) -> ModelRunnerOutput:
         ids, drafts = list(scheduler_output.num_scheduled_tokens), scheduler_output.scheduled_spec_decode_tokens
         last = {r: 7 if (r, step) == ("r1", 3) else 5 for r in ids}  # r1 samples its stop token at step 3
-        return ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
-                                 sampled_token_ids=[[5] * len(drafts.get(r, ())) + [last[r]] for r in ids])
+        return runner_output({r: [5] * len(drafts.get(r, ())) + [last[r]] for r in ids})
 
     totals: dict[str, int] = {}
     in_flight: list[tuple[int, SchedulerOutput]] = []

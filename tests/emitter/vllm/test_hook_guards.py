@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 from vllm.v1.core.sched.scheduler import Scheduler
-from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput
+from vllm.v1.outputs import DraftTokenIds
 
 from emitter.vllm import scheduler as scheduler_hooks
-from tests.support.schedulers import K, add_counters, build, hook_plugin, request, views
+from tests.support.schedulers import K, add_counters, build, hook_plugin, request, runner_output, views
 
 
 def test_a_failing_start_hook_stops_alone_and_the_outcomes_are_still_recorded(
@@ -41,8 +41,7 @@ def test_a_failing_start_hook_stops_alone_and_the_outcomes_are_still_recorded(
     for _ in range(4):
         scheduler_output = sched.schedule()
         ids, drafts = list(scheduler_output.num_scheduled_tokens), scheduler_output.scheduled_spec_decode_tokens
-        model_runner_output = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
-                                sampled_token_ids=[[5] * (1 + len(drafts.get(r, ()))) for r in ids])
+        model_runner_output = runner_output({r: [5] * (1 + len(drafts.get(r, ()))) for r in ids})
         add_counters(totals, sched.update_from_output(scheduler_output, model_runner_output))
         sched.update_draft_token_ids(DraftTokenIds(ids, [[5] * K for _ in ids]))
     vllm_view, rows = views(tmp_path, log)

@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 from vllm.v1.core.sched.async_scheduler import AsyncScheduler
 from vllm.v1.core.sched.scheduler import Scheduler
-from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput
+from vllm.v1.outputs import DraftTokenIds
 
 from emitter import plugin
 from emitter.outcomes import RawStep
 from emitter.vllm.scheduler import TAG_ATTR
 from emitter.vllm.worker import DECISION_ATTR
 from emitter.vllm.worker_v2 import BUDGET_ATTR
-from tests.support.schedulers import K, build, hook_plugin, request
+from tests.support.schedulers import K, build, hook_plugin, request, runner_output
 
 Check = dict[str, Callable[[Any], bool]]
 DROPPED_STEP = 3  # published while the queue (one step) is full: the next step says so
@@ -47,12 +47,10 @@ def run_steps(cls: type[Scheduler], model: Path) -> list[tuple[tuple[Any, ...], 
         ids, drafts = list(scheduler_output.num_scheduled_tokens), scheduler_output.scheduled_spec_decode_tokens
         if asynchronous:  # what update_draft_token_ids_in_output leaves on the output
             scheduler_output.num_invalid_spec_tokens = {r: 1 for r in drafts}
-        sampled = [[5] * (1 + len(drafts.get(r, ()))) for r in ids]
-        model_runner_output = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
-                                sampled_token_ids=sampled)
+        model_runner_output = runner_output({r: [5] * (1 + len(drafts.get(r, ()))) for r in ids})
         setattr(model_runner_output, DECISION_ATTR, (step % 2 == 0, 40 + step, 96))
         setattr(model_runner_output, BUDGET_ATTR, 100 + step)
-        before = [len(s) for s in sampled]
+        before = list(map(len, model_runner_output.sampled_token_ids))
         start = time_ns() // 1000
         outputs = sched.update_from_output(scheduler_output, model_runner_output)
         end = time_ns() // 1000
@@ -66,7 +64,7 @@ def run_steps(cls: type[Scheduler], model: Path) -> list[tuple[tuple[Any, ...], 
             "num_scheduled": lambda v, output=scheduler_output: v is output.num_scheduled_tokens,
             "scheduled_drafts": lambda v, output=scheduler_output: v is output.scheduled_spec_decode_tokens,
             "pads": lambda v, output=scheduler_output: v is output.num_invalid_spec_tokens,
-            "row_of": lambda v, output=model_runner_output: v is output.req_id_to_index,
+            "req_ids": lambda v, output=model_runner_output: v is output.req_ids,
             "sampled_before": lambda v, b=before: v == b,
             "sampled_after": lambda v, a=[len(s) for s in model_runner_output.sampled_token_ids]: v == a,
             "decoding_without_drafts": lambda v, tag=tag: v is tag[1],

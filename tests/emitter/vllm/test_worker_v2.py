@@ -37,16 +37,16 @@ from vllm.v1.core.sched.output import SchedulerOutput
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput
 from vllm.v1.structured_output.utils import strip_speculative_padding
+from vllm.v1.worker.gpu import structured_outputs
 from vllm.v1.worker.gpu.input_batch import InputBatch, InputBuffers
 from vllm.v1.worker.gpu.model_runner import ExecuteModelState
 from vllm.v1.worker.gpu.model_runner import GPUModelRunner as V2ModelRunner
 from vllm.v1.worker.gpu.spec_decode.adaptive_verification import AdaptiveVerificationManager
 from vllm.v1.worker.gpu.spec_decode.utils import DraftTokensHandler
-from vllm.v1.worker.gpu.structured_outputs import grammar_invalid_drafts
 
 from emitter.vllm import worker_v2
 from queries import connect, run_query
-from tests.support.schedulers import K, add_counters, build, hook_plugin, request, views
+from tests.support.schedulers import K, add_counters, build, hook_plugin, request, runner_output, views
 
 # Dynamic K: a lone request gets K = 3 drafts, a batch of two or more gets none.
 DYNAMIC_K = [(1, 1, K), (2, 16, 0)]
@@ -74,10 +74,18 @@ def input_batch(req_ids: list[str], num_draft_tokens_per_req: list[int] | None =
                                cu_num_logits_np=cu_num_logits, expanded_local_pos=local_pos)
 
 
-def v2_drafts(scheduler_output: SchedulerOutput) -> DraftTokenIds:
+def draft_handler() -> DraftTokensHandler:
+    """V2's handler of the drafts the scheduler gets, built without its ``__init__`` (which makes a CUDA
+    stream and event) but with the state that sets: up to 0.33 it holds the last batch's drafts, from
+    0.34 the latest drafts of every live request."""
+    handler = DraftTokensHandler.__new__(DraftTokensHandler)
+    handler.__dict__.update(_draft_tokens_by_req={}, _deferred_req_ids=None, _copy_pending=False)  # 0.34
+    return handler
+
+
+def v2_drafts(handler: DraftTokensHandler, scheduler_output: SchedulerOutput) -> DraftTokenIds:
     """V2 ``sample_tokens`` -> ``take_draft_token_ids`` for a batch without structured output: the drafts
     (on the device) sliced to the step's K, of which the scheduler gets only the shape."""
-    handler = DraftTokensHandler.__new__(DraftTokensHandler)  # __init__ only makes its CUDA stream and event
     ids = list(scheduler_output.num_scheduled_tokens)
     drafts = torch.zeros(len(ids), K, dtype=torch.int64)[:, : scheduler_output.num_spec_tokens_to_schedule]
     handler.set_draft_tokens(input_batch(ids), drafts)
@@ -90,8 +98,7 @@ def sampled_output(scheduler_output: SchedulerOutput, accepted: dict[str, int]) 
     """What V2's ``AsyncOutput.get_output`` hands the scheduler: one bonus token plus the accepted drafts."""
     ids = list(scheduler_output.num_scheduled_tokens)
     drafts = scheduler_output.scheduled_spec_decode_tokens
-    return ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
-                             sampled_token_ids=[[5] * (1 + accepted.get(r, 0) if r in drafts else 1) for r in ids])
+    return runner_output({r: [5] * (1 + accepted.get(r, 0) if r in drafts else 1) for r in ids})
 
 
 def test_v2_sync_minus_one_drafts_are_drafted_and_dynamic_k_zero_is_schedule(
@@ -107,6 +114,7 @@ def test_v2_sync_minus_one_drafts_are_drafted_and_dynamic_k_zero_is_schedule(
     ``no_proposal``."""
     log = hook_plugin(tmp_path, monkeypatch)
     sched = v2_scheduler(Scheduler, model_cache)
+    handler = draft_handler()
     sched.add_request(request("r0"))
     accepted = [{}, {"r0": 2}, {}, {}, {}, {"r0": 3}]
     totals: dict[str, int] = {}
@@ -118,7 +126,7 @@ def test_v2_sync_minus_one_drafts_are_drafted_and_dynamic_k_zero_is_schedule(
             # V2's real drafts, as the scheduler sees them
             assert scheduler_output.scheduled_spec_decode_tokens == {"r0": [-1] * K}
         add_counters(totals, sched.update_from_output(scheduler_output, sampled_output(scheduler_output, acc)))
-        sched.update_draft_token_ids(v2_drafts(scheduler_output))
+        sched.update_draft_token_ids(v2_drafts(handler, scheduler_output))
     vllm_view, rows = views(tmp_path, log)
     assert vllm_view == [totals]
     assert totals == {"num_drafts": 2, "num_draft_tokens": 6, "num_accepted_tokens": 5}
@@ -166,7 +174,7 @@ def test_v2_async_in_flight_placeholders_grammar_pads_and_dynamic_k_zero(
             scheduler_output.num_invalid_spec_tokens = pads[step]
             ids = list(scheduler_output.num_scheduled_tokens)
             grammar_ids = list(pads[step])
-            mask = grammar_invalid_drafts(
+            mask = structured_outputs.grammar_invalid_drafts(  # up to 0.33 (tests/emitter/vllm/test_releases.py)
                 input_batch(ids, [len(drafts.get(r, ())) for r in ids]), grammar_ids,
                 [len(strip_speculative_padding(drafts[r])) for r in grammar_ids])
             assert mask is not None
@@ -207,6 +215,7 @@ def adaptive_verification(confidences: list[float]) -> AdaptiveVerificationManag
         prefill_len=types.SimpleNamespace(np=np.zeros(n, dtype=np.int32)))
     manager._stale_confidences = [types.SimpleNamespace(np=np.array([[c] * K for c in confidences]))]  # type: ignore[list-item]
     manager._stale_idx = 0
+    manager._copy_admitted_drafts_to_host = False  # 0.33: only the engine's KV connector asks for the copy
     manager._confidence_probs = torch.tensor([[c] * K for c in confidences], dtype=torch.float32)
     manager._batch_draft_capacity = torch.empty(n, dtype=torch.int32)
     manager._num_non_draft_tokens = torch.empty(n, dtype=torch.int32)
@@ -248,6 +257,7 @@ def test_adaptive_verification_budget_reaches_the_events(
         sched.add_request(request(r))
     runner = V2ModelRunner.__new__(V2ModelRunner)
     runner.adaptive_verification = adaptive_verification([0.9, 0.2, 0.5])
+    handler = draft_handler()
     # Cost tables (ms) that make vLLM's cost model choose a budget of 4, 0, then all 9 drafts: verifying
     # is free up to 3 non-draft tokens + 4, + 0, + 9 drafts, and costly beyond.
     def tables(free_drafts: int) -> tuple[np.ndarray, np.ndarray]:
@@ -255,7 +265,7 @@ def test_adaptive_verification_budget_reaches_the_events(
     totals: dict[str, int] = {}
     scheduler_output = sched.schedule()  # prefill
     add_counters(totals, sched.update_from_output(scheduler_output, sampled_output(scheduler_output, {})))
-    sched.update_draft_token_ids(v2_drafts(scheduler_output))
+    sched.update_draft_token_ids(v2_drafts(handler, scheduler_output))
     admitted: list[list[int]] = []
     for budget, accepted in ((4, {"r0": 2, "r2": 1}), (0, {}), (9, {"r0": 3, "r1": 0, "r2": 1})):
         scheduler_output = sched.schedule()
@@ -272,7 +282,7 @@ def test_adaptive_verification_budget_reaches_the_events(
         runner.execute_model_state = ExecuteModelState(batch, None, None, None, None, None, set(), None, None, K)
         outputs.append(sampled_output(scheduler_output, accepted))
         add_counters(totals, sched.update_from_output(scheduler_output, runner.sample_tokens(None)))
-        sched.update_draft_token_ids(v2_drafts(scheduler_output))
+        sched.update_draft_token_ids(v2_drafts(handler, scheduler_output))
     # The survival-ranked admission: r0's drafts first, then r2's first one.
     assert admitted == [[3, 0, 1], [0, 0, 0], [3, 3, 3]]
     vllm_view, rows = views(tmp_path, log)
@@ -303,7 +313,7 @@ def test_a_failing_v2_worker_hook_stops_and_the_output_passes_through(
 ) -> None:
     """The ``sample_tokens`` wrapper meets a batch it cannot read: it logs once, stops observing,
     and hands vLLM its output unchanged, then and at every later step."""
-    output = ModelRunnerOutput(req_ids=["r0"], req_id_to_index={"r0": 0}, sampled_token_ids=[[5]])
+    output = runner_output({"r0": [5]})
 
     def sample_tokens(self: V2ModelRunner, grammar_output: object) -> ModelRunnerOutput:
         return output
@@ -322,25 +332,15 @@ def test_a_failing_v2_worker_hook_stops_and_the_output_passes_through(
         "specmetrics: observing adaptive verification's draft budget (Model Runner V2 worker)"]
 
 
-def test_worker_hooks_pass_on_parameters_a_later_vllm_adds(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_v2_worker_hooks_pass_on_parameters_a_later_vllm_adds(monkeypatch: pytest.MonkeyPatch) -> None:
     """``wrap`` checks only the leading parameters: a method that gains one must still get it
     through the wrappers (else every call would raise into vLLM)."""
-    from vllm.v1.worker.gpu_model_runner import GPUModelRunner as V1ModelRunner
-
-    from emitter.vllm import worker
 
     def reallocate_drafts(self: object, req_ids: list[str], idx_mapping: object, new: int = 0) -> int:
         return new
 
-    def fits(self: object, common_attn_metadata: object, new: int = 0) -> int:
-        return new
-
     monkeypatch.setattr(AdaptiveVerificationManager, "reallocate_drafts", reallocate_drafts)
-    monkeypatch.setattr(V1ModelRunner, "_input_fits_in_drafter", fits)
-    monkeypatch.setattr(V1ModelRunner, "sample_tokens", V1ModelRunner.sample_tokens)
-    assert worker_v2.install() == [] and worker.install() == []
+    assert worker_v2.install() == []
     manager = adaptive_verification([0.5])
     assert manager.reallocate_drafts(["r0"], None, new=7) == 7  # type: ignore[call-arg]
-    runner = V1ModelRunner.__new__(V1ModelRunner)
-    runner.effective_drafter_max_model_len = 96
-    assert runner._input_fits_in_drafter(None, 5) == 5  # type: ignore[call-arg]
+
