@@ -22,6 +22,7 @@ from emitter.publisher import EventPublisher
 from emitter.settings import EmitterSettings
 from emitter.sinks import open_sink
 from emitter.step_events import StepEvents
+from emitter.vllm.patching import vllm_version
 
 logger = logging.getLogger("vllm.specmetrics")  # among vLLM's own log lines, same format and level
 
@@ -54,7 +55,9 @@ def register() -> None:
     missing += _install("emitter.vllm.scheduler", "all outcomes",
                         lambda scheduler: scheduler.install(settings, attach, detach))
     if missing:
-        logger.warning("specmetrics: installed without: %s", ", ".join(missing))
+        logger.warning("specmetrics: vLLM %s: recording step events without: %s", vllm_version(), ", ".join(missing))
+    else:
+        logger.info("specmetrics: vLLM %s: recording step events, every hook installed", vllm_version())
 
 
 def _install(module: str, lost: str, install: Callable[[ModuleType], list[str]]) -> list[str]:

@@ -8,6 +8,7 @@ disables itself, and vLLM's own method still runs: the plugin never breaks the e
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import logging
 from collections.abc import Callable, Sequence
@@ -24,6 +25,17 @@ def vllm_version() -> str:
         return str(vllm.__version__)
     except Exception:  # vLLM may be half-importable in odd environments
         return "unknown"
+
+
+def find(module: str, name: str, observes: str) -> Any:
+    """``module.name`` in the running vLLM, or None after a warning that names it and what cannot be
+    observed without it (a release that removed or moved it)."""
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        logger.warning("specmetrics: vLLM %s has no %s.%s (%s): cannot observe %s", vllm_version(), module, name,
+                       exc, observes)
+        return None
 
 
 def signature_matches(method: Callable[..., Any], params: tuple[str, ...]) -> bool:

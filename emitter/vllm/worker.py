@@ -13,19 +13,18 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from emitter.vllm.patching import Guard, Hook, attach_to_output, wrap_all
+from emitter.vllm.patching import Guard, Hook, attach_to_output, find, wrap_all
 
 DECISION_ATTR = "specmetrics_draft_decision"
 _LAST = "_specmetrics_last_decision"
 
 
 def install() -> list[str]:
-    """Wrap the V1 model runner; returns what could not be observed."""
-    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
-
-    guard = Guard("the drafter-fit decision (worker)")
+    """Wrap the V1 model runner (up to vLLM 0.33); returns what could not be observed."""
     observes = "drafting skipped for length (skipped_for_length events)"
-    if wrap_all((
+    GPUModelRunner = find("vllm.v1.worker.gpu_model_runner", "GPUModelRunner", observes)
+    guard = Guard("the drafter-fit decision (worker)")
+    if GPUModelRunner is not None and wrap_all((
         Hook(GPUModelRunner, "_input_fits_in_drafter", ("self", "common_attn_metadata"), observes,
              partial(_fits_wrapper, guard)),
         Hook(GPUModelRunner, "sample_tokens", ("self", "grammar_output"), observes, partial(_sample_wrapper, guard)),

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from emitter.vllm.patching import Guard, Hook, attach_to_output, wrap_all
+from emitter.vllm.patching import Guard, Hook, attach_to_output, find, wrap_all
 
 BUDGET_ATTR = "specmetrics_verify_budget"  # the step's draft budget (int) on the ModelRunnerOutput
 _LAST = "_specmetrics_last_budget"  # (idx_mapping, draft_budget) on the manager
@@ -26,12 +26,12 @@ _LAST = "_specmetrics_last_budget"  # (idx_mapping, draft_budget) on the manager
 
 def install() -> list[str]:
     """Wrap V2's adaptive verification and ``sample_tokens``; returns what could not be observed."""
-    from vllm.v1.worker.gpu.model_runner import GPUModelRunner
-    from vllm.v1.worker.gpu.spec_decode.adaptive_verification import AdaptiveVerificationManager
-
-    guard = Guard("adaptive verification's draft budget (Model Runner V2 worker)")
     observes = "adaptive verification's verified drafts (k_zero verify_budget, drafts_verified)"
-    if wrap_all((
+    GPUModelRunner = find("vllm.v1.worker.gpu.model_runner", "GPUModelRunner", observes)
+    AdaptiveVerificationManager = find("vllm.v1.worker.gpu.spec_decode.adaptive_verification",
+                                       "AdaptiveVerificationManager", observes)
+    guard = Guard("adaptive verification's draft budget (Model Runner V2 worker)")
+    if GPUModelRunner is not None and AdaptiveVerificationManager is not None and wrap_all((
         Hook(AdaptiveVerificationManager, "reallocate_drafts", ("self", "req_ids", "idx_mapping"), observes,
              partial(_reallocate_wrapper, guard)),
         Hook(GPUModelRunner, "sample_tokens", ("self", "grammar_output"), observes, partial(_sample_wrapper, guard)),

@@ -6,11 +6,13 @@ step with constructed model-runner outputs.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
+import vllm
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.outputs import DraftTokenIds
 
@@ -70,7 +72,7 @@ def test_worker_hooks_that_cannot_install_leave_the_scheduler_hooks_installed(
     assert getattr(Scheduler.__dict__["update_from_output"], MARKER, False)
     messages = [r.getMessage() for r in caplog.records]
     assert "specmetrics: could not install emitter.vllm.worker; vLLM runs without it" in messages
-    assert messages[-1] == "specmetrics: installed without: skipped_for_length"
+    assert messages[-1] == f"specmetrics: vLLM {vllm.__version__}: recording step events without: skipped_for_length"
 
 
 def test_an_engine_is_counted_once_it_observes_and_let_go_of_once(
@@ -92,3 +94,49 @@ def test_an_engine_is_counted_once_it_observes_and_let_go_of_once(
     assert plugin._state.engines == 1 and observer.publisher is plugin._state.publisher
     plugin.detach()
     assert plugin._state.engines == 0 and plugin._state.publisher is None
+
+
+#: The hooks each release cannot install (its code is gone), by the name the plugin gives them.
+CANNOT_INSTALL = {"0.34.0": {"skipped_for_length": "vllm.v1.worker.gpu_model_runner.GPUModelRunner"}}
+TARGETS = {  # every method the plugin wraps, restored after the test
+    "vllm.v1.core.sched.scheduler.Scheduler": ("__init__", "schedule", "update_from_output", "update_draft_token_ids"),
+    "vllm.v1.engine.core.EngineCore": ("shutdown",),
+    "vllm.v1.worker.gpu_model_runner.GPUModelRunner": ("_input_fits_in_drafter", "sample_tokens"),
+    "vllm.v1.worker.gpu.model_runner.GPUModelRunner": ("sample_tokens",),
+    "vllm.v1.worker.gpu.spec_decode.adaptive_verification.AdaptiveVerificationManager": ("reallocate_drafts",),
+}
+
+
+def test_every_hook_the_running_vllm_has_installs_and_the_start_up_line_names_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On each release, every hook whose target exists installs; one that cannot says so by name,
+    once, and the start-up line names the release and what is not observed."""
+    from emitter import plugin
+    from emitter.settings import EmitterSettings
+
+    for path, names in TARGETS.items():
+        module, _, cls = path.rpartition(".")
+        try:
+            owner = getattr(importlib.import_module(module), cls)
+        except ImportError:
+            continue
+        for name in names:
+            monkeypatch.setattr(owner, name, owner.__dict__[name])
+    monkeypatch.setenv("SPECMETRICS_SINK", (tmp_path / "log").as_uri())
+    monkeypatch.setattr(plugin, "_state", plugin._PluginState(settings=EmitterSettings()))
+    with caplog.at_level(logging.INFO, logger="vllm.specmetrics"):
+        plugin.register()
+    messages = [r.getMessage() for r in caplog.records]
+    missing = CANNOT_INSTALL.get(vllm.__version__, {})
+    if missing:
+        assert messages[-1] == (f"specmetrics: vLLM {vllm.__version__}: recording step events without: "
+                                f"{', '.join(missing)}")
+    else:
+        assert messages[-1] == f"specmetrics: vLLM {vllm.__version__}: recording step events, every hook installed"
+    for target in missing.values():
+        module, _, name = target.rpartition(".")
+        assert sum(f"has no {module}.{name} " in m for m in messages) == 1, messages
+    assert not any("could not install" in m for m in messages), messages
+    assert len(messages) == 1 + len(missing)
+    assert getattr(Scheduler.__dict__["update_from_output"], "__specmetrics_wrapped__", False)
