@@ -50,7 +50,8 @@ def register() -> None:
         logger.exception("specmetrics: could not install the plugin; vLLM runs without it")
         return
     # The sides install apart: a worker module that does not import must not cost the scheduler's events.
-    missing = _install("emitter.vllm.worker", "skipped_for_length", lambda worker: worker.install())
+    missing = _install("emitter.vllm.config", "context_cap_from", lambda config: config.install())
+    missing += _install("emitter.vllm.worker", "skipped_for_length", lambda worker: worker.install())
     missing += _install("emitter.vllm.worker_v2", "verify_budget", lambda worker: worker.install())
     missing += _install("emitter.vllm.scheduler", "all outcomes",
                         lambda scheduler: scheduler.install(settings, attach, detach))

@@ -15,6 +15,7 @@ from itertools import repeat
 from typing import Any
 
 from emitter.outcomes import DraftDecision, RawStep, step_outcomes
+from schemas.events import SkipCheck
 from schemas.wire import OutcomeColumns
 
 Event = tuple[dict[str, Any], OutcomeColumns]
@@ -37,6 +38,7 @@ class StepEvents:
         if raw.after_drop:
             held.clear()
         outcomes = step_outcomes(raw._replace(decision=decision), held)
+        skip_check = _skip_check(context, decision, held, outcomes.request_id)
         held.update(zip(raw.num_scheduled, repeat(_decision(raw.batch_decision))))
         if len(held) > self._max_requests:
             self._held[boot] = {request_id: held[request_id] for request_id in raw.num_scheduled}
@@ -44,13 +46,26 @@ class StepEvents:
             return None
         envelope = {**context, "event_id": f"{boot}-{raw.step_index}", "step_index": raw.step_index,
                     "event_time_us": raw.event_time_us, "batch_max_seq_len": None,
-                    "drafts_verified": _partly_verified(raw.verify_budget, raw.scheduled_drafts)}
+                    "drafts_verified": _partly_verified(raw.verify_budget, raw.scheduled_drafts),
+                    "skip_check": skip_check.value}
         del envelope["boot"]
+        envelope.pop("runner_v2", None)
         if decision is not None:
             envelope["drafter_max_len"] = decision.drafter_max_len
             if decision.max_seq_len >= 0:
                 envelope["batch_max_seq_len"] = decision.max_seq_len
         return envelope, outcomes
+
+
+def _skip_check(context: dict[str, Any], decision: DraftDecision | None,
+                held: dict[str, DraftDecision | None], request_ids: Any) -> SkipCheck:
+    """Whether a skip for length could be seen for every request verified at the step: the worker's
+    decision about its drafts arrived (V1), or the runner never skips (V2)."""
+    if context.get("runner_v2"):
+        return SkipCheck.NONE
+    if all(held.get(request_id, decision) is not None for request_id in request_ids):
+        return SkipCheck.OBSERVED
+    return SkipCheck.UNOBSERVED
 
 
 def _partly_verified(budget: int | None, scheduled_drafts: dict[str, list[int]]) -> int | None:

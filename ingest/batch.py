@@ -235,6 +235,14 @@ def _repeat_strings(per_step: list[str], step_of_row: np.ndarray) -> pa.Dictiona
     return pa.DictionaryArray.from_arrays(encoded.indices.to_numpy()[step_of_row], encoded.dictionary)
 
 
+def _repeat_optional_strings(per_step: list[str | None], step_of_row: np.ndarray) -> pa.DictionaryArray:
+    """Per-step strings repeated per row; ``None`` becomes null."""
+    if None not in per_step:
+        return _repeat_strings(per_step, step_of_row)  # type: ignore[arg-type]
+    encoded = pa.array(per_step, type=pa.string()).dictionary_encode()
+    return pa.DictionaryArray.from_arrays(encoded.indices.take(pa.array(step_of_row)), encoded.dictionary)
+
+
 def _repeat_ints(per_step: Sequence[int | None] | np.ndarray, dtype: type, step_of_row: np.ndarray) -> pa.Array:
     """Per-step integers repeated per row; ``None`` becomes null."""
     if isinstance(per_step, np.ndarray) or None not in per_step:
@@ -268,9 +276,12 @@ def _record_batch(
         ("step_index", [s.step_index for s in steps], np.int64),
         ("batch_max_seq_len", [s.batch_max_seq_len for s in steps], np.int32),
         ("drafts_verified", [s.drafts_verified for s in steps], np.int32),
+        ("max_model_len", [c.max_model_len for c in contexts], np.int32),
+        ("context_cap_from", [c.context_cap_from for c in contexts], np.int32),
         ("log_offset", offsets, np.int64),
     ):
         columns[name] = _repeat_ints(values, dtype, step_of_row)
+    columns["skip_check"] = _repeat_optional_strings([s.skip_check for s in steps], step_of_row)
     columns["event_time"] = pa.array(times, type=pa.timestamp("us"))
     columns["log_partition"] = pa.array(np.full(len(step_of_row), partition, dtype=np.int32))
     columns["request_id"] = request_ids

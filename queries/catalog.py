@@ -63,6 +63,8 @@ PUBLIC_VIEWS: tuple[str, ...] = (
     "k_zero_reasons",
     "grammar_invalid",
     "adaptive_verification",
+    "context_caps",
+    "skip_checks",
     "wasted_verification",
 )
 #: Table macros users call: the time-window variant of each view, and the timeline.

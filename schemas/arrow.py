@@ -27,6 +27,9 @@ REQUEST_STEP_SCHEMA = pa.schema(
         pa.field("event_time", pa.timestamp("us"), nullable=False),
         pa.field("batch_max_seq_len", pa.int32()),
         pa.field("drafts_verified", pa.int32()),
+        pa.field("max_model_len", pa.int32()),
+        pa.field("context_cap_from", pa.int32()),
+        pa.field("skip_check", _DICT_STRING),
         pa.field("log_partition", pa.int32(), nullable=False),
         pa.field("log_offset", pa.int64(), nullable=False),
         pa.field("request_id", pa.string(), nullable=False),
@@ -41,3 +44,8 @@ REQUEST_STEP_SCHEMA = pa.schema(
     # In every data file written since 1.0: a stored name changes only with a major version.
     metadata={"specmetrics.table": "request_outcomes"},
 )
+#: The columns each minor version added to the stored table, oldest first.
+ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "1.1": ("drafts_verified",),
+    "1.3": ("max_model_len", "context_cap_from", "skip_check"),
+}

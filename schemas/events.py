@@ -41,6 +41,14 @@ class KZeroReason(StrEnum):
     VERIFY_BUDGET = "verify_budget"
 
 
+class SkipCheck(StrEnum):
+    """Schema 1.3: whether a skip for length could have been seen for the drafts verified at a step."""
+
+    OBSERVED = "observed"  # the worker's drafter-fit decision arrived (V1 model runner)
+    NONE = "none"  # Model Runner V2: vLLM never skips drafting for length there (it caps the context instead)
+    UNOBSERVED = "unobserved"  # the V1 model runner, but no decision arrived: skips unknown
+
+
 class _Outcome(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -165,6 +173,14 @@ class EngineContext(BaseModel):
     method: str = Field(min_length=1, description="Speculative method (draft_model, ngram, eagle, ...).")
     num_spec_tokens: NonNegInt = Field(description="Configured K (num_speculative_tokens).")
     drafter_max_len: Length | None = Field(default=None, description="The drafter's max model length.")
+    max_model_len: Length | None = Field(
+        default=None, description="Schema 1.3: the target's max model length as the engine serves it."
+    )
+    context_cap_from: Length | None = Field(
+        default=None,
+        description="Schema 1.3: the target's max model length before vLLM lowered it to the drafter's "
+        "(Model Runner V2 cannot skip drafting for longer sequences); null when vLLM did not lower it.",
+    )
 
     @field_validator("schema_version")
     @classmethod
@@ -196,6 +212,12 @@ class StepEnvelope(EngineContext):
         "reason verify_budget).",
     )
 
+    skip_check: SkipCheck | None = Field(
+        default=None,
+        description="Schema 1.3: whether a skip for length could have been seen for the drafts verified "
+        "at this step: observed, none (the runner never skips), unobserved (skips unknown); null when "
+        "not reported.",
+    )
     dropped_steps: int | None = Field(
         default=None, ge=0, lt=2**63,
         description="Schema 1.2: the steps the sending plugin process had dropped when it sent this one (its "

@@ -14,13 +14,15 @@ The rule (see docs/design.md#events, "Schema versions"):
 History: 1.0 the first contract; 1.1 adds the ``k_zero_reason`` ``verify_budget`` (with
 ``k_sched``/``k_valid``/``k_invalid`` on such outcomes) and the envelope field ``drafts_verified``
 (Model Runner V2's adaptive verification); 1.2 adds the envelope field ``dropped_steps`` (the steps
-the sending plugin process has dropped so far, for the live metrics).
+the sending plugin process has dropped so far, for the live metrics); 1.3 adds the engine context
+fields ``max_model_len`` and ``context_cap_from`` (vLLM lowering the target's context to the
+drafter's) and the envelope field ``skip_check`` (whether skips for length could be seen).
 """
 
 from __future__ import annotations
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 2
+SCHEMA_MINOR = 3
 SCHEMA_VERSION = f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 

@@ -30,6 +30,11 @@ Message layout: a msgpack array, fields by position (:data:`FIELDS`)::
     16 drafts_verified     int or nil (schema 1.1; optional: a 1.0 message ends at field 15)
     17 dropped_steps       int or nil (schema 1.2; optional): steps the sending plugin process had
                            dropped so far (queue full or sink failure), counted since it started
+    18 max_model_len       int or nil (schema 1.3; optional, engine context): the target's max model
+                           length as served
+    19 context_cap_from    int or nil (schema 1.3; optional, engine context): the target's max model
+                           length before vLLM lowered it to the drafter's
+    20 skip_check          str or nil (schema 1.3; optional): "observed", "none" or "unobserved"
 
 An array, not a map, because it decodes three times faster (BENCHMARKS.md). Additive changes
 append fields; readers ignore fields past the ones they know.
@@ -61,6 +66,7 @@ from schemas.events import (
     GrammarInvalid,
     Outcome,
     OutcomeKind,
+    SkipCheck,
     SkippedForLength,
     StepEnvelope,
     StepEvent,
@@ -87,10 +93,14 @@ FIELDS = (
     "request_id_data",
     "drafts_verified",
     "dropped_steps",
+    "max_model_len",
+    "context_cap_from",
+    "skip_check",
 )
 #: The fields every message of this major version has; later ones are optional.
 REQUIRED_FIELDS = 16
-ENVELOPE_KEYS = (*FIELDS[1:12], "drafts_verified", "dropped_steps")
+#: The envelope's keys in message order, without the fields the encoder makes (n and the outcome buffers).
+ENVELOPE_KEYS = (*FIELDS[1:12], *FIELDS[16:])
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 #: The event times a reader accepts: years 1 to 9999 (UTC), what a Python datetime holds (the
@@ -133,6 +143,7 @@ class WireStep(NamedTuple):
     outcomes: bytes
     drafts_verified: int | None = None
     dropped_steps: int | None = None
+    skip_check: SkipCheck | None = None
 
     def envelope(self) -> StepEnvelope:
         """The envelope as the pydantic contract."""
@@ -144,20 +155,20 @@ class WireStep(NamedTuple):
             "batch_max_seq_len": self.batch_max_seq_len,
             "drafts_verified": self.drafts_verified,
             "dropped_steps": self.dropped_steps,
+            "skip_check": self.skip_check,
         })
 
 
 def encode_step(envelope: dict[str, Any], outcomes: OutcomeColumns) -> bytes:
-    """Encode one step. ``envelope`` holds :data:`ENVELOPE_KEYS` (``drafts_verified`` and
-    ``dropped_steps`` may be absent)."""
+    """Encode one step. ``envelope`` holds :data:`ENVELOPE_KEYS` (those of schema 1.1 on may be absent)."""
     ids = [rid.encode() for rid in outcomes.request_id]
     offsets = np.zeros(len(ids) + 1, dtype=OFFSET_DTYPE)
     np.cumsum([len(i) for i in ids], out=offsets[1:])
     packed = np.empty(len(ids), dtype=OUTCOME_DTYPE)
     for name in OUTCOME_COLUMNS:
         packed[name] = getattr(outcomes, name)
-    message = [SCHEMA_VERSION, *(envelope[key] for key in ENVELOPE_KEYS[:-2]), len(ids), packed.tobytes(),
-               offsets.tobytes(), b"".join(ids), envelope.get("drafts_verified"), envelope.get("dropped_steps")]
+    message = [SCHEMA_VERSION, *(envelope[key] for key in ENVELOPE_KEYS[:11]), len(ids), packed.tobytes(),
+               offsets.tobytes(), b"".join(ids), *(envelope.get(key) for key in ENVELOPE_KEYS[11:])]
     encoded: bytes = msgpack.packb(message, use_bin_type=True)
     return encoded
 
@@ -198,6 +209,9 @@ def decode_step(payload: bytes) -> WireStep:
     dropped = message[17] if len(message) > REQUIRED_FIELDS + 1 else None
     if dropped is not None and (type(dropped) is not int or not 0 <= dropped < 2**63):
         raise InvalidRecord(f"'dropped_steps' must be null or an integer in [0, 2**63), got {dropped!r}")
+    skip_check = message[20] if len(message) > REQUIRED_FIELDS + 4 else None
+    if skip_check is not None and (type(skip_check) is not str or skip_check not in _SKIP_CHECKS):
+        raise InvalidRecord(f"'skip_check' must be null or one of {', '.join(_SKIP_CHECKS)}, got {skip_check!r}")
     if type(n) is not int or n < 0:
         raise InvalidRecord(f"'n' must be a non-negative integer, got {n!r}")
     if type(outcomes) is not bytes or len(outcomes) != n * OUTCOME_DTYPE.itemsize:
@@ -207,23 +221,25 @@ def decode_step(payload: bytes) -> WireStep:
     if offsets[:4] != b"\0\0\0\0" or int.from_bytes(offsets[-4:], "little") != len(data):
         raise InvalidRecord("'request_id_offsets' must run from 0 to len(request_id_data)")
     return WireStep(context, event_id, step_index, event_time, batch_max, n, data, offsets, outcomes, verified,
-                    dropped)
+                    dropped, None if skip_check is None else _SKIP_CHECKS[skip_check])
 
 
-_CONTEXT_FIELDS = (0, 2, 3, 4, 5, 6, 7, 8)
+_CONTEXT_FIELDS = (0, 2, 3, 4, 5, 6, 7, 8, 18, 19)
 _contexts: dict[tuple[Any, ...], EngineContext] = {}
+_SKIP_CHECKS = {check.value: check for check in SkipCheck}
 
 
 def _engine_context(message: tuple[Any, ...]) -> EngineContext:
     """The validated engine context of a message; an engine's context is validated once."""
-    values = message[0:1] + message[2:9]
+    values = message[0:1] + message[2:9] + message[18:20]
     key = (values, tuple(map(type, values)))
     try:
         return _contexts[key]
     except (KeyError, TypeError):
         pass
     try:
-        context = EngineContext.model_validate({FIELDS[i]: message[i] for i in _CONTEXT_FIELDS}, strict=True)
+        context = EngineContext.model_validate(
+            {FIELDS[i]: message[i] for i in _CONTEXT_FIELDS if i < len(message)}, strict=True)
     except ValidationError as exc:
         raise InvalidRecord(f"invalid step envelope: {_short(exc)}") from None
     if len(_contexts) >= 4096:

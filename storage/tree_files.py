@@ -4,8 +4,8 @@ A data file is read when all of these hold (the footer is read, never the rows):
 
 1. its path is ``dt=YYYY-MM-DD/hour=HH/<source>-<partition>-<first>-<last>.parquet``
    (:class:`storage.layout.FileName`) with a real date and hour;
-2. its schema is the stored table's (:data:`schemas.arrow.REQUEST_STEP_SCHEMA`) or schema 1.0's
-   (the same without ``drafts_verified``);
+2. its schema is the stored table's (:data:`schemas.arrow.REQUEST_STEP_SCHEMA`) or an older minor
+   version's (the same without the columns later ones added, :data:`schemas.arrow.ADDED_COLUMNS`);
 3. its column statistics place its rows there: every ``event_time`` in the folder's hour,
    ``log_partition`` the name's partition, every ``log_offset`` from the name's first to last
    offset (a copy into another hour folder, or renamed to other offsets, fails this);
@@ -39,17 +39,25 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from schemas.arrow import REQUEST_STEP_SCHEMA
+from schemas.arrow import ADDED_COLUMNS, REQUEST_STEP_SCHEMA
 from storage.layout import ROLLUP_DIR, FileName
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-#: The stored schemas a data file may have: the current one and schema 1.0's.
-DATA_SCHEMAS: tuple[pa.Schema, ...] = (
-    REQUEST_STEP_SCHEMA.remove_metadata(),
-    REQUEST_STEP_SCHEMA.remove(REQUEST_STEP_SCHEMA.get_field_index("drafts_verified")).remove_metadata(),
-)
+
+
+def _without(schema: pa.Schema, names: tuple[str, ...]) -> pa.Schema:
+    for name in names:
+        schema = schema.remove(schema.get_field_index(name))
+    return schema
+
+
+#: The stored schemas a data file may have: the current one, then each older one (without the
+#: columns later minor versions added).
+DATA_SCHEMAS: tuple[pa.Schema, ...] = tuple(
+    _without(REQUEST_STEP_SCHEMA, tuple(name for names in list(ADDED_COLUMNS.values())[i:] for name in names))
+    .remove_metadata() for i in range(len(ADDED_COLUMNS), -1, -1))
 _PARTITION = re.compile(r"^dt=(\d{4}-\d{2}-\d{2})/hour=(\d{2})$")
 _FOOTER_THREADS = 4  # a footer read waits on the disk: threads overlap that where files are not cached
 _STATS_COLUMNS = ("event_id", "event_time", "log_partition", "log_offset")
@@ -195,7 +203,7 @@ def _read_footer(root: Path, path: Path) -> _Footer | str:
 
 
 def _schema_difference(metadata: pq.FileMetaData) -> str | None:
-    """How a file's Arrow schema differs from both :data:`DATA_SCHEMAS`, or None; decided once
+    """How a file's Arrow schema differs from every one of :data:`DATA_SCHEMAS`, or None; decided once
     per distinct stored schema."""
     stored = (metadata.metadata or {}).get(b"ARROW:schema")
     if stored is None:  # not written by Arrow: its types are Parquet's alone

@@ -99,6 +99,7 @@ class EngineSimulator:
             "step_index": self._step,
             "event_time_us": self._t0 + int(self._step * spec.step_ms * 1000),
             "batch_max_seq_len": batch_max,
+            "skip_check": "observed",  # a V1 runner whose every drafter-fit decision is seen
         }
         message = encode_step(envelope, OutcomeColumns(request_id=self._ids, **cols))
         self._advance(emitted)

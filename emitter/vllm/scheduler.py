@@ -13,6 +13,7 @@ worker's drafting decision (V1) and adaptive verification's budget (V2) arrive o
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import uuid
@@ -24,6 +25,7 @@ from typing import Any
 
 from emitter.publisher import EventPublisher
 from emitter.settings import EmitterSettings
+from emitter.vllm.config import CAP_FROM_ATTR
 from emitter.vllm.patching import Guard, Hook, vllm_version
 from emitter.vllm.worker import DECISION_ATTR
 from emitter.vllm.worker_v2 import BUDGET_ATTR
@@ -59,6 +61,10 @@ class EngineObserver:
             "method": str(spec.method),
             "num_spec_tokens": int(spec.num_speculative_tokens),
             "drafter_max_len": int(drafter.max_model_len if drafter is not None else config.model_config.max_model_len),
+            "max_model_len": int(scheduler.max_model_len),
+            "context_cap_from": getattr(config.model_config, CAP_FROM_ATTR, None),
+            # Model Runner V2 never skips drafting for length: no decision is expected from its workers.
+            "runner_v2": runs_model_runner_v2(scheduler),
         }
         self.max_model_len = int(scheduler.max_model_len)
         self.num_sampled = int(getattr(scheduler, "num_sampled_tokens_per_step", 1))
@@ -114,6 +120,15 @@ class EngineObserver:
             model_runner_output.req_ids, sampled_before, list(map(len, model_runner_output.sampled_token_ids)),
             without, proposed, truncated, self.max_model_len, self.num_sampled, step_k, self.asynchronous,
             processed, self.decision, self.after_drop, getattr(model_runner_output, BUDGET_ATTR, None))))
+
+
+def runs_model_runner_v2(scheduler: Any) -> bool:
+    """Whether the engine's workers run Model Runner V2: the scheduler's flag (0.32, 0.33), or, where
+    the flag is gone, whether vLLM still has the V1 runner (0.34 removed it)."""
+    flag = getattr(scheduler, "use_v2_model_runner", None)
+    if flag is not None:
+        return bool(flag)
+    return importlib.util.find_spec("vllm.v1.worker.gpu_model_runner") is None
 
 
 def decoding_without_drafts(requests: dict[str, Any], scheduler_output: Any) -> dict[str, int]:

@@ -30,7 +30,29 @@ def test_event_envelope_carries_the_decision_that_produced_the_drafts() -> None:
     envelope, _ = event
     assert envelope == {"engine_instance": "e", "dp_rank": 1, "drafter_max_len": 100, "event_id": "abc-9",
                         "step_index": 9, "event_time_us": 1_700_000_000_000_000, "batch_max_seq_len": 130,
-                        "drafts_verified": None}
+                        "drafts_verified": None, "skip_check": "observed"}
+
+
+def test_skip_check_says_whether_a_skip_could_be_seen_for_every_request_verified() -> None:
+    """Observed when the worker's decision about each request's drafts arrived; none under Model
+    Runner V2 (which never skips for length); unobserved when a V1 runner sent no decision."""
+    def check(context: dict[str, Any], events: StepEvents | None = None, **changes: Any) -> str:
+        event = (events or StepEvents())(({"boot": "b", "engine_instance": "e", "dp_rank": 0, **context},
+                                          tuple(raw(**changes))))
+        assert event is not None
+        return str(event[0]["skip_check"])
+
+    assert check({}, decision=(True, 40, 96)) == "observed"
+    assert check({}, decision=None) == "unobserved"
+    assert check({"runner_v2": True}, decision=None) == "none"
+    assert check({"runner_v2": True}, decision=(True, 40, 96)) == "none"
+    # d's drafts came with the decision of the step that scheduled it, though the last step sent none
+    events = StepEvents()
+    check({}, events, batch_decision=(True, 40, 96))
+    assert check({}, events, decision=None, batch_decision=(True, 40, 96)) == "observed"
+    assert check({}, events, decision=None, num_scheduled={"d": 4, "x": 4},
+                 scheduled_drafts={"d": [5, 6, 7], "x": [5, 6, 7]}, req_ids=["d", "x"],
+                 sampled_before=[3, 3], sampled_after=[3, 3]) == "unobserved"  # x has no decision
 
 
 def test_envelope_carries_the_verified_total_only_when_some_drafts_were_left_out() -> None:

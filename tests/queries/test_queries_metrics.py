@@ -21,7 +21,8 @@ def con(connect_rows: Any, outcomes: Any) -> Any:
     o = outcomes
     a: dict[str, Any] = {"engine_instance": "a", "dp_rank": 0}
     b: dict[str, Any] = {"engine_instance": "b", "dp_rank": 1, "method": "ngram", "num_spec_tokens": 2}
-    c: dict[str, Any] = {"engine_instance": "c", "dp_rank": 0, "model": "other"}
+    c: dict[str, Any] = {"engine_instance": "c", "dp_rank": 0, "model": "other", "max_model_len": 96,
+                         "context_cap_from": 512}
     rows = [
         # engine A, K = 3: 12 request-steps
         o.drafted(3, 2, event_time=DAY1, drafts_verified=2, **a),  # adaptive verification: 2 of 3 verified

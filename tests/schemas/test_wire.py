@@ -93,9 +93,9 @@ def test_unknown_major_version_is_rejected_before_anything_else() -> None:
 
 def test_readers_ignore_fields_appended_by_a_later_minor_version() -> None:
     message = msgpack.unpackb(step_event_to_wire(step_event()))
-    message[0] = "1.3"
+    message[0] = "1.4"
     message.append({"a": "future field"})
-    assert decode_step(msgpack.packb(message)).context.schema_version == "1.3"
+    assert decode_step(msgpack.packb(message)).context.schema_version == "1.4"
 
 
 def test_a_schema_1_0_message_without_drafts_verified_is_read() -> None:
@@ -114,6 +114,30 @@ def test_a_schema_1_1_message_without_dropped_steps_is_read() -> None:
     message[0] = "1.1"
     step = decode_step(msgpack.packb(message[:FIELDS.index("dropped_steps")]))
     assert step.dropped_steps is None and step.drafts_verified == 7
+
+
+def test_a_schema_1_2_message_without_the_context_cap_and_the_skip_check_is_read() -> None:
+    message = msgpack.unpackb(step_event_to_wire(step_event(dropped_steps=12, max_model_len=96,
+                                                            context_cap_from=256, skip_check="none")))
+    step = decode_step(msgpack.packb(message))
+    assert (step.context.max_model_len, step.context.context_cap_from, step.skip_check) == (96, 256, "none")
+    message[0] = "1.2"
+    step = decode_step(msgpack.packb(message[:FIELDS.index("max_model_len")]))
+    assert (step.context.max_model_len, step.context.context_cap_from, step.skip_check) == (None, None, None)
+    assert step.dropped_steps == 12 and step.envelope().skip_check is None
+
+
+@pytest.mark.parametrize("value", ["seen", 1, b"none", {"a": 1}])
+def test_an_unknown_skip_check_is_rejected(value: object) -> None:
+    with pytest.raises(InvalidRecord, match="'skip_check' must be null or one of observed, none, unobserved"):
+        decode_step(_message(skip_check=value))
+
+
+@pytest.mark.parametrize("field", ["max_model_len", "context_cap_from"])
+@pytest.mark.parametrize("value", [-1, 2**31, "3", 1.5])
+def test_a_context_length_out_of_range_is_rejected(field: str, value: object) -> None:
+    with pytest.raises(InvalidRecord, match=f"invalid step envelope: {field}"):
+        decode_step(_message(**{field: value}))
 
 
 @pytest.mark.parametrize("value", [-1, 2**63, "3", 1.5])

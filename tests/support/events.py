@@ -84,6 +84,9 @@ def step_events(draw: st.DrawFn) -> StepEvent:
         batch_max_seq_len=draw(st.none() | st.integers(0, 2**31 - 1)),
         drafts_verified=draw(st.none() | st.integers(0, 2**31 - 1)),
         dropped_steps=draw(st.none() | st.integers(0, 2**63 - 1)),
+        max_model_len=draw(st.none() | st.integers(0, 2**31 - 1)),
+        context_cap_from=draw(st.none() | st.integers(0, 2**31 - 1)),
+        skip_check=draw(st.none() | st.sampled_from(["observed", "none", "unobserved"])),
         engine_instance=draw(st.text(min_size=1, max_size=20)),
         dp_rank=draw(st.integers(0, 64)),
     )

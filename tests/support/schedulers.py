@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import torch
-from vllm.config import CacheConfig, ModelConfig, SchedulerConfig, SpeculativeConfig, VllmConfig
+from vllm.config import CacheConfig, ModelConfig, ParallelConfig, SchedulerConfig, SpeculativeConfig, VllmConfig
 from vllm.sampling_params import SamplingParams
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.engine import EngineCoreOutputs
@@ -28,19 +28,27 @@ from queries import connect, run_query
 from tests.support.ingest import ingest_once
 
 K = 3
+DRAFTER_MAX_LEN = 96
 COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
 
 
-def build(cls: type[Scheduler], model: Path, **speculative: Any) -> Scheduler:
-    """``cls`` over the tiny model, ngram with K = 3 (plus ``speculative``), 200 KV blocks."""
+def build(cls: type[Scheduler], model: Path, drafter: Path | None = None, **speculative: Any) -> Scheduler:
+    """``cls`` over the tiny model (max length 256), 200 KV blocks, K = 3: ngram (plus ``speculative``),
+    or ``drafter`` as a draft model of max length :data:`DRAFTER_MAX_LEN`."""
     model_config = ModelConfig(model=str(model), dtype="float32", seed=0, max_model_len=256)
     scheduler_config = SchedulerConfig(max_num_seqs=16, max_num_batched_tokens=1024, max_model_len=256,
                                        is_encoder_decoder=False)
     cache_config = CacheConfig(block_size=16, cache_dtype="auto", enable_prefix_caching=False)
-    spec = SpeculativeConfig(method="ngram", num_speculative_tokens=K, prompt_lookup_max=3, prompt_lookup_min=2,
-                             **speculative)
+    parallel_config = ParallelConfig()
+    if drafter is None:
+        spec = SpeculativeConfig(method="ngram", num_speculative_tokens=K, prompt_lookup_max=3, prompt_lookup_min=2,
+                                 **speculative)
+    else:
+        spec = SpeculativeConfig(method="draft_model", model=str(drafter), num_speculative_tokens=K,
+                                 max_model_len=DRAFTER_MAX_LEN, target_model_config=model_config,
+                                 target_parallel_config=parallel_config, **speculative)
     config = VllmConfig(model_config=model_config, scheduler_config=scheduler_config, cache_config=cache_config,
-                        speculative_config=spec)
+                        parallel_config=parallel_config, speculative_config=spec)
     cache_config.num_gpu_blocks = 200
     kv = KVCacheConfig(num_blocks=200, kv_cache_tensors=[], kv_cache_groups=[
         KVCacheGroupSpec(["layer"], FullAttentionSpec(block_size=16, num_kv_heads=1, head_size=32,

@@ -26,6 +26,15 @@
 --                                    scheduled: the rows' k_valid are then upper bounds (see the view
 --                                    adaptive_verification); NULL otherwise, and in files written
 --                                    before schema 1.1
+--   max_model_len                    the target's max model length as the engine served it (NULL in
+--                                    files written before schema 1.3)
+--   context_cap_from                 the target's max model length before vLLM lowered it to the
+--                                    drafter's (Model Runner V2 cannot skip drafting for longer
+--                                    sequences; see the view context_caps); NULL when not lowered
+--   skip_check                       could a skip for length be seen for the drafts verified at this
+--                                    step: 'observed' (the worker's decision arrived), 'none' (Model
+--                                    Runner V2, which never skips), 'unobserved' (skips unknown); NULL
+--                                    in files written before schema 1.3
 --   log_partition, log_offset        where the step event sat in the log it was ingested from
 --   request_id                       vLLM request id
 --   kind                             'drafted' | 'skipped_for_length' | 'grammar_invalid' | 'k_zero'
@@ -61,6 +70,9 @@ SELECT
     CAST(hour AS INTEGER) AS hour,
     CAST(batch_max_seq_len AS INTEGER) AS batch_max_seq_len,
     CAST(drafts_verified AS INTEGER) AS drafts_verified,
+    CAST(max_model_len AS INTEGER) AS max_model_len,
+    CAST(context_cap_from AS INTEGER) AS context_cap_from,
+    CAST(skip_check AS VARCHAR) AS skip_check,
     CAST(log_partition AS INTEGER) AS log_partition,
     CAST(log_offset AS BIGINT) AS log_offset,
     CAST(request_id AS VARCHAR) AS request_id,
@@ -73,8 +85,11 @@ SELECT
     CAST(emitted AS INTEGER) AS emitted,
     is_draft(kind, k_valid) AS is_draft,
     is_vllm_draft(k_sched) AS is_vllm_draft
--- Files written before schema 1.1 have no drafts_verified column: BY NAME fills it with NULL.
-FROM (FROM raw_request_steps UNION ALL BY NAME SELECT CAST(NULL AS INTEGER) AS drafts_verified WHERE false);
+-- Files written before schema 1.1 have no drafts_verified column, before 1.3 none of the three
+-- after it: BY NAME fills them with NULL.
+FROM (FROM raw_request_steps UNION ALL BY NAME
+      SELECT CAST(NULL AS INTEGER) AS drafts_verified, CAST(NULL AS INTEGER) AS max_model_len,
+             CAST(NULL AS INTEGER) AS context_cap_from, CAST(NULL AS VARCHAR) AS skip_check WHERE false);
 
 COMMENT ON VIEW request_steps IS 'One row per request-step: typed counts, partition keys, is_draft (corrected) and is_vllm_draft (vLLM 0.32.0) flags.';
 

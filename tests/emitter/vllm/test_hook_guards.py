@@ -98,7 +98,8 @@ def test_an_engine_is_counted_once_it_observes_and_let_go_of_once(
 
 #: The hooks each release cannot install (its code is gone), by the name the plugin gives them.
 CANNOT_INSTALL = {"0.34.0": {"skipped_for_length": "vllm.v1.worker.gpu_model_runner.GPUModelRunner"}}
-TARGETS = {  # every method the plugin wraps, restored after the test
+TARGETS = {  # every method the plugin wraps where the release has it, restored after the test
+    "vllm.config.VllmConfig": ("_limit_max_model_len_to_draft",),
     "vllm.v1.core.sched.scheduler.Scheduler": ("__init__", "schedule", "update_from_output", "update_draft_token_ids"),
     "vllm.v1.engine.core.EngineCore": ("shutdown",),
     "vllm.v1.worker.gpu_model_runner.GPUModelRunner": ("_input_fits_in_drafter", "sample_tokens"),
@@ -122,7 +123,8 @@ def test_every_hook_the_running_vllm_has_installs_and_the_start_up_line_names_th
         except ImportError:
             continue
         for name in names:
-            monkeypatch.setattr(owner, name, owner.__dict__[name])
+            if name in owner.__dict__:
+                monkeypatch.setattr(owner, name, owner.__dict__[name])
     monkeypatch.setenv("SPECMETRICS_SINK", (tmp_path / "log").as_uri())
     monkeypatch.setattr(plugin, "_state", plugin._PluginState(settings=EmitterSettings()))
     with caplog.at_level(logging.INFO, logger="vllm.specmetrics"):
