@@ -27,6 +27,7 @@ MODELS = ("llama-8b", "qwen-7b")
 KINDS = tuple(kind.value for kind in KIND_CODES)  # the stored dictionary, indexed by code
 K_ZERO_REASONS = ("no_proposal", "length_trim", "grammar_truncated", "schedule")
 DRAFTER_MAX_LEN = 3800
+MAX_MODEL_LEN = 8192  # the target's, served in full: a V1 runner skips drafting past the drafter's instead
 BATCH = 64
 FILES = 10
 
@@ -100,6 +101,9 @@ def _rows(steps: int, hour: int, rng: np.random.Generator) -> pa.Table:
         "event_time": event_time,
         "batch_max_seq_len": pa.array(context),
         "drafts_verified": pa.nulls(n, pa.int32()),
+        "max_model_len": pa.array(np.full(n, MAX_MODEL_LEN, np.int32)),
+        "context_cap_from": pa.nulls(n, pa.int32()),
+        "skip_check": _dictionary(np.zeros(n), ("observed",)),
         "log_partition": pa.array(np.zeros(n, np.int32)),
         "log_offset": pa.array(step.astype(np.int64) + hour * steps),
         "request_id": pc.binary_join_element_wise(
