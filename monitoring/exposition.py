@@ -104,7 +104,12 @@ def group_families(totals: list[GroupTotals], snapshot: Snapshot) -> Iterator[Me
         last.add_metric(_labels(key), us / 1e6)
     for key, value in sorted(snapshot.plugin_dropped.items()):
         dropped.add_metric(_labels(key), value)
-    yield from (steps, wasted, last, dropped)
+    served, capped_from = _new(f.MAX_MODEL_LEN), _new(f.CONTEXT_CAP_FROM)
+    for key, (length, before) in sorted(snapshot.context.items()):
+        served.add_metric(_labels(key), length)
+        if before is not None:
+            capped_from.add_metric(_labels(key), before)
+    yield from (steps, wasted, last, dropped, served, capped_from)
 
 
 def _health_families(snapshot: Snapshot) -> Iterator[Metric]:

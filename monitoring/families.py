@@ -73,6 +73,11 @@ LAST_EVENT_TIME = _group("specmetrics_last_event_timestamp_seconds", "gauge",
 PLUGIN_DROPPED_STEPS = _group("specmetrics_plugin_dropped_steps", "counter",
                               "Steps the vLLM plugin dropped (queue full or sink failure), as its latest step event "
                               "reports them; resets when the engine restarts.")
+MAX_MODEL_LEN = _group("specmetrics_max_model_len", "gauge",
+                       "The target's max model length as the engine serves it, as its latest step event reports it.")
+CONTEXT_CAP_FROM = _group("specmetrics_context_cap_from", "gauge",
+                          "The target's max model length before vLLM lowered it to the drafter's (Model Runner V2 "
+                          "cannot skip drafting for longer sequences); only for engines whose context was lowered.")
 # Pipeline health of the ingester that serves the endpoint.
 INGEST_STEPS = Family("specmetrics_ingest_steps", "counter", "Valid step events counted.", ())
 INGEST_ROWS = Family("specmetrics_ingest_request_steps", "counter", "Request-steps counted.", ())
@@ -88,6 +93,7 @@ FAMILIES = (
     DRAFTS, DRAFT_TOKENS, ACCEPTED_TOKENS, ACCEPTED_PER_POSITION, REACHED_PER_POSITION,
     VLLM_DRAFTS, VLLM_DRAFT_TOKENS, VLLM_ACCEPTED_TOKENS, VLLM_ACCEPTED_PER_POSITION,
     REQUEST_STEPS, EMITTED_TOKENS, VERIFIED_SLOTS, WASTED_SLOTS, LAST_EVENT_TIME, PLUGIN_DROPPED_STEPS,
+    MAX_MODEL_LEN, CONTEXT_CAP_FROM,
     INGEST_STEPS, INGEST_ROWS, INGEST_DEAD_LETTERS, INGEST_LOST_OFFSETS, INGEST_LAG,
 )
 

@@ -45,6 +45,9 @@ class Snapshot:
     last_event_us: dict[GroupKey, int]
     #: Per group: the dropped steps its plugin process reported last (absent: never reported).
     plugin_dropped: dict[GroupKey, int]
+    #: Per group: the target's max model length as served, and before vLLM lowered it to the drafter's
+    #: (None: not lowered), as its latest step event reports them (absent: never reported).
+    context: dict[GroupKey, tuple[int, int | None]]
     health: PipelineHealth
 
     def histogram(self) -> pa.Table:
@@ -63,6 +66,7 @@ class LiveMetrics(IngestObserver):
         self._shapes: dict[Shape, tuple[int, int]] = {}
         self._last_event_us: dict[GroupKey, int] = {}
         self._plugin_dropped: dict[GroupKey, int] = {}
+        self._context: dict[GroupKey, tuple[int, int | None]] = {}
         self._health = PipelineHealth()
         self._next: dict[tuple[str, int], int] = {}  # per (source, partition): the first offset not counted
 
@@ -74,7 +78,7 @@ class LiveMetrics(IngestObserver):
         if rows is not None and not new_steps.all():
             rows = rows.filter(rows.column("log_offset").to_numpy() >= floor)
         counts = count_batch(rows) if rows is not None else BatchCounts({}, {})
-        dropped = _latest_dropped(steps, new_steps)
+        dropped, context = _latest_reports(steps, new_steps)
         dead_letters = sum(offset >= floor for offset in steps.dead_letter_offsets)
         end = max([*steps.step_offsets[-1:].tolist(), *steps.dead_letter_offsets], default=floor - 1)
         with self._lock:
@@ -84,6 +88,7 @@ class LiveMetrics(IngestObserver):
             for key, us in counts.last_event_us.items():
                 self._last_event_us[key] = max(us, self._last_event_us.get(key, us))
             self._plugin_dropped.update(dropped)
+            self._context.update(context)
             self._health.steps += int(new_steps.sum())
             self._health.request_steps += 0 if rows is None else len(rows)
             self._health.dead_letters += dead_letters
@@ -105,18 +110,26 @@ class LiveMetrics(IngestObserver):
         with self._lock:
             health = PipelineHealth(self._health.steps, self._health.request_steps, self._health.dead_letters,
                                     self._health.lost_offsets, dict(self._health.lag))
-            return Snapshot(dict(self._shapes), dict(self._last_event_us), dict(self._plugin_dropped), health)
+            return Snapshot(dict(self._shapes), dict(self._last_event_us), dict(self._plugin_dropped),
+                            dict(self._context), health)
 
 
-def _latest_dropped(steps: ValidatedSteps, new_steps: np.ndarray) -> dict[GroupKey, int]:
-    """Per group, the dropped steps reported by its latest new step that reports them."""
-    latest: dict[GroupKey, int] = {}
+def _latest_reports(steps: ValidatedSteps, new_steps: np.ndarray
+                    ) -> tuple[dict[GroupKey, int], dict[GroupKey, tuple[int, int | None]]]:
+    """Per group, what its latest new step reports: the dropped steps, and the context served and
+    before the cap (each where reported)."""
+    dropped: dict[GroupKey, int] = {}
+    served: dict[GroupKey, tuple[int, int | None]] = {}
     keys: dict[int, GroupKey] = {}  # per engine context object (decoding shares them)
     for step, new in zip(steps.steps, new_steps.tolist(), strict=True):
-        if new and step.dropped_steps is not None:
-            context = step.context
-            key = keys.get(id(context))
-            if key is None:
-                key = keys[id(context)] = (context.engine_id, context.model, context.method, context.num_spec_tokens)
-            latest[key] = step.dropped_steps
-    return latest
+        context = step.context
+        if not new or (step.dropped_steps is None and context.max_model_len is None):
+            continue
+        key = keys.get(id(context))
+        if key is None:
+            key = keys[id(context)] = (context.engine_id, context.model, context.method, context.num_spec_tokens)
+        if step.dropped_steps is not None:
+            dropped[key] = step.dropped_steps
+        if context.max_model_len is not None:
+            served[key] = (context.max_model_len, context.context_cap_from)
+    return dropped, served

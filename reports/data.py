@@ -115,6 +115,14 @@ FROM totals
 ORDER BY engine_id, model, method, num_spec_tokens
 """
 
+#: The engines whose context vLLM lowered to the drafter's; from the rows (rollups do not keep the
+#: lengths), where Parquet statistics skip every row group without a cap.
+_CONTEXT_CAPS = """
+SELECT engine_id, model, vllm_version, method, max_model_len, context_cap_from, drafter_max_len, summary
+FROM context_caps_between($t0, $t1) WHERE capped
+ORDER BY engine_id, model, vllm_version, method, max_model_len
+"""
+
 
 @dataclass(frozen=True)
 class Window:
@@ -146,6 +154,7 @@ class ReportData:
     context: list[Row]
     k_zero: list[Row]
     groups: list[Row]
+    context_caps: list[Row]
 
     @property
     def empty(self) -> bool:
@@ -186,6 +195,7 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
             context=rows(_CONTEXT),
             k_zero=rows(_K_ZERO),
             groups=rows(_GROUPS),
+            context_caps=list(run_query(con, _CONTEXT_CAPS, span).to_pylist()),
         )
     finally:
         con.execute(f"DROP TABLE {table}")

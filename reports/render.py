@@ -32,6 +32,13 @@ GROUP_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("acceptance_rate_diff", "difference", "pct"),
     ("mean_acceptance_length", "mean length", "ratio"), ("vllm_mean_acceptance_length", "vLLM mean length", "ratio"),
 )
+CAP_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("engine_id", "engine", "text"), ("model", "model", "text"), ("vllm_version", "vLLM", "text"),
+    ("method", "method", "text"), ("context_cap_from", "context configured", "count"),
+    ("max_model_len", "context served", "count"), ("drafter_max_len", "drafter limit", "count"),
+)
+CAP_NOTE = ("vLLM lowered these engines' context to their drafter's at start-up (Model Runner V2 cannot skip "
+            "drafting for longer sequences): requests longer than the served context are refused.")
 
 
 def fmt(kind: str, value: Any) -> str:
@@ -103,6 +110,11 @@ def markdown(data: ReportData, generated: datetime, chart_files: dict[str, str])
     lines += _md_table([label for _, label, _ in GROUP_COLUMNS],
                        [[md_text(row[key]) if kind == "text" else fmt(kind, row[key]) for key, _, kind in GROUP_COLUMNS]
                         for row in data.groups])
+    if data.context_caps:
+        lines += ["", "## Context capped by the drafter", "", CAP_NOTE, ""]
+        lines += _md_table([label for _, label, _ in CAP_COLUMNS],
+                           [[md_text(row[key]) if kind == "text" else fmt(kind, row[key])
+                             for key, _, kind in CAP_COLUMNS] for row in data.context_caps])
     return "\n".join([*lines, ""])
 
 
@@ -137,6 +149,12 @@ def html(data: ReportData, generated: datetime, drawn: Sequence[Chart]) -> str:
             (str(row["engine_id"]), [(fmt(kind, row[key]), row[key] if kind != "text" else None)
                                      for key, _, kind in GROUP_COLUMNS]) for row in data.groups]))
         body.append("</section>")
+        if data.context_caps:
+            body.append(f'<section id="context-caps"><h2>Context capped by the drafter</h2><p>{escape(CAP_NOTE)}</p>')
+            body.append(_html_table("context-caps-table", [label for _, label, _ in CAP_COLUMNS], [
+                (str(row["engine_id"]), [(fmt(kind, row[key]), row[key] if kind != "text" else None)
+                                         for key, _, kind in CAP_COLUMNS]) for row in data.context_caps]))
+            body.append("</section>")
     title = f"specmetrics report: {data.window.describe()}"
     return "\n".join([
         "<!doctype html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',

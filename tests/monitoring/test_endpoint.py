@@ -15,7 +15,7 @@ import pytest
 
 from devtools.kafka_broker import free_port
 from emitter.sinks import LocalLogSink
-from queries.catalog import connect
+from queries.catalog import connect, run_query
 from queries.verify import verify_tree
 from schemas.wire import step_event_to_wire
 from storage.layout import DATA_GLOB
@@ -62,7 +62,8 @@ def test_the_counters_equal_the_views_over_the_same_data(tmp_path: Path) -> None
                        drafter_max_len=1600)
     truth |= write_load(log, rows=10_000, num_spec_tokens=2, scheduling="sync", grammar_invalid_rate=0.3,
                         engine_prefix="sync", seed=3)
-    redelivered = step_event_to_wire(step_event(dropped_steps=9, event_id="boot1-8", step_index=8))
+    redelivered = step_event_to_wire(step_event(dropped_steps=9, event_id="boot1-8", step_index=8, max_model_len=96,
+                                                context_cap_from=2048))
     with LocalLogSink(log) as sink:  # a dead letter, and two steps of a plugin that dropped steps, one delivered twice
         sink.send(b"node-a", [b"\xc1not msgpack", step_event_to_wire(step_event(dropped_steps=4)), redelivered])
         sink.send(b"node-a", [redelivered])  # at least once: a producer that sent it again (the Kafka spool)
@@ -81,6 +82,13 @@ def test_the_counters_equal_the_views_over_the_same_data(tmp_path: Path) -> None
              ("num_spec_tokens", "3"))
     assert series(samples, "specmetrics_plugin_dropped_steps_total") == {
         ("specmetrics_plugin_dropped_steps_total", group): 9}
+    # the context cap, only where events report it (the load generator's do not), as the view has it
+    assert series(samples, "specmetrics_max_model_len") == {("specmetrics_max_model_len", group): 96}
+    assert series(samples, "specmetrics_context_cap_from") == {("specmetrics_context_cap_from", group): 2048}
+    con = connect(out)
+    assert run_query(con, "SELECT engine_id, max_model_len, context_cap_from FROM context_caps").to_pylist() == [
+        {"engine_id": "node-a/dp0", "max_model_len": 96, "context_cap_from": 2048}]
+    con.close()
     assert samples[("specmetrics_ingest_dead_letters_total", ())] == 1
     assert samples[("specmetrics_ingest_steps_total", ())] == sum(t.steps for t in truth.values()) + 3
     report = verify_tree(out)  # the copy is counted by the endpoint as by the views, and verify names it

@@ -34,7 +34,7 @@ def totals() -> Iterator[LiveTotals]:
 def samples_of(totals: LiveTotals, rows: list[dict[str, Any]]) -> Samples:
     batch = pa.Table.from_pylist(rows, schema=REQUEST_STEP_SCHEMA)
     counts = count_batch(batch)
-    snapshot = Snapshot(counts.shapes, counts.last_event_us, {}, PipelineHealth())
+    snapshot = Snapshot(counts.shapes, counts.last_event_us, {}, {}, PipelineHealth())
     families = group_families(totals.totals(snapshot.histogram()), snapshot)
     return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
             for family in families for sample in family.samples}

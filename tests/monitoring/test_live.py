@@ -15,7 +15,8 @@ def read(live: LiveMetrics, offsets: range, bad: frozenset[int] = frozenset()) -
     buffer = PartitionBuffer(0, offsets.start, observer=live, source="log")
     for offset in offsets:
         payload = b"\xc1" if offset in bad else step_event_to_wire(
-            step_event(event_id=f"e{offset}", step_index=offset, dropped_steps=offset))
+            step_event(event_id=f"e{offset}", step_index=offset, dropped_steps=offset, max_model_len=96,
+                       context_cap_from=256 + offset))
         if offset in bad:
             buffer.reject(offset, payload, "not msgpack")
         else:
@@ -36,6 +37,22 @@ def test_offsets_read_again_are_not_counted_again() -> None:
     assert kinds == {("drafted", None): 13, ("skipped_for_length", None): 13, ("grammar_invalid", None): 13,
                      ("k_zero", "no_proposal"): 13}  # 4 kinds, 13 steps each
     assert snapshot.plugin_dropped == {GROUP: 14}
+    assert snapshot.context == {GROUP: (96, 256 + 14)}  # the latest step's
+
+
+def test_the_context_is_reported_only_by_events_that_carry_it() -> None:
+    live = LiveMetrics()
+    read(live, range(0, 3))
+    buffer = PartitionBuffer(0, 3, observer=live, source="log")
+    payload = step_event_to_wire(step_event(event_id="e3", step_index=3))  # schema 1.2: no context lengths
+    buffer.add(3, payload, decode_step(payload))
+    buffer.convert()
+    assert live.snapshot().context == {GROUP: (96, 258)}
+    other = LiveMetrics()
+    buffer = PartitionBuffer(0, 0, observer=other, source="log")
+    buffer.add(0, payload, decode_step(payload))
+    buffer.convert()
+    assert other.snapshot().context == {}
 
 
 def test_lost_offsets_are_counted_once_and_skipped() -> None:

@@ -95,3 +95,30 @@ def test_the_timeline_chart_breaks_over_an_outage(tmp_path: Path, outcomes: Any)
     [timeline] = [c.svg for c in charts(data) if c.name == "timeline"]
     assert timeline.count('<polyline data-series="corrected"') == 2  # 0-1 and 5-6, not one line across the gap
     assert timeline.count('<circle') == 2 * len(minutes)
+
+
+def test_engines_whose_context_vllm_lowered_get_a_section_in_both_formats(tmp_path: Path, outcomes: Any) -> None:
+    from reports.render import html, markdown
+
+    capped = {"engine_instance": "v2", "vllm_version": "0.34.0", "max_model_len": 2048, "context_cap_from": 131072,
+              "drafter_max_len": 2048}
+    root = outcomes.write_tree(tmp_path / "caps", [
+        outcomes.drafted(3, 1, event_time=T, **capped),
+        outcomes.drafted(3, 2, event_time=T.replace(minute=9), **capped),  # outside the window below
+        outcomes.drafted(3, 1, event_time=T, engine_instance="v1", max_model_len=8192),  # served in full
+    ])
+    con = connect(root)
+    try:
+        data = collect(con, Window(None, T.replace(minute=5)))
+        before = collect(con, Window(None, T))
+    finally:
+        con.close()
+    assert [(r["engine_id"], r["context_cap_from"], r["max_model_len"], r["summary"]) for r in data.context_caps] == [
+        ("v2/dp0", 131072, 2048, "context capped from 131,072 to 2,048 by the drafter")]
+    assert before.context_caps == []
+    text = markdown(data, T, {})
+    assert "## Context capped by the drafter" in text
+    assert "| v2/dp0 | tiny-llama | 0.34.0 | draft\\_model | 131,072 | 2,048 | 2,048 |" in text  # _ escaped
+    page = html(data, T, [])
+    assert '<section id="context-caps">' in page and "131,072" in page
+    assert "Context capped" not in markdown(before, T, {}) and "context-caps" not in html(before, T, [])

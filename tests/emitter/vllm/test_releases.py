@@ -8,6 +8,7 @@ hooks, driven with model-runner outputs built as that release builds them (0.34.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,3 +53,22 @@ def test_the_scheduler_side_tests_pass_on(release: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert " passed" in summary and "skipped" not in summary and "failed" not in summary, summary
     assert (f"{len(not_in)} deselected" in summary) if not_in else "deselected" not in summary, summary
+
+
+def test_the_support_table_has_rows_for_every_release_tested_and_cites_tests_that_exist() -> None:
+    """docs/plugin.md's table of supported versions: a row for the venv's release and each one tested
+    here, each citing test files that exist; no row for a release that is not tested."""
+    text = (ROOT / "docs" / "plugin.md").read_text()
+    table = text[text.index("## Supported versions"):text.index("## Known gaps")]
+    rows = [line.split("|")[1:-1] for line in table.splitlines() if line.startswith("| 0.")]
+    releases = {cells[0].strip() for cells in rows}
+    assert releases == {"0.32.0", *RELEASES}
+    here = Path(__file__).parent
+    for cells in rows:
+        status = cells[-1]
+        cited = re.findall(r"`((?:tests/[\w/.]*)|(?:test_\w+\.py))`", status)
+        if "verified" in status.split(";")[0].split("(")[0].replace("not verified", ""):
+            assert cited, cells
+        assert all((ROOT / name).exists() or (here / name).is_file() for name in cited), cited
+    for release in NOT_IN:  # what a release cannot run here is said in its rows
+        assert "Not verified" in " ".join(cells[-1] for cells in rows if cells[0].strip() == release), release
