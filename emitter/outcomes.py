@@ -30,6 +30,7 @@ _GRAMMAR_TRUNCATED = KZeroReasonCode.GRAMMAR_TRUNCATED.value
 _SCHEDULE = KZeroReasonCode.SCHEDULE.value
 _UNKNOWN = KZeroReasonCode.UNKNOWN.value
 _VERIFY_BUDGET = KZeroReasonCode.VERIFY_BUDGET.value
+_SKIP_DRAFTS = KZeroReasonCode.SKIP_DRAFTS.value
 
 
 class DraftDecision(NamedTuple):
@@ -65,6 +66,7 @@ class RawStep(NamedTuple):
     batch_decision: DraftDecision | None  # made after this step: the drafts of the requests it scheduled
     after_drop: bool  # this engine's previous step was dropped from a full queue
     verify_budget: int | None  # V2 adaptive verification: the drafts verified this step, of scheduled_drafts
+    drafts_skipped: bool  # the previous step's SchedulerOutput.skip_drafts (0.33 on): the drafter proposed none
 
 
 def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None = None) -> OutcomeColumns:
@@ -128,6 +130,8 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
 
 
 def _k_zero_reason(raw: RawStep, request_id: str, proposals: dict[str, int]) -> int:
+    if raw.drafts_skipped:  # the scheduler told the drafter no drafts would be used (vLLM 0.33 on)
+        return _SKIP_DRAFTS
     if raw.step_k == 0:  # dynamic K chose 0 for the drafts verified now (the drafter got K = 0)
         return _SCHEDULE
     if request_id in raw.truncated and raw.truncated[request_id][1] == 0:

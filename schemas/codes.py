@@ -38,6 +38,7 @@ class KZeroReasonCode(IntEnum):
     SCHEDULE = 4
     UNKNOWN = 5
     VERIFY_BUDGET = 6
+    SKIP_DRAFTS = 7
 
 
 #: Each code's kind, indexed by code (codes run from 0 without a gap).

@@ -39,6 +39,7 @@ class KZeroReason(StrEnum):
     SCHEDULE = "schedule"
     UNKNOWN = "unknown"
     VERIFY_BUDGET = "verify_budget"
+    SKIP_DRAFTS = "skip_drafts"  # schema 1.3: the scheduler told the drafter to skip (SchedulerOutput.skip_drafts)
 
 
 class SkipCheck(StrEnum):

@@ -16,7 +16,8 @@ History: 1.0 the first contract; 1.1 adds the ``k_zero_reason`` ``verify_budget`
 (Model Runner V2's adaptive verification); 1.2 adds the envelope field ``dropped_steps`` (the steps
 the sending plugin process has dropped so far, for the live metrics); 1.3 adds the engine context
 fields ``max_model_len`` and ``context_cap_from`` (vLLM lowering the target's context to the
-drafter's) and the envelope field ``skip_check`` (whether skips for length could be seen).
+drafter's), the envelope field ``skip_check`` (whether skips for length could be seen) and the
+``k_zero_reason`` ``skip_drafts`` (vLLM 0.33's ``SchedulerOutput.skip_drafts`` told the drafter to skip).
 """
 
 from __future__ import annotations

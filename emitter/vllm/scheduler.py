@@ -72,6 +72,7 @@ class EngineObserver:
         self.proposed: tuple[list[str], list[int]] | None = None  # the last proposal: request ids, draft counts
         self.truncated: dict[str, tuple[int, int]] = {}
         self.step_k: int | None = None  # the K the last step's schedule chose (dynamic K), for the next
+        self.skip_drafts = False  # the last step's SchedulerOutput.skip_drafts (0.33 on), for the next
         # Async scheduling hands the scheduler placeholders, never the drafter's proposals.
         self.asynchronous = isinstance(scheduler, AsyncScheduler)
         self.after_drop = False  # the last step published was dropped from a full queue
@@ -104,9 +105,10 @@ class EngineObserver:
         self.decision = getattr(model_runner_output, DECISION_ATTR, None)
         proposed, self.proposed = self.proposed, None
         truncated, self.truncated = self.truncated, {}
-        step_k = self.step_k
+        step_k, drafts_skipped = self.step_k, self.skip_drafts
         if scheduler_output.num_scheduled_tokens:  # a step that scheduled nothing sizes no drafts
             self.step_k = getattr(scheduler_output, "num_spec_tokens_to_schedule", None)
+            self.skip_drafts = getattr(scheduler_output, "skip_drafts", False)
         if seen is None:
             return
         sampled_before, (step_index, without) = seen
@@ -119,7 +121,8 @@ class EngineObserver:
             scheduler_output.scheduled_spec_decode_tokens, scheduler_output.num_invalid_spec_tokens,
             model_runner_output.req_ids, sampled_before, list(map(len, model_runner_output.sampled_token_ids)),
             without, proposed, truncated, self.max_model_len, self.num_sampled, step_k, self.asynchronous,
-            processed, self.decision, self.after_drop, getattr(model_runner_output, BUDGET_ATTR, None))))
+            processed, self.decision, self.after_drop, getattr(model_runner_output, BUDGET_ATTR, None),
+            drafts_skipped)))
 
 
 def runs_model_runner_v2(scheduler: Any) -> bool:

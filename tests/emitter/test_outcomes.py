@@ -50,6 +50,12 @@ def test_k_zero_reasons() -> None:
     assert rows(raw(asynchronous=True, proposed=None))["z"][1] == "schedule"
     assert rows(raw(asynchronous=True, proposed=None, decoding_without_drafts={"z": 510}))["z"][1] == "schedule"
     assert rows(raw(asynchronous=True, proposed=None, decoding_without_drafts={"z": 511}))["z"][1] == "length_trim"
+    # vLLM 0.33 on: the previous step's SchedulerOutput.skip_drafts told the drafter to propose none;
+    # it comes first, whatever the proposal list or the schedule say.
+    assert rows(raw(drafts_skipped=True))["z"][1] == "skip_drafts"
+    assert rows(raw(drafts_skipped=True, step_k=0, proposed=(["z"], [0])))["z"][1] == "skip_drafts"
+    assert rows(raw(drafts_skipped=True, asynchronous=True, proposed=None))["z"][1] == "skip_drafts"
+    assert rows(raw(drafts_skipped=True))["d"][1] is None  # drafts verified are not affected
 
 
 def test_eos_inside_the_accepted_run_shows_in_emitted_not_accepted() -> None:

@@ -21,7 +21,7 @@ from tests.support.events import step_event
 # What every message written so far carries: these numbers never change within a major version.
 WIRE_KIND_CODES = {"drafted": 0, "skipped_for_length": 1, "grammar_invalid": 2, "k_zero": 3}
 WIRE_K_ZERO_REASON_CODES = {"no_proposal": 1, "length_trim": 2, "grammar_truncated": 3, "schedule": 4, "unknown": 5,
-                     "verify_budget": 6}
+                     "verify_budget": 6, "skip_drafts": 7}
 
 
 def test_the_codes_are_the_wire_codes_and_name_the_contracts_values() -> None:

@@ -100,7 +100,7 @@ def raw(**changes: Any) -> RawStep:
         "req_ids": ["d", "p", "z"], "sampled_before": [3, 1, 1], "sampled_after": [3, 1, 1],
         "decoding_without_drafts": {"z": 50}, "proposed": (["d", "z"], [3, 0]), "truncated": {},
         "max_model_len": 512, "num_sampled": 1, "step_k": 3, "asynchronous": False,
-        "processed": None, "batch_decision": None, "after_drop": False, "verify_budget": None,
+        "processed": None, "batch_decision": None, "after_drop": False, "verify_budget": None, "drafts_skipped": False,
     }
     fields.update(changes)
     return RawStep(**fields)

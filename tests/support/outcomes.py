@@ -121,7 +121,8 @@ class OutcomeRows:
 
 #: (engine_instance, method, K): groups of different K side by side.
 GROUPS = [("a", "draft_model", 1), ("a", "draft_model", 3), ("b", "ngram", 4)]
-K_ZERO_REASONS = ["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown", "verify_budget"]
+K_ZERO_REASONS = ["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown", "verify_budget",
+                  "skip_drafts"]
 TIMES = [datetime(2025, 1, 1, 10, 5), datetime(2025, 1, 1, 11, 59), datetime(2025, 1, 2, 0, 0)]
 
 

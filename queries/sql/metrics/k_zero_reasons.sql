@@ -4,8 +4,9 @@
 -- these but 'verify_budget'; the reasons are 'no_proposal' (the proposer had nothing, e.g. ngram
 -- without a match), 'length_trim' (no room left before max length), 'grammar_truncated' (the
 -- grammar cut every draft before scheduling), 'schedule' (the scheduler gave no draft slots),
--- 'unknown', and 'verify_budget' (drafts were scheduled, and vLLM counts them, but adaptive
--- verification's budget for the step was 0: none was verified).
+-- 'unknown', 'verify_budget' (drafts were scheduled, and vLLM counts them, but adaptive
+-- verification's budget for the step was 0: none was verified), and 'skip_drafts' (vLLM 0.33 on:
+-- the scheduler told the drafter that no request would use its drafts, so it proposed none).
 --
 -- Example:
 --   SELECT k_zero_reason, request_steps, share_of_k_zero FROM k_zero_reasons

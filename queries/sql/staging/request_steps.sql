@@ -40,7 +40,8 @@
 --   kind                             'drafted' | 'skipped_for_length' | 'grammar_invalid' | 'k_zero'
 --   k_zero_reason                    NULL unless kind = 'k_zero': 'no_proposal', 'length_trim',
 --                                    'grammar_truncated', 'schedule', 'unknown', 'verify_budget'
---                                    (drafts scheduled, none verified: adaptive verification)
+--                                    (drafts scheduled, none verified: adaptive verification),
+--                                    'skip_drafts' (the scheduler told the drafter to skip)
 --   k_sched                          draft slots scheduled (placeholders and -1 pads included)
 --   k_valid                          k_sched minus -1 pads: the drafts the target verified, except
 --                                    for k_zero 'verify_budget' (none verified; vLLM counts them)

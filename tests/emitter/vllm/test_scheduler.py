@@ -42,6 +42,7 @@ def run_steps(cls: type[Scheduler], model: Path) -> list[tuple[tuple[Any, ...], 
     published: list[tuple[tuple[Any, ...], Check]] = []
     queued: list[Check] = []
     decision = proposed = step_k = None
+    skipped = False
     for step in range(5):
         scheduler_output = sched.schedule()
         ids, drafts = list(scheduler_output.num_scheduled_tokens), scheduler_output.scheduled_spec_decode_tokens
@@ -78,12 +79,14 @@ def run_steps(cls: type[Scheduler], model: Path) -> list[tuple[tuple[Any, ...], 
             "batch_decision": lambda v, d=getattr(model_runner_output, DECISION_ATTR): v == d,
             "after_drop": lambda v, s=step: v is (s == DROPPED_STEP + 1),
             "verify_budget": lambda v, s=step: v == 100 + s,
+            "drafts_skipped": lambda v, s=skipped: v is s,
         }
         if step != DROPPED_STEP:
             queued.append(check)
         if step != DROPPED_STEP - 1:  # the publisher thread's turn; before the dropped step it waits
             published += [(queue.popleft(), queued.pop(0)) for _ in range(len(queue))]
         decision, step_k = getattr(model_runner_output, DECISION_ATTR), scheduler_output.num_spec_tokens_to_schedule
+        skipped = getattr(scheduler_output, "skip_drafts", False)  # 0.33 on
         if not asynchronous:
             sched.update_draft_token_ids(DraftTokenIds(ids, [[5] * K for _ in ids]))
             proposed = (ids, [K] * len(ids))
