@@ -3,6 +3,7 @@ validation, profiles, and every specmetrics command and healthcheck against the 
 
 from __future__ import annotations
 
+import re
 import subprocess
 from datetime import UTC, datetime, timedelta
 
@@ -111,3 +112,21 @@ def test_each_specmetrics_command_is_a_cli_subcommand_with_valid_options(
         parse_schedule(args.every).next_after(datetime.now(UTC))
         parse_formats(args.format)
         assert parse_duration(args.since) > timedelta(0)
+
+
+def test_every_tmpfs_of_an_app_service_belongs_to_the_images_user() -> None:
+    """A tmpfs mount comes up owned by root (mode 755) whatever the image's folder was: the ingest
+    service, running as the image's user, could not write its heartbeat there and crash-looped
+    (Docker 20.10, Compose v2.40). Each must name the user of docker/app.Dockerfile."""
+    dockerfile = (ROOT / "docker" / "app.Dockerfile").read_text()
+    found = re.search(r"useradd\b.*--uid (\d+)", dockerfile)
+    assert found is not None and "USER specmetrics" in dockerfile
+    uid = found.group(1)
+    app = {name: service for name, service in all_services().items()
+           if service.get("build", {}).get("dockerfile") == "docker/app.Dockerfile"}
+    mounts = {name: service.get("tmpfs", []) for name, service in app.items()}
+    assert mounts["ingest"], "the ingest service keeps its heartbeat on a tmpfs"
+    for name, entries in mounts.items():
+        for entry in [entries] if isinstance(entries, str) else entries:
+            options = dict(option.split("=", 1) for option in entry.partition(":")[2].split(",") if "=" in option)
+            assert (options.get("uid"), options.get("gid")) == (uid, uid), f"{name}: {entry}"
