@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -114,19 +115,42 @@ def test_each_specmetrics_command_is_a_cli_subcommand_with_valid_options(
         assert parse_duration(args.since) > timedelta(0)
 
 
+APP_DOCKERFILE = ROOT / "docker" / "app.Dockerfile"
+
+
+def app_services() -> dict[str, dict[str, Any]]:
+    """The services that run docker/app.Dockerfile's image."""
+    return {name: service for name, service in all_services().items()
+            if service.get("build", {}).get("dockerfile") == "docker/app.Dockerfile"}
+
+
 def test_every_tmpfs_of_an_app_service_belongs_to_the_images_user() -> None:
     """A tmpfs mount comes up owned by root (mode 755) whatever the image's folder was: the ingest
     service, running as the image's user, could not write its heartbeat there and crash-looped
     (Docker 20.10, Compose v2.40). Each must name the user of docker/app.Dockerfile."""
-    dockerfile = (ROOT / "docker" / "app.Dockerfile").read_text()
+    dockerfile = APP_DOCKERFILE.read_text()
     found = re.search(r"useradd\b.*--uid (\d+)", dockerfile)
     assert found is not None and "USER specmetrics" in dockerfile
     uid = found.group(1)
-    app = {name: service for name, service in all_services().items()
-           if service.get("build", {}).get("dockerfile") == "docker/app.Dockerfile"}
+    app = app_services()
     mounts = {name: service.get("tmpfs", []) for name, service in app.items()}
     assert mounts["ingest"], "the ingest service keeps its heartbeat on a tmpfs"
     for name, entries in mounts.items():
         for entry in [entries] if isinstance(entries, str) else entries:
             options = dict(option.split("=", 1) for option in entry.partition(":")[2].split(",") if "=" in option)
             assert (options.get("uid"), options.get("gid")) == (uid, uid), f"{name}: {entry}"
+
+
+def test_every_named_volume_an_app_service_writes_starts_out_owned_by_the_images_user() -> None:
+    """Docker fills a new named volume from the image's folder, owner included: each volume an app
+    service mounts read-write must be a folder the image creates and gives its user."""
+    dockerfile = APP_DOCKERFILE.read_text()
+    made = re.search(r"mkdir -p ([^\\&\n]+)", dockerfile)
+    owned = re.search(r"chown -R specmetrics:specmetrics ([^\\&\n]+)", dockerfile)
+    assert made is not None and owned is not None
+    writable = [(name, volume.split(":")[1]) for name, service in app_services().items()
+                for volume in service.get("volumes", []) if volume.endswith(":rw")]
+    assert {target for _, target in writable} >= {"/var/lib/specmetrics/data", "/var/lib/specmetrics/reports"}
+    for name, target in writable:
+        assert target in made.group(1).split(), f"{name}: {target} is not made by the image"
+        assert any(target == root or target.startswith(root + "/") for root in owned.group(1).split()), (name, target)
