@@ -107,6 +107,20 @@ def test_whole_run_views_equal_vllms_totals(run: Run) -> None:
     assert rows["draft_model"]["engine_id"].endswith("/dp0")
 
 
+def test_every_event_says_the_context_served_and_that_skips_could_be_seen(run: Run) -> None:
+    """vLLM 0.32.0 on this CPU runs Model Runner V1: the context is the configured 512, never capped,
+    and the worker's decision reaches the scheduler for every request verified, in one process and
+    across processes (schema 1.3)."""
+    con = connect(run.data)
+    try:
+        rows = run_query(con, "SELECT DISTINCT method, max_model_len, context_cap_from, skip_check FROM request_steps "
+                              "ORDER BY ALL").to_pylist()
+    finally:
+        con.close()
+    assert [tuple(r.values()) for r in rows] == [("draft_model", 512, None, "observed"),
+                                                 ("ngram", 512, None, "observed")]
+
+
 def test_the_demo_prints_vllm_next_to_the_truth(demo: DemoRun) -> None:
     lines = {line.split()[0]: line.split() for line in demo.output.splitlines() if line.split()[:1] and
              line.split()[0] in SCENARIOS}
