@@ -48,6 +48,21 @@ def test_steps_become_rows_with_their_offsets_partition_and_event_times() -> Non
     assert buffer.first_event_us == times[0]
 
 
+def test_schema_1_3_fields_become_columns_and_steps_without_them_nulls() -> None:
+    buffer = PartitionBuffer(partition=0, start_offset=0)
+    fields: list[dict[str, object]] = [
+        {"max_model_len": 96, "context_cap_from": 256, "skip_check": "none"},
+        {},  # a schema 1.2 sender in the same batch
+        {"max_model_len": 512, "skip_check": "unobserved"},
+    ]
+    for i, extra in enumerate(fields):
+        add(buffer, i, step_event_to_wire(step_event(event_id=f"e{i}", **extra)))
+    table, _ = buffer.build()
+    per_step = [table.column(name).to_pylist()[::4] for name in ("max_model_len", "context_cap_from", "skip_check")]
+    assert per_step == [[96, None, 512], [256, None, None], ["none", None, "unobserved"]]
+    assert table.column("skip_check").type == table.schema.field("skip_check").type  # dictionary strings
+
+
 def test_steps_breaking_the_contract_become_dead_letters_and_the_rest_is_kept() -> None:
     buffer = PartitionBuffer(partition=0, start_offset=0)
     add(buffer, 0, step_event_to_wire(step_event(event_id="good-0")))
