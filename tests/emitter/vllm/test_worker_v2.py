@@ -139,8 +139,9 @@ def test_v2_sync_minus_one_drafts_are_drafted_and_dynamic_k_zero_is_schedule(
     ]
 
 
+@pytest.mark.parametrize("grammar", [False, True], ids=["placeholders", "grammar-pads"])
 def test_v2_async_in_flight_placeholders_grammar_pads_and_dynamic_k_zero(
-    tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPatch, grammar: bool
 ) -> None:
     """Production path: ``EngineCore.step_with_batch_queue`` order (step s+1 is scheduled before
     step s's output reaches ``Scheduler.update_from_output``) on ``AsyncScheduler`` with V2's
@@ -151,14 +152,15 @@ def test_v2_async_in_flight_placeholders_grammar_pads_and_dynamic_k_zero(
 
     The drafts V2 verifies against a permissive grammar row are exactly the -1 pads the events
     carry as ``k_invalid``; a K of 0 chosen by the schedule is ``k_zero`` with reason
-    ``schedule`` (async has no proposal list, so it would otherwise be ``unknown``)."""
+    ``schedule`` (async has no proposal list, so it would otherwise be ``unknown``). Without a
+    grammar (``placeholders``, which runs on 0.34 too) the same steps verify real drafts."""
     log = hook_plugin(tmp_path, monkeypatch)
     sched = v2_scheduler(AsyncScheduler, model_cache)
     sched.add_request(request("r0"))
     # Per step: requests added before it is scheduled, accepted drafts, grammar pads (-1 tails).
     adds = {1: "r1"}
     accepted: list[dict[str, int]] = [{}, {"r0": 3}, {}, {}, {}, {"r0": 2}, {"r0": 1}, {"r0": 0}]
-    pads = {6: {"r0": 2}, 7: {"r0": 3}}
+    pads = {6: {"r0": 2}, 7: {"r0": 3}} if grammar else {}
     invalid_rows: dict[int, list[bool]] = {}
     totals: dict[str, int] = {}
     in_flight: list[tuple[int, SchedulerOutput]] = []
@@ -185,9 +187,13 @@ def test_v2_async_in_flight_placeholders_grammar_pads_and_dynamic_k_zero(
             add_counters(totals, sched.update_from_output(done_so, sampled_output(done_so, accepted[done])))
     for done, done_so in in_flight:
         add_counters(totals, sched.update_from_output(done_so, sampled_output(done_so, accepted[done])))
-    assert invalid_rows == {6: [False, False, True, True], 7: [False, True, True, True]}
+    assert invalid_rows == ({6: [False, False, True, True], 7: [False, True, True, True]} if grammar else {})
     vllm_view, rows = views(tmp_path, log)
     assert vllm_view == [totals]
+    if not grammar:
+        assert totals == {"num_drafts": 4, "num_draft_tokens": 12, "num_accepted_tokens": 6}
+        assert rows[-2:] == [(7, "r0", "drafted", None, 3, 3, 0, 1), (8, "r0", "drafted", None, 3, 3, 0, 0)]
+        return
     # vLLM counts the all-invalid step 8 as a draft (of 0 tokens): the vLLM-compatible view does too.
     assert totals == {"num_drafts": 4, "num_draft_tokens": 7, "num_accepted_tokens": 6}
     assert rows == [  # step_index is the scheduler's (1-based): loop step + 1
