@@ -49,3 +49,14 @@ ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
     "1.1": ("drafts_verified",),
     "1.3": ("max_model_len", "context_cap_from", "skip_check"),
 }
+
+
+def schema_before(version: str) -> pa.Schema:
+    """The stored table as writers before ``version`` (a key of :data:`ADDED_COLUMNS`) wrote it: without
+    the columns that version and later ones added."""
+    versions = list(ADDED_COLUMNS)
+    schema = REQUEST_STEP_SCHEMA
+    for later in versions[versions.index(version):]:
+        for name in ADDED_COLUMNS[later]:
+            schema = schema.remove(schema.get_field_index(name))
+    return schema

@@ -39,25 +39,16 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from schemas.arrow import ADDED_COLUMNS, REQUEST_STEP_SCHEMA
+from schemas.arrow import ADDED_COLUMNS, REQUEST_STEP_SCHEMA, schema_before
 from storage.layout import ROLLUP_DIR, FileName
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-
-
-def _without(schema: pa.Schema, names: tuple[str, ...]) -> pa.Schema:
-    for name in names:
-        schema = schema.remove(schema.get_field_index(name))
-    return schema
-
-
-#: The stored schemas a data file may have: the current one, then each older one (without the
-#: columns later minor versions added).
+#: The stored schemas a data file may have: the current one, then each older one, newest first.
 DATA_SCHEMAS: tuple[pa.Schema, ...] = tuple(
-    _without(REQUEST_STEP_SCHEMA, tuple(name for names in list(ADDED_COLUMNS.values())[i:] for name in names))
-    .remove_metadata() for i in range(len(ADDED_COLUMNS), -1, -1))
+    schema.remove_metadata()
+    for schema in (REQUEST_STEP_SCHEMA, *(schema_before(version) for version in reversed(ADDED_COLUMNS))))
 _PARTITION = re.compile(r"^dt=(\d{4}-\d{2}-\d{2})/hour=(\d{2})$")
 _FOOTER_THREADS = 4  # a footer read waits on the disk: threads overlap that where files are not cached
 _STATS_COLUMNS = ("event_id", "event_time", "log_partition", "log_offset")

@@ -13,7 +13,7 @@ import pytest
 
 from queries import connect, run_query
 from queries.export import export_database
-from schemas.arrow import ADDED_COLUMNS, REQUEST_STEP_SCHEMA
+from schemas.arrow import schema_before
 from storage.layout import FileName
 
 
@@ -66,10 +66,7 @@ def test_partial_budget_steps_give_the_exact_rate(connect_rows: Any, outcomes: A
 def _write_1_0_file(folder: Path, outcomes: Any, source: str) -> None:
     """A data file of ``source`` as schema 1.0 wrote it: REQUEST_STEP_SCHEMA without the columns 1.1 and
     later added."""
-    schema = REQUEST_STEP_SCHEMA
-    for names in ADDED_COLUMNS.values():
-        for name in names:
-            schema = schema.remove(schema.get_field_index(name))
+    schema = schema_before("1.1")
     folder.mkdir(parents=True, exist_ok=True)
     row = outcomes.drafted(3, 2)
     name = FileName(source, 0, row["log_offset"], row["log_offset"]).render("parquet")

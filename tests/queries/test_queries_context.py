@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from queries import connect, run_query
-from schemas.arrow import ADDED_COLUMNS, REQUEST_STEP_SCHEMA
+from schemas.arrow import schema_before
 from storage.layout import FileName
 
 
@@ -58,9 +58,7 @@ def test_skip_share_is_null_where_skips_could_not_be_seen(connect_rows: Any, out
 
 def _write_1_2_file(folder: Path, row: dict[str, Any]) -> None:
     """A data file as schema 1.1 and 1.2 wrote it: REQUEST_STEP_SCHEMA without the columns of 1.3."""
-    schema = REQUEST_STEP_SCHEMA
-    for name in ADDED_COLUMNS["1.3"]:
-        schema = schema.remove(schema.get_field_index(name))
+    schema = schema_before("1.3")
     folder.mkdir(parents=True, exist_ok=True)
     name = FileName("old", 0, row["log_offset"], row["log_offset"]).render("parquet")
     pq.write_table(pa.Table.from_pylist([row], schema=schema), folder / name)
