@@ -107,14 +107,10 @@ def markdown(data: ReportData, generated: datetime, chart_files: dict[str, str])
     for name, file in chart_files.items():
         lines += ["", f"![{name}]({file})"]
     lines += ["", "## Per engine and model", ""]
-    lines += _md_table([label for _, label, _ in GROUP_COLUMNS],
-                       [[md_text(row[key]) if kind == "text" else fmt(kind, row[key]) for key, _, kind in GROUP_COLUMNS]
-                        for row in data.groups])
+    lines += _md_rows(GROUP_COLUMNS, data.groups)
     if data.context_caps:
         lines += ["", "## Context capped by the drafter", "", CAP_NOTE, ""]
-        lines += _md_table([label for _, label, _ in CAP_COLUMNS],
-                           [[md_text(row[key]) if kind == "text" else fmt(kind, row[key])
-                             for key, _, kind in CAP_COLUMNS] for row in data.context_caps])
+        lines += _md_rows(CAP_COLUMNS, data.context_caps)
     return "\n".join([*lines, ""])
 
 
@@ -145,15 +141,11 @@ def html(data: ReportData, generated: datetime, drawn: Sequence[Chart]) -> str:
         body += [f'<figure id="chart-{chart.name}">{chart.svg}</figure>' for chart in drawn]
         body.append("</section>")
         body.append('<section id="groups"><h2>Per engine and model</h2>')
-        body.append(_html_table("groups-table", [label for _, label, _ in GROUP_COLUMNS], [
-            (str(row["engine_id"]), [(fmt(kind, row[key]), row[key] if kind != "text" else None)
-                                     for key, _, kind in GROUP_COLUMNS]) for row in data.groups]))
+        body.append(_html_rows("groups-table", GROUP_COLUMNS, data.groups))
         body.append("</section>")
         if data.context_caps:
             body.append(f'<section id="context-caps"><h2>Context capped by the drafter</h2><p>{escape(CAP_NOTE)}</p>')
-            body.append(_html_table("context-caps-table", [label for _, label, _ in CAP_COLUMNS], [
-                (str(row["engine_id"]), [(fmt(kind, row[key]), row[key] if kind != "text" else None)
-                                         for key, _, kind in CAP_COLUMNS]) for row in data.context_caps]))
+            body.append(_html_rows("context-caps-table", CAP_COLUMNS, data.context_caps))
             body.append("</section>")
     title = f"specmetrics report: {data.window.describe()}"
     return "\n".join([
@@ -242,6 +234,20 @@ def md_text(value: Any) -> str:
 
 
 _MD_MARKS = re.compile(r"[\\`*_\[\]~]")
+
+
+def _md_rows(columns: Sequence[tuple[str, str, str]], rows: Sequence[Row]) -> list[str]:
+    """``rows`` as a Markdown table of ``columns`` (key, label, format), one line per row."""
+    return _md_table([label for _, label, _ in columns],
+                     [[md_text(row[key]) if kind == "text" else fmt(kind, row[key]) for key, _, kind in columns]
+                      for row in rows])
+
+
+def _html_rows(table_id: str, columns: Sequence[tuple[str, str, str]], rows: Sequence[Row]) -> str:
+    """``rows`` as an HTML table of ``columns``, each row keyed by its engine id."""
+    return _html_table(table_id, [label for _, label, _ in columns], [
+        (str(row["engine_id"]), [(fmt(kind, row[key]), row[key] if kind != "text" else None)
+                                 for key, _, kind in columns]) for row in rows])
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
