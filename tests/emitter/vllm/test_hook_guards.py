@@ -115,6 +115,7 @@ def test_every_hook_the_running_vllm_has_installs_and_the_start_up_line_names_th
     once, and the start-up line names the release and what is not observed."""
     from emitter import plugin
     from emitter.settings import EmitterSettings
+    from emitter.vllm.patching import MARKER
 
     for path, names in TARGETS.items():
         module, _, cls = path.rpartition(".")
@@ -141,4 +142,4 @@ def test_every_hook_the_running_vllm_has_installs_and_the_start_up_line_names_th
         assert sum(f"has no {module}.{name} " in m for m in messages) == 1, messages
     assert not any("could not install" in m for m in messages), messages
     assert len(messages) == 1 + len(missing)
-    assert getattr(Scheduler.__dict__["update_from_output"], "__specmetrics_wrapped__", False)
+    assert getattr(Scheduler.__dict__["update_from_output"], MARKER, False)
