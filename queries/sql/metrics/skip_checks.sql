@@ -50,7 +50,6 @@ SELECT
     unreported_steps,
     CASE WHEN unobserved_steps > 0 THEN 'unknown'
          WHEN none_steps = request_steps THEN 'impossible'
-         WHEN observed_steps > 0 THEN 'observed'
          WHEN unreported_steps = request_steps THEN 'unreported'
          ELSE 'observed' END AS skips,
     skipped_steps,
