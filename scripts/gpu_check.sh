@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One command for a machine with an NVIDIA GPU, vLLM and this project installed (`pip install -e .`:
-# vLLM loads the plugin through its entry point): runs the plugin's end-to-end scenarios (fits,
-# too_long = skipped for length under V1, crossing, grammar, ngram) on the GPU paths -- Model
-# Runner V2 and async scheduling, which a CPU cannot run -- and compares the vLLM-compatible
-# numbers of the events with vLLM's own counters, scenario by scenario. Prints a PASS/FAIL table; exit 1
+# vLLM loads the plugin through its entry point): runs the plugin's end-to-end stories (fits,
+# too_long = skipped for length under V1, crossing, mixed, grammar) for each drafting method
+# (draft_model, eagle, eagle3, mtp), then ngram, on the GPU paths -- Model Runner V2 and async
+# scheduling, which a CPU cannot run -- and compares the vLLM-compatible numbers of the events
+# with vLLM's own counters, story by story. Prints a PASS/FAIL table; exit 1
 # on any FAIL. Sync modes turn async scheduling off explicitly (a GPU turns it on by default);
 # async modes run the ngram scenario with `ngram_gpu` (vLLM refuses async with the CPU proposer).
 #
@@ -44,7 +45,8 @@ for scenario in json.loads((root / "scenarios.json").read_text()):
     got, vllm = window_metrics(con, scenario["started"], scenario["finished"], 3), scenario["vllm"]
     ok = reproduces(got, vllm)
     failed |= not ok
-    print(f"{name:9} {scenario['name']:9} {'PASS' if ok else 'FAIL'}  events={got}  vllm={vllm}")
+    story = f"{scenario['engine']}/{scenario['name']}"
+    print(f"{name:9} {story:22} {'PASS' if ok else 'FAIL'}  events={got}  vllm={vllm}")
 sys.exit(1 if failed else 0)
 PY
 done

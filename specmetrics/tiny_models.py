@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 VOCAB_SIZE = 1000
@@ -31,16 +32,11 @@ def corpus(lines: int = 2000) -> list[str]:
     return out
 
 
-def build_model(path: Path, seed: int) -> Path:
-    """Save tokenizer + random tiny Llama weights at ``path`` unless already there."""
-    if (path / "config.json").exists():
-        return path
-    import torch
+def save_tokenizer(path: Path) -> None:
+    """The BPE tokenizer every tiny model shares: ids 0-2 are <unk>, <s>, </s>."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
     tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=["<unk>", "<s>", "</s>"],
@@ -49,16 +45,37 @@ def build_model(path: Path, seed: int) -> Path:
     tokenizer.decoder = decoders.ByteLevel()
     fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<s>",
                                    eos_token="</s>")
-    fast.save_pretrained(tmp)
-    torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=VOCAB_SIZE, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=2, head_dim=32,
-                         max_position_embeddings=4096, bos_token_id=1, eos_token_id=2,
-                         tie_word_embeddings=False)
-    LlamaForCausalLM(config).save_pretrained(tmp, safe_serialization=True)
+    fast.save_pretrained(path)
+
+
+def save_atomically(path: Path, write: Callable[[Path], None]) -> Path:
+    """Run ``write`` into a scratch directory and rename it to ``path``, unless ``path`` is complete."""
+    if (path / "config.json").exists():
+        return path
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    write(tmp)
     shutil.rmtree(path, ignore_errors=True)
     tmp.rename(path)
     return path
+
+
+def build_model(path: Path, seed: int) -> Path:
+    """Save tokenizer + random tiny Llama weights at ``path`` unless already there."""
+
+    def write(tmp: Path) -> None:
+        import torch
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        save_tokenizer(tmp)
+        torch.manual_seed(seed)
+        config = LlamaConfig(vocab_size=VOCAB_SIZE, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                             num_attention_heads=2, num_key_value_heads=2, head_dim=32,
+                             max_position_embeddings=4096, bos_token_id=1, eos_token_id=2,
+                             tie_word_embeddings=False)
+        LlamaForCausalLM(config).save_pretrained(tmp, safe_serialization=True)
+
+    return save_atomically(path, write)
 
 
 def tiny_models(cache: Path | None = None) -> dict[str, Path]:

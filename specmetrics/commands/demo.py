@@ -77,9 +77,10 @@ def add_parser(subparsers: Any) -> None:
 
 
 WHAT_VLLM_SCENARIOS_SHOW = {
-    "fits": "a same-weights drafter that fits: truth 100 %",
+    "fits": "a drafter that computes the target's next token, and fits: truth 100 %",
     "too_long": "prompts past the drafter's max length: vLLM says 0.00 %, truth: no drafts",
-    "crossing": "one long request makes the whole batch skip drafting",
+    "crossing": "a request grows past the limit: from then on the whole batch skips drafting",
+    "mixed": "one long request turns drafting off for the short ones until it is done",
     "grammar": "structured output (JSON schema): grammar-truncated drafts",
     "ngram": "ngram: no match, no proposal (K = 0)",
 }
@@ -113,7 +114,7 @@ def run_vllm(args: argparse.Namespace) -> int:
             got = window_metrics(con, scenario["started"], scenario["finished"], positions=3)
             vllm = scenario["vllm"]
             rows.append([
-                scenario["name"], vllm["num_drafts"],
+                scenario["engine"], scenario["name"], vllm["num_drafts"],
                 *ratios(con, vllm["num_drafts"], vllm["num_draft_tokens"], vllm["num_accepted_tokens"]),
                 got["num_drafts"], got["acceptance_rate"], got["mean_acceptance_length"],
                 got["skip_share"] or 0, got["k_zero_share"] or 0,
@@ -123,9 +124,9 @@ def run_vllm(args: argparse.Namespace) -> int:
     finally:
         con.close()
     print("What vLLM reported (vllm_*, its own counters) vs what happened (corrected_*):\n")
-    print(text_table(["scenario", "vllm_drafts", "vllm_rate", "vllm_mal", "corrected_drafts", "corrected_rate",
-                      "corrected_mal", "skip_share", "k_zero_share", "grammar_invalid_tokens", "reproduced",
-                      "what it shows"], rows))
+    print(text_table(["engine", "scenario", "vllm_drafts", "vllm_rate", "vllm_mal", "corrected_drafts",
+                      "corrected_rate", "corrected_mal", "skip_share", "k_zero_share", "grammar_invalid_tokens",
+                      "reproduced", "what it shows"], rows))
     print("\nreproduced: the events give back vLLM's own counters exactly (the vLLM-compatible view).")
     print(f"Explore: specmetrics sql --data {data_dir} \"SELECT * FROM outcome_shares\"")
     return 0

@@ -30,6 +30,11 @@ def run_scenarios(out: Path, model_cache: Path, engines: str, **env: str) -> lis
     return results
 
 
+def by_name(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Scenarios keyed ``engine/story``, e.g. ``eagle3/too_long``."""
+    return {f"{s['engine']}/{s['name']}": s for s in results}
+
+
 class Run:
     """One vLLM run: its scenarios, and the Parquet tree of its events."""
 
@@ -39,7 +44,7 @@ class Run:
         env = {"SPECMETRICS_SINK": self.log.as_uri(), **env} if "SPECMETRICS_SINK" not in env else env
         if not env["SPECMETRICS_SINK"]:
             env.pop("SPECMETRICS_SINK")
-        self.scenarios = {s["name"]: s for s in run_scenarios(root, model_cache, engines, **env)}
+        self.scenarios = by_name(run_scenarios(root, model_cache, engines, **env))
         self.data = root / "data"
         if ingest and self.log.exists():
             ingest_once(self.log, self.data)
@@ -58,5 +63,5 @@ class DemoRun(Run):
         self.output = proc.stdout
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
         self.root, self.log, self.data = root, root / "log", root / "data"
-        self.scenarios = {s["name"]: s for s in json.loads((root / "scenarios.json").read_text())}
+        self.scenarios = by_name(json.loads((root / "scenarios.json").read_text()))
         self.vllm_log = (root / "vllm.log").read_text()

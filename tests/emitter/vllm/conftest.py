@@ -1,4 +1,5 @@
-"""Fixtures for the real vLLM runs (tests.support.vllm): the tiny local models."""
+"""Fixtures for the real vLLM runs (tests.support.vllm): the tiny local models, and the cycle targets
+with their exact drafters."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from specmetrics.cycle_models import cycle_models
 from specmetrics.tiny_models import tiny_models
 
 
@@ -13,4 +15,5 @@ from specmetrics.tiny_models import tiny_models
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cache = tmp_path_factory.mktemp("models")
     tiny_models(cache)
+    cycle_models(cache)
     return cache

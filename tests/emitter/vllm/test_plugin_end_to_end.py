@@ -1,21 +1,25 @@
-"""The plugin on real vLLM: every scenario through the local log, ingest and the views.
+"""The plugin on real vLLM: every story of every method through the local log, ingest and the views.
 
-For each scenario (a drafter that fits, prompts past its max length, a batch that crosses it,
-structured output, ngram), in-process and multiprocess engine cores:
-- the vLLM-compatible numbers equal what vLLM itself reported for that scenario, exactly;
-- the corrected numbers equal the truth (same-weights drafter: every real draft accepted).
+Methods: a same-weights ``draft_model``, and the exact EAGLE, EAGLE-3 and MTP drafters of the
+cycle targets (every real draft accepted); ``ngram``. Stories: a drafter that fits, prompts past
+its max length, a batch that crosses it, one long request among short ones, structured output.
+In-process (via the demo) and multiprocess engine cores:
+- the vLLM-compatible numbers equal what vLLM itself reported for that story, exactly;
+- the corrected numbers equal the truth.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from queries import connect, run_query
+from specmetrics.vllm_scenarios import ENGINES
 from specmetrics.windows import window_metrics
-from tests.support.vllm import DemoRun, Run
+from tests.support.vllm import ROOT, DemoRun, Run
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +30,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> DemoRun
 
 @pytest.fixture(scope="module")
 def multiprocess(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Run:
-    return Run(tmp_path_factory.mktemp("vllm-mp"), model_cache, "draft_model,ngram",
+    return Run(tmp_path_factory.mktemp("vllm-mp"), model_cache, ",".join(ENGINES),
                VLLM_ENABLE_V1_MULTIPROCESSING="1")
 
 
@@ -46,7 +50,10 @@ def scenario_numbers(run: Run, name: str) -> dict[str, Any]:
         con.close()
 
 
-SCENARIOS = ["fits", "too_long", "crossing", "grammar", "ngram"]
+DRAFTING = ["draft_model", "eagle", "eagle3", "mtp"]
+EXACT = ["eagle", "eagle3", "mtp"]  # the cycle targets' drafters: every real draft is accepted
+STORIES = ["fits", "too_long", "crossing", "mixed", "grammar"]
+SCENARIOS = [f"{engine}/{story}" for engine in DRAFTING for story in STORIES] + ["ngram/ngram"]
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
@@ -57,29 +64,46 @@ def test_vllm_compatible_numbers_equal_vllms_own_counters(run: Run, name: str) -
     assert got["vllm_per_pos"] == vllm["num_accepted_tokens_per_pos"]
 
 
-def test_a_drafter_that_fits_is_fully_accepted(run: Run) -> None:
-    got = scenario_numbers(run, "fits")
+@pytest.mark.parametrize("engine", DRAFTING)
+def test_a_drafter_that_fits_is_fully_accepted(run: Run, engine: str) -> None:
+    got = scenario_numbers(run, f"{engine}/fits")
     assert got["kinds"] == {"drafted": got["request_steps"]} and got["request_steps"] > 0
     assert got["num_accepted_tokens"] == got["num_draft_tokens"] == 3 * got["num_drafts"]
+    assert got["acceptance_rate"] == 1.0
 
 
-def test_prompts_past_the_drafter_limit_are_skipped_not_drafted(run: Run) -> None:
-    got, vllm = scenario_numbers(run, "too_long"), run.scenarios["too_long"]["vllm"]
-    assert vllm["num_accepted_tokens"] == 0 < vllm["num_drafts"]  # vLLM: 0.00 % acceptance
+@pytest.mark.parametrize("engine", DRAFTING)
+def test_prompts_past_the_drafter_limit_are_skipped_not_drafted(run: Run, engine: str) -> None:
+    got, vllm = scenario_numbers(run, f"{engine}/too_long"), run.scenarios[f"{engine}/too_long"]["vllm"]
+    assert vllm["num_accepted_tokens"] == 0 < vllm["num_drafts"]  # vLLM: 0.00 % acceptance, length 1.00
     assert got["kinds"] == {"skipped_for_length": vllm["num_drafts"]}
     assert got["num_drafts"] == 0
 
 
-def test_a_batch_crossing_the_limit_skips_everyone_and_real_drafts_are_all_accepted(run: Run) -> None:
-    got, vllm = scenario_numbers(run, "crossing"), run.scenarios["crossing"]["vllm"]
+@pytest.mark.parametrize("engine", DRAFTING)
+def test_a_batch_crossing_the_limit_skips_everyone_and_real_drafts_are_all_accepted(run: Run, engine: str) -> None:
+    got, vllm = scenario_numbers(run, f"{engine}/crossing"), run.scenarios[f"{engine}/crossing"]["vllm"]
     assert got["kinds"]["skipped_for_length"] > 0 and got["kinds"]["drafted"] > 0
     assert got["num_accepted_tokens"] == got["num_draft_tokens"] > 0
     assert vllm["num_accepted_tokens"] < vllm["num_draft_tokens"]
     assert vllm["num_drafts"] - got["num_drafts"] == got["kinds"]["skipped_for_length"]
 
 
-def test_grammar_invalid_drafts_are_counted_apart(run: Run) -> None:
-    got = scenario_numbers(run, "grammar")
+@pytest.mark.parametrize("engine", DRAFTING)
+def test_one_long_request_turns_drafting_off_for_the_short_ones(run: Run, engine: str) -> None:
+    """The long request generates 8 tokens, so it owns at most 8 request-steps: every skip beyond
+    those is a short request that fit the drafter. Once it is done the short ones draft again."""
+    got, vllm = scenario_numbers(run, f"{engine}/mixed"), run.scenarios[f"{engine}/mixed"]["vllm"]
+    assert got["kinds"]["skipped_for_length"] > 8 and got["kinds"]["drafted"] > 0
+    assert set(got["kinds"]) == {"skipped_for_length", "drafted"}
+    assert vllm["num_drafts"] - got["num_drafts"] == got["kinds"]["skipped_for_length"]
+    if engine in EXACT:
+        assert got["num_accepted_tokens"] == got["num_draft_tokens"] == 3 * got["num_drafts"]
+
+
+@pytest.mark.parametrize("engine", DRAFTING)
+def test_grammar_invalid_drafts_are_counted_apart(run: Run, engine: str) -> None:
+    got = scenario_numbers(run, f"{engine}/grammar")
     invalid = got["kinds"].get("grammar_invalid", 0) + got["kinds"].get("k_zero:grammar_truncated", 0)
     assert invalid > 0 and got["k_invalid"] > 0
     assert set(got["kinds"]) <= {"drafted", "grammar_invalid", "k_zero:grammar_truncated"}
@@ -90,7 +114,7 @@ def test_ngram_without_a_match_is_k_zero_no_proposal(run: Run) -> None:
     """The scenario leaves no room for other reasons (short prompts, no token budget or length limit
     reached): every K = 0 is a proposer that found no match. In-process, vLLM hands the plugin its
     live list of request ids, which the later steps reorder (read late, it gave unknown/schedule)."""
-    got = scenario_numbers(run, "ngram")
+    got = scenario_numbers(run, "ngram/ngram")
     assert got["kinds"]["k_zero:no_proposal"] > 0
     assert [kind for kind in got["kinds"] if kind.startswith("k_zero")] == ["k_zero:no_proposal"]
     assert got["vllm_num_drafts"] == got["num_drafts"] == got["kinds"].get("drafted", 0)
@@ -100,11 +124,13 @@ def test_whole_run_views_equal_vllms_totals(run: Run) -> None:
     con = connect(run.data)
     rows = {r["method"]: r for r in run_query(con, "SELECT * FROM acceptance_vllm").to_pylist()}
     con.close()
-    for method, names in (("draft_model", SCENARIOS[:4]), ("ngram", ["ngram"])):
+    assert set(rows) == set(ENGINES)
+    for method in ENGINES:
+        names = [name for name in SCENARIOS if name.startswith(f"{method}/")]
         for counter in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
             assert rows[method][counter] == sum(run.scenarios[n]["vllm"][counter] for n in names)
-    assert rows["draft_model"]["num_spec_tokens"] == 3
-    assert rows["draft_model"]["engine_id"].endswith("/dp0")
+        assert rows[method]["num_spec_tokens"] == 3
+        assert rows[method]["engine_id"].endswith("/dp0")
 
 
 def test_every_event_says_the_context_served_and_that_skips_could_be_seen(run: Run) -> None:
@@ -117,15 +143,28 @@ def test_every_event_says_the_context_served_and_that_skips_could_be_seen(run: R
                               "ORDER BY ALL").to_pylist()
     finally:
         con.close()
-    assert [tuple(r.values()) for r in rows] == [("draft_model", 512, None, "observed"),
-                                                 ("ngram", 512, None, "observed")]
+    assert [tuple(r.values()) for r in rows] == [(method, 512, None, "observed") for method in sorted(ENGINES)]
 
 
 def test_the_demo_prints_vllm_next_to_the_truth(demo: DemoRun) -> None:
-    lines = {line.split()[0]: line.split() for line in demo.output.splitlines() if line.split()[:1] and
-             line.split()[0] in SCENARIOS}
+    lines = {"/".join(cells[:2]): cells for cells in (line.split() for line in demo.output.splitlines())
+             if "/".join(cells[:2]) in SCENARIOS}
     assert list(lines) == SCENARIOS
-    assert all(cells[10] == "yes" for cells in lines.values())  # events reproduce vLLM's counters
-    assert lines["too_long"][2:7] == ["0.0000", "1.0000", "0", "NULL", "NULL"]  # vLLM 0.00 %, truth: no drafts
-    assert lines["fits"][5:7] == ["1.0000", "4.0000"]
+    assert all(cells[11] == "yes" for cells in lines.values())  # events reproduce vLLM's counters
+    for engine in DRAFTING:
+        assert lines[f"{engine}/too_long"][3:8] == ["0.0000", "1.0000", "0", "NULL", "NULL"]  # vLLM 0.00 %, no drafts
+        assert lines[f"{engine}/fits"][6:8] == ["1.0000", "4.0000"]
     assert "Running the scenarios on real vLLM" in demo.output
+
+
+def test_the_support_table_says_verified_end_to_end_for_exactly_the_methods_run_here() -> None:
+    """docs/plugin.md's rows of this release verified end to end name the methods these tests run, no
+    more and no fewer: the structured-output row the drafting ones."""
+    text = (ROOT / "docs" / "plugin.md").read_text()
+    table = text[text.index("## Supported versions"):text.index("## Known gaps")]
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in table.splitlines() if line.startswith("| 0.32.0")]
+    verified = [cells for cells in rows if cells[-1].startswith("verified end to end")]
+    methods = [set(re.findall(r"`(\w+)`", cells[3])) for cells in verified]
+    assert methods == [set(ENGINES), set(DRAFTING)], verified
+    assert all("test_plugin_end_to_end.py" in cells[-1] for cells in verified)
+    assert "structured output" in verified[1][3]

@@ -38,7 +38,7 @@ def baseline(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Run
 def test_without_a_sink_the_plugin_records_nothing(baseline: Run) -> None:
     assert "SPECMETRICS_SINK is not set; the plugin records nothing" in baseline.vllm_log
     assert not baseline.log.exists()
-    assert baseline.scenarios["fits"]["vllm"]["num_drafts"] > 0
+    assert baseline.scenarios["draft_model/fits"]["vllm"]["num_drafts"] > 0
 
 
 def test_a_failing_sink_drops_and_counts_and_vllm_is_unaffected(
