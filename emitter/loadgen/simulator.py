@@ -8,8 +8,8 @@ ground truth (:class:`EngineTruth`). It is for scale and tests; it never pretend
 
 from __future__ import annotations
 
+import hashlib
 import time
-import uuid
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -37,7 +37,10 @@ class EngineSimulator:
         self.instance = f"{spec.engine_prefix}-{index}"
         self.engine_id = engine_id(self.instance, 0)
         self.truth = EngineTruth(spec.num_spec_tokens)
-        self._boot = uuid.UUID(int=int(self.rng.integers(0, 2**63)) << 64 | index).hex[:16]
+        # Ids of the engine instance, not only of the seed: two load generators with the same seed and
+        # other prefixes (a second run beside the first) never share an event id or a request id.
+        draw = int(self.rng.integers(0, 2**63))
+        self._boot = hashlib.blake2b(f"{self.instance}/{draw}".encode(), digest_size=8).hexdigest()
         self._probs = np.array(spec.position_probs())
         self._step = 0
         b = spec.batch_size
@@ -47,7 +50,7 @@ class EngineSimulator:
         self._t0 = event_time_us(spec.start_time)
 
     def _new_request_id(self) -> str:
-        return f"chatcmpl-{self.rng.bytes(16).hex()}"
+        return f"chatcmpl-{self._boot[:8]}{self.rng.bytes(16).hex()}"
 
     def step(self) -> bytes:
         """Simulate one step; returns its encoded message."""

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +22,7 @@ from specmetrics.cli import build_parser, main
 from specmetrics.commands.loadgen import spec_from_args
 from storage.layout import DATA_GLOB
 from tests.support.compose import HostProcess, healthcheck_argv, resolved_services
+from tests.support.http import get
 from tests.support.metrics import VIEW_SERIES, scrape, view_series
 
 ROWS = 3_000
@@ -111,17 +111,8 @@ def test_demo_profile_end_to_end(kafka_broker: TansuBroker, tmp_path: Path) -> N
     web.argv[web.argv.index("--bind") + 1] = "127.0.0.1"  # 0.0.0.0 in the container
     server = web.start()
     try:
-        wait_for("the report server", lambda: _get(port, "/latest.html") is not None, server, timeout_s=20)
-        assert _get(port, "/latest.html") == (folder / "latest.html").read_bytes()
+        wait_for("the report server", lambda: get(port, "/latest.html") is not None, server, timeout_s=20)
+        assert get(port, "/latest.html") == (folder / "latest.html").read_bytes()
     finally:
         code, _, err = stop(server)
     assert code == 0, err
-
-
-def _get(port: int, path: str) -> bytes | None:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
-            body: bytes = response.read()
-            return body
-    except OSError:
-        return None

@@ -80,9 +80,15 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
 
 
 def stored_files(out: Path) -> dict[str, tuple[int, int]]:
-    """Every data and dead-letter file, by path, with its identity."""
-    paths = [*out.glob(DATA_GLOB), *(out / DEAD_LETTER_DIR).glob("*.jsonl")]
-    return {str(p.relative_to(out)): identity(p) for p in paths}
+    """Every data and dead-letter file, by path, with its identity. Read while an ingester runs, a
+    file it removes between the listing and the stat (recovery rewriting a cut flush) is left out."""
+    found = {}
+    for path in [*out.glob(DATA_GLOB), *(out / DEAD_LETTER_DIR).glob("*.jsonl")]:
+        try:
+            found[str(path.relative_to(out))] = identity(path)
+        except FileNotFoundError:
+            continue
+    return found
 
 
 def complete_flush_files(out: Path) -> dict[str, tuple[int, int]]:

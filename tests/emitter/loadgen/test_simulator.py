@@ -54,6 +54,19 @@ def test_the_same_seed_gives_the_same_stream_and_another_seed_does_not() -> None
     assert steps(spec, 20) != steps(spec.model_copy(update={"seed": 6}), 20)
 
 
+def test_two_generators_with_the_same_seed_and_other_prefixes_share_no_event_or_request_id() -> None:
+    """Found by running a second load generator beside the demo's on Docker: ids that came from the
+    seed alone made its rows collide with the first one's in (event_id, request_id)."""
+    def ids(prefix: str) -> tuple[set[str], set[str]]:
+        events = [step_event_from_wire(p) for p in steps(LoadSpec(start_time=T0, seed=0, engine_prefix=prefix), 30)]
+        return {e.event_id for e in events}, {o.request_id for e in events for o in e.outcomes}
+
+    (first_events, first_requests), (other_events, other_requests) = ids("demo"), ids("faults")
+    assert len(first_events) == 30 and first_requests
+    assert not first_events & other_events and not first_requests & other_requests
+    assert ids("demo") == (first_events, first_requests)  # still a function of the spec
+
+
 def test_ground_truth_counts_what_was_written() -> None:
     sim = EngineSimulator(LoadSpec(start_time=T0, seed=1, drafter_max_len=1600), 0)
     events = [step_event_from_wire(sim.step()) for _ in range(200)]

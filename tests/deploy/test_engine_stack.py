@@ -1,0 +1,241 @@
+"""``docker compose --profile demo --profile monitoring up --scale ingest=2`` on a real Docker engine:
+the project's own Dockerfiles and compose file, with stand-ins only for the images no registry gives
+here (tests/support/docker_engine.py); Grafana, which has none, is left out.
+
+- The demo path end to end: loadgen -> Kafka -> two ingest replicas -> Parquet in the named volume ->
+  reports -> reports-web, checked against the load generator's truth (the same spec and seed, run
+  here), with every service's writable paths owned by the image's unprivileged user on a fresh volume.
+- Monitoring: Prometheus scrapes every ingest replica through the compose file's own scrape config,
+  loads alerts.yml, and gives back the views' corrected counters."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from devtools.kafka_broker import free_port
+from emitter.loadgen import run_load
+from emitter.sinks import LocalLogSink
+from specmetrics.cli import build_parser
+from specmetrics.commands.loadgen import spec_from_args
+from tests.support.docker_engine import docker, prepare_images, start_engine, stop_engine
+from tests.support.http import get
+from tests.support.metrics import VIEW_SERIES, Samples, view_series
+
+PROJECT = "specmetrics-enginetest"
+ROWS = 3_000
+INGESTERS = 2
+SERVICES = ("kafka", "kafka-init", "ingest", "loadgen", "reports", "reports-web", "prometheus")
+APP_USER = "10001"  # docker/app.Dockerfile's specmetrics user
+DATA = "/var/lib/specmetrics/data"
+REPORTS = "/var/lib/specmetrics/reports"
+ALERTS_FILE = Path(__file__).parents[2] / "docker" / "monitoring" / "prometheus" / "alerts.yml"
+
+
+class Stack:
+    """One compose project on the engine: ``docker compose -p PROJECT -f ... --env-file ...``, and the
+    host ports it publishes."""
+
+    def __init__(self, files: list[Path], env_file: Path, ports: dict[str, int]) -> None:
+        self.base = ["compose", "-p", PROJECT, *(a for f in files for a in ("-f", str(f))), "--env-file", str(env_file),
+                     "--profile", "demo", "--profile", "monitoring"]
+        self.ports = ports
+
+    def __call__(self, *args: str, timeout: float = 600, check: bool = True) -> str:
+        return docker(*self.base, *args, timeout=timeout, check=check).stdout
+
+    def exec(self, service: str, *argv: str) -> str:
+        return self("exec", "-T", service, *argv, timeout=120)
+
+    def containers(self) -> list[dict[str, Any]]:
+        """``docker compose ps`` records of every container, stopped ones too."""
+        return [json.loads(line) for line in self("ps", "--all", "--format", "json").splitlines() if line]
+
+    def state(self, service: str) -> dict[str, Any]:
+        return next(c for c in self.containers() if c["Service"] == service)
+
+    def stored(self) -> int:
+        out = self.exec("ingest", "specmetrics", "sql", "--data", DATA, "--format", "json",
+                        "SELECT count(*) AS n FROM request_steps")
+        return int(json.loads(out)[0]["n"])
+
+
+def wait_for(condition: str, check: Callable[[], bool], timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(1)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {condition}")
+
+
+def api(port: int, path: str, **params: str) -> Any:
+    """The ``data`` of a Prometheus HTTP API answer."""
+    body = get(port, f"{path}?{urllib.parse.urlencode(params)}" if params else path)
+    assert body is not None, path
+    answer = json.loads(body)
+    assert answer["status"] == "success", answer
+    return answer["data"]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    root = tmp_path_factory.mktemp("engine")
+    engine = start_engine(root / "dockerd.log")
+    try:
+        files = prepare_images()
+        ports = {"REPORTS_PORT": free_port(), "PROMETHEUS_PORT": free_port(), "KAFKA_HOST_PORT": free_port()}
+        env_file = root / "stack.env"
+        env_file.write_text(f"STEPS_TOPIC=enginetest.steps\nLOADGEN_ROWS={ROWS}\nSPECMETRICS_INGEST_FLUSH_IDLE_S=1\n"
+                            "SPECMETRICS_INGEST_FLUSH_ROWS=2000\n"  # files while a stream goes on
+                            + "".join(f"{name}={port}\n" for name, port in ports.items()))
+        up = Stack(files, env_file, ports)
+        up("down", "--volumes", "--remove-orphans", timeout=300)  # what a killed run left behind
+        try:
+            try:  # waits for the healthchecks depends_on names
+                up("up", "--detach", "--build", "--scale", f"ingest={INGESTERS}", *SERVICES, timeout=900)
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\n{up('logs', '--tail', '30', check=False)}") from None
+            yield up
+        finally:
+            up("down", "--volumes", "--remove-orphans", timeout=300, check=False)
+    finally:
+        stop_engine(engine)
+
+
+@pytest.fixture(scope="module")
+def expected(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> int:
+    """The load generator's rows, once every one of them is stored: the same spec and seed run here."""
+    config = json.loads(stack("config", "--format", "json"))["services"]
+    spec = spec_from_args(build_parser().parse_args(config["loadgen"]["command"][1:]))
+    with LocalLogSink(tmp_path_factory.mktemp("reference") / "log") as sink:
+        rows = sum(t.rows for t in run_load(spec, sink).values())
+    assert rows >= ROWS
+    wait_for("the load generator to finish", lambda: stack.state("loadgen")["State"] == "exited")
+    assert (stack.state("kafka-init")["ExitCode"], stack.state("loadgen")["ExitCode"]) == (0, 0)
+    wait_for(f"{rows} rows in the data volume", lambda: stack.stored() >= rows)
+    return rows
+
+
+def test_demo_profile_on_a_real_engine_stores_the_load_generators_truth_and_serves_the_report(
+        stack: Stack, expected: int) -> None:
+    containers = stack.containers()
+    assert sorted(c["Service"] for c in containers) == sorted([*SERVICES, *["ingest"] * (INGESTERS - 1)])
+    assert stack.stored() == expected
+    assert all(c["Health"] == "healthy" for c in containers if c["Service"] == "ingest")
+    stack.exec("ingest", "specmetrics", "verify", "--data", DATA)
+
+    # The unprivileged user owns what each service writes: the named volumes and the tmpfs.
+    for service, folder in (("ingest", DATA), ("ingest", "/run/specmetrics"), ("reports", REPORTS)):
+        assert stack.exec(service, "id", "-u").strip() == APP_USER
+        assert stack.exec(service, "find", folder, "!", "-user", APP_USER) == "", (service, folder)
+    assert "ingest.heartbeat" in stack.exec("ingest", "ls", "/run/specmetrics")
+
+    stack("restart", "reports")  # it runs at start: now over every stored row
+    port, served = stack.ports["REPORTS_PORT"], f"{expected:,} request-steps"
+
+    def report_served() -> bool:
+        body = get(port, "/latest.md")
+        return body is not None and served in body.decode()
+
+    wait_for(f"a report of {served} on port {port}", report_served)
+    html = get(port, "/latest.html")
+    assert html is not None and html == stack.exec("reports-web", "cat", f"{REPORTS}/latest.html").encode()
+
+
+def prometheus_series(port: int) -> Samples:
+    """Each counter of :data:`VIEW_SERIES` summed over the ingest replicas, as Prometheus holds it
+    (an empty label is an absent one there)."""
+    found: Samples = {}
+    for name in VIEW_SERIES:
+        for result in api(port, "/api/v1/query", query=f"sum without (instance, job) ({name})")["result"]:
+            found[(name, tuple(sorted(result["metric"].items())))] = float(result["value"][1])
+    return found
+
+
+def test_prometheus_scrapes_every_ingest_replica_loads_the_alerts_and_gives_back_the_views(
+        stack: Stack, expected: int, tmp_path: Path) -> None:
+    port = stack.ports["PROMETHEUS_PORT"]
+    rules = yaml.safe_load(ALERTS_FILE.read_text())
+    loaded = api(port, "/api/v1/rules")["groups"]
+    assert sorted((g["name"], len(g["rules"])) for g in loaded) == sorted(
+        (g["name"], len(g["rules"])) for g in rules["groups"])
+
+    def every_replica_up() -> bool:
+        targets = [t for t in api(port, "/api/v1/targets")["activeTargets"]
+                   if t["labels"]["job"] == "specmetrics-ingest"]
+        return len(targets) == INGESTERS and all(t["health"] == "up" for t in targets)
+
+    wait_for(f"{INGESTERS} ingest replicas scraped", every_replica_up, timeout_s=90)
+
+    stack("cp", f"ingest:{DATA}", str(tmp_path / "data"))
+    views = {(name, tuple((k, v) for k, v in labels if v)): value
+             for (name, labels), value in view_series(tmp_path / "data").items()}
+    assert sum(v for (name, _), v in views.items() if name == "specmetrics_request_steps_total") == expected
+    latest: list[Samples] = []
+
+    def scraped_after_the_last_row() -> bool:
+        latest[:] = [prometheus_series(port)]
+        return latest[0] == views
+
+    try:
+        wait_for("Prometheus to hold the views' counters", scraped_after_the_last_row, timeout_s=90)
+    except AssertionError:
+        differ = {key: (latest[0].get(key), views.get(key)) for key in {*latest[0], *views}
+                  if latest[0].get(key) != views.get(key)}
+        raise AssertionError(f"Prometheus vs the views, where they differ: {differ}") from None
+
+
+def unique_rows(stack: Stack) -> tuple[int, int]:
+    out = stack.exec("ingest", "specmetrics", "sql", "--data", DATA, "--format", "json",
+                     "SELECT count(*) AS n, count(DISTINCT (event_id, request_id)) AS u FROM request_steps")
+    got = json.loads(out)[0]
+    return int(got["n"]), int(got["u"])
+
+
+def test_ingest_killed_mid_stream_then_the_stack_down_and_up_lose_nothing_and_store_nothing_twice(
+        stack: Stack, expected: int) -> None:
+    """Every ingest replica SIGKILLed while a second load generator streams, then started again; then
+    the readers' containers removed and created anew: the data volume holds every row once."""
+    argv = ["specmetrics", "loadgen", "--sink", "kafka://kafka:9092/enginetest.steps", "--realtime",
+            "--rows", "60000", "--engines", "2", "--engine-prefix", "faults", "--step-ms", "50"]
+    spec = spec_from_args(build_parser().parse_args(argv[1:]))
+    with LocalLogSink(Path(tempfile.mkdtemp(prefix="faults-reference-")) / "log") as sink:
+        total = expected + sum(t.rows for t in run_load(spec, sink).values())
+    name = f"{PROJECT}-faults"
+    stack("run", "--detach", "--no-deps", "--name", name, "loadgen", *argv)
+    try:
+        wait_for("the second stream to reach the data volume", lambda: stack.stored() > expected + 2_000)
+        stack("kill", "ingest")
+        assert {c["State"] for c in stack.containers() if c["Service"] == "ingest"} == {"exited"}
+        assert docker("inspect", "--format", "{{.State.Running}}", name).stdout.strip() == "true"  # mid-stream
+        stack("start", "ingest")
+        assert docker("wait", name, timeout=300).stdout.strip() == "0"
+    finally:
+        docker("rm", "--force", name, check=False)
+    wait_for(f"{total} rows in the data volume", lambda: stack.stored() >= total)
+    assert unique_rows(stack) == (total, total)
+    stack.exec("ingest", "specmetrics", "verify", "--data", DATA)
+
+    # New containers over the same named volumes. Not the broker's: the Tansu stand-in keeps its log in
+    # memory, so a broker recreated here would have lost every record and offset.
+    readers = ("ingest", "reports", "reports-web")
+    stack("rm", "--stop", "--force", *readers, timeout=300)
+    assert not [c for c in stack.containers() if c["Service"] in readers]
+    stack("up", "--detach", "--no-deps", "--scale", f"ingest={INGESTERS}", *readers, timeout=900)
+
+    def healthy() -> bool:
+        health = [c["Health"] for c in stack.containers() if c["Service"] == "ingest"]
+        return health == ["healthy"] * INGESTERS
+
+    wait_for("the new ingest replicas to turn healthy", healthy)
+    assert unique_rows(stack) == (total, total)
+    stack.exec("ingest", "specmetrics", "verify", "--data", DATA)

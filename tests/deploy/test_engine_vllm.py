@@ -1,0 +1,131 @@
+"""``docker compose --profile cpu up`` on a real Docker engine: vLLM in the image the compose file
+builds (docker/vllm.Dockerfile: vLLM's CPU release, or its stand-in, with the plugin), serving the
+tiny local models with a same-weights drafter; requests through the OpenAI API; the plugin's step
+events reach ingest through Kafka, and the views equal vLLM's own /metrics counters."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devtools.kafka_broker import free_port
+from specmetrics.tiny_models import tiny_models
+from tests.support.docker_engine import (
+    COMPOSE_FILE,
+    docker,
+    prepare_images,
+    prepare_vllm_cpu,
+    start_engine,
+    stop_engine,
+)
+from tests.support.http import get
+from tests.support.metrics import scrape
+
+PROJECT = "specmetrics-vllmtest"
+SERVICES = ("kafka", "kafka-init", "ingest", "vllm-cpu")
+DATA = "/var/lib/specmetrics/data"
+K = 3
+COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
+ENGINE = "vllm-cpu-test/dp0"  # SPECMETRICS_ENGINE_LABEL, data-parallel rank 0
+
+
+class Stack:
+    def __init__(self, files: list[Path], env_file: Path, vllm_port: int) -> None:
+        self.base = ["compose", "-p", PROJECT, *(a for f in files for a in ("-f", str(f))), "--env-file", str(env_file),
+                     "--profile", "cpu"]
+        self.vllm_port = vllm_port
+
+    def __call__(self, *args: str, timeout: float = 600, check: bool = True) -> str:
+        return docker(*self.base, *args, timeout=timeout, check=check).stdout
+
+    def sql(self, query: str, *params: str) -> list[dict[str, object]]:
+        bound = [a for p in params for a in ("--param", p)]
+        out = self("exec", "-T", "ingest", "specmetrics", "sql", "--data", DATA, "--format", "json", *bound, query,
+                   timeout=120)
+        rows: list[dict[str, object]] = json.loads(out)
+        return rows
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    root = tmp_path_factory.mktemp("vllm-engine")
+    models = tiny_models(root / "models")
+    engine = start_engine(root / "dockerd.log")
+    try:
+        files = [*prepare_images(), prepare_vllm_cpu()]
+        assert files[0] == COMPOSE_FILE
+        vllm_port = free_port()
+        env_file = root / "stack.env"
+        env_file.write_text("\n".join([
+            "STEPS_TOPIC=vllmtest.steps", "SPECMETRICS_INGEST_FLUSH_IDLE_S=1", f"KAFKA_HOST_PORT={free_port()}",
+            f"VLLM_PORT={vllm_port}", "VLLM_CPU_KVCACHE_SPACE=1", f"SPECMETRICS_TEST_MODELS={root / 'models'}",
+            f"MODEL=/models/{models['target'].name}", "SPEC_METHOD=draft_model",
+            f"SPEC_DRAFT_MODEL=/models/{models['same_drafter'].name}", f"SPEC_NUM_TOKENS={K}", "MAX_MODEL_LEN=512",
+            "SPECMETRICS_ENGINE_LABEL=vllm-cpu-test", "SPECMETRICS_FLUSH_INTERVAL_MS=200", ""]))
+        up = Stack(files, env_file, vllm_port)
+        up("down", "--volumes", "--remove-orphans", timeout=300)
+        try:
+            try:
+                up("up", "--detach", "--build", *SERVICES, timeout=1800)
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\n{up('logs', '--tail', '30', check=False)}") from None
+            deadline = time.monotonic() + 600
+            while get(vllm_port, "/health") is None:
+                state = json.loads(up("ps", "--all", "--format", "json", "vllm-cpu").splitlines()[0])["State"]
+                if time.monotonic() > deadline or state != "running":  # restart: unless-stopped restarts it
+                    logs = up("logs", "--tail", "60", "vllm-cpu", check=False)
+                    raise AssertionError(f"vLLM did not come up:\n{logs}")
+                time.sleep(2)
+            yield up
+        finally:
+            up("down", "--volumes", "--remove-orphans", timeout=300, check=False)
+    finally:
+        stop_engine(engine)
+
+
+def complete(port: int, model: str, prompt: str) -> dict[str, object]:
+    body = json.dumps({"model": model, "prompt": prompt, "max_tokens": 24, "temperature": 0,
+                       "ignore_eos": True}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        answer: dict[str, object] = json.loads(response.read())
+        return answer
+
+
+def vllm_counters(port: int) -> dict[str, int]:
+    """vLLM's own spec-decode counters from its /metrics, summed over label sets."""
+    found = dict.fromkeys(COUNTERS, 0)
+    for (name, _), value in scrape(port).items():
+        counter = name.removeprefix("vllm:spec_decode_").removesuffix("_total")
+        if name.startswith("vllm:spec_decode_") and counter in found:
+            found[counter] += int(value)
+    return found
+
+
+def test_vllm_in_its_container_sends_step_events_whose_views_equal_its_own_counters(stack: Stack) -> None:
+    model = json.loads(get(stack.vllm_port, "/v1/models") or b"{}")["data"][0]["id"]
+    for prompt in ("the quick brown fox", "speculative decoding in production", "a tiny model on a cpu"):
+        assert complete(stack.vllm_port, model, prompt)["choices"]
+    counters = vllm_counters(stack.vllm_port)
+    assert counters["num_drafts"] > 0
+
+    def views() -> tuple[dict[str, int], dict[str, object]]:
+        query = "SELECT num_drafts, num_draft_tokens, num_accepted_tokens FROM {} WHERE engine_id = ?"
+        vllm_rows = stack.sql(query.format("acceptance_vllm"), ENGINE)
+        corrected = stack.sql(query.format("acceptance"), ENGINE)
+        return ({k: int(v) for k, v in vllm_rows[0].items()} if vllm_rows else {}), (corrected[0] if corrected else {})
+
+    deadline = time.monotonic() + 120
+    while (got := views())[0] != counters:
+        assert time.monotonic() < deadline, f"views {got} vs vLLM's counters {counters}"
+        time.sleep(2)
+    corrected = got[1]
+    assert corrected["num_accepted_tokens"] == corrected["num_draft_tokens"] == K * int(str(corrected["num_drafts"]))
+    assert stack.sql("SELECT DISTINCT method, vllm_version FROM request_steps") == [
+        {"method": "draft_model", "vllm_version": "0.32.0"}]
