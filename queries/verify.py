@@ -8,7 +8,8 @@ step was produced twice (at-least-once delivery upstream) or ingested twice. A r
 the rollup recomputed from its data file's rows, and have its data file (queries.rollup); data
 files without a rollup yet are only counted. Offsets the ingester recorded as lost (gone from the
 source: a ``_dead_letter`` line with ``"lost": true``) are covered, but listed, and the tree is
-not clean while any is, nor while a flush lacks some of the files it wrote. Files readers leave
+not clean while any is, nor while a flush lacks some of the files it wrote. Records set aside as
+dead letters (their bytes kept) are counted per source partition and reason, apart from both. Files readers leave
 out (storage.tree_files: foreign names or schemas, copies) are listed and make the tree not clean;
 events and rollups are checked in the files readers take. This module sits
 with the queries, not the ingester: rollups are the queries' derived data, and the ingester
@@ -55,6 +56,19 @@ class RecordedLoss:
 
 
 @dataclass
+class SetAside:
+    """Records of one source partition the ingester set aside as dead letters for one reason: their
+    original bytes are in ``_dead_letter/``, their rows in no data file."""
+
+    source: str
+    partition: int
+    reason: str
+    records: int
+    first: int  # offset of the first and the last such record
+    last: int
+
+
+@dataclass
 class VerifyReport:
     partitions: list[PartitionCoverage]
     duplicate_events: int  # event ids stored at more than one position
@@ -63,9 +77,11 @@ class VerifyReport:
     lost: list[RecordedLoss] = field(default_factory=list)
     incomplete_flushes: list[str] = field(default_factory=list)  # ingest.recovery.incomplete_flushes
     left_out: list[LeftOut] = field(default_factory=list)  # files readers do not read, with the reason
+    set_aside: list[SetAside] = field(default_factory=list)  # dead letters, per source partition and reason
 
     @property
     def clean(self) -> bool:
+        """Every offset stored once, every event once, nothing lost or left out: dead letters aside."""
         return not self.duplicate_events and not any(p.gaps or p.overlaps for p in self.partitions) \
             and self.rollups.clean and not self.lost and not self.incomplete_flushes and not self.left_out
 
@@ -74,9 +90,10 @@ def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
     if not data.is_dir():
         raise FileNotFoundError(f"{data} is not a directory")
     files = select_files(data, rollup_schema=rollup_schema())
+    losses, set_aside = _dead_letters(data)
     return VerifyReport(_coverage(data), *_duplicate_events(files.data, examples), check_rollups(data, files),
-                        lost=_recorded_losses(data), incomplete_flushes=incomplete_flushes(data),
-                        left_out=list(files.left_out))
+                        lost=losses, incomplete_flushes=incomplete_flushes(data), left_out=list(files.left_out),
+                        set_aside=set_aside)
 
 
 def _coverage(data: Path) -> list[PartitionCoverage]:
@@ -101,19 +118,30 @@ def _coverage(data: Path) -> list[PartitionCoverage]:
     return report
 
 
-def _recorded_losses(data: Path) -> list[RecordedLoss]:
-    """The lost ranges in ``_dead_letter``: a file of one line each (other files start with a letter)."""
+def _dead_letters(data: Path) -> tuple[list[RecordedLoss], list[SetAside]]:
+    """What ``_dead_letter`` holds: the ranges recorded lost (a file of one ``"lost": true`` line), and
+    the records set aside, grouped by source partition and reason. A line that is not JSON is skipped:
+    the file's name still covers its offsets."""
     losses = []
+    groups: dict[tuple[str, int, str], list[int]] = defaultdict(list)
     for path in (data / DEAD_LETTER_DIR).glob("*.jsonl"):
         with path.open("rb") as file:
-            try:
-                line = json.loads(file.readline())
-            except ValueError:
-                continue
-        if isinstance(line, dict) and line.get("lost") is True:
-            losses.append(RecordedLoss(line["source"], line["partition"], line["offset"], line["last_offset"],
-                                       line["reason"]))
-    return sorted(losses, key=lambda loss: (loss.source, loss.partition, loss.first))
+            for raw in file:
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    continue
+                if not isinstance(line, dict):
+                    continue
+                if line.get("lost") is True:
+                    losses.append(RecordedLoss(line["source"], line["partition"], line["offset"],
+                                               line["last_offset"], line["reason"]))
+                elif "offset" in line:
+                    groups[str(line.get("source")), int(line.get("partition", -1)), str(line.get("reason"))].append(
+                        int(line["offset"]))
+    set_aside = [SetAside(source, partition, reason, len(offsets), min(offsets), max(offsets))
+                 for (source, partition, reason), offsets in sorted(groups.items())]
+    return sorted(losses, key=lambda loss: (loss.source, loss.partition, loss.first)), set_aside
 
 
 def _duplicate_events(files: Sequence[Path], examples: int) -> tuple[int, list[tuple[str, int]]]:

@@ -15,6 +15,7 @@ from queries import connect
 from queries.rollup import build_missing, rollups_cover, window_files
 from reports import Window, collect, parse_duration, parse_formats, parse_schedule, write_report
 from reports.writer import prune_reports
+from specmetrics.heartbeat import Heartbeat
 from specmetrics.progress import Progress
 
 log = logging.getLogger("specmetrics.report")
@@ -38,7 +39,11 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--every", default=None,
                         help="Run now, then on a schedule: an interval (1h, 15m) or a cron expression in quotes "
                              "('0 * * * *', UTC). A failed run is logged and the next one still runs.")
-    parser.add_argument("--runs", type=int, default=None, help="With --every: stop after this many runs.")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="With --every: stop after this many runs; the exit code is 1 if the last one failed.")
+    parser.add_argument("--heartbeat-file", type=Path, default=None,
+                        help="Rewritten after each run that wrote its report, so that 'specmetrics health' tells "
+                             "whether one succeeded lately (the reports container's healthcheck).")
     parser.add_argument("--keep", type=int, default=None,
                         help="Keep only the newest N timestamped reports in --out (latest.* stay); default: all.")
     parser.add_argument("--raw", action="store_true",
@@ -56,21 +61,29 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--keep must be at least 1")
     window_at = _window_parser(args.since, args.until)
     window = window_at(datetime.now(UTC))  # bad --since/--until fail now, not at the first scheduled run
+    heartbeat = Heartbeat(args.heartbeat_file, interval_s=0) if args.heartbeat_file else None
     if not args.every:
-        return _run_once(args, formats, bucket, window, scheduled=False)
+        code = _run_once(args, formats, bucket, window, scheduled=False)
+        if code == 0 and heartbeat:
+            heartbeat.beat()
+        return code
     schedule = parse_schedule(args.every)
     schedule.next_after(datetime.now(UTC))  # a cron expression that never matches fails now
-    runs, when = 0, datetime.now(UTC)
+    runs, when, failed = 0, datetime.now(UTC), False
     while args.runs is None or runs < args.runs:
         if runs:
             when = schedule.next_after(datetime.now(UTC))
             _sleep_until(when)
         try:  # relative windows end at the scheduled time, so consecutive reports neither overlap nor miss
             _run_once(args, formats, bucket, window_at(when), scheduled=True)
+            failed = False
+            if heartbeat:
+                heartbeat.beat({"runs": runs + 1})
         except Exception as exc:
+            failed = True
             log.error("report run failed (the next one still runs): %s: %s", type(exc).__name__, exc)
         runs += 1
-    return 0
+    return 1 if failed else 0
 
 
 def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timedelta | None, window: Window,

@@ -1,6 +1,6 @@
 """``specmetrics verify``: offset gaps and overlaps per partition, offsets recorded as lost,
 duplicate event ids, rollups equal to the raw rows (missing rollups are only counted: reports
-build them), flushes with all their files, files readers leave out."""
+build them), flushes with all their files, files readers leave out, records set aside."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from queries.verify import verify_tree
+from queries.verify import VerifyReport, verify_tree
 from specmetrics.tables import text_table
+from storage.layout import DEAD_LETTER_DIR
 
 
 def add_parser(subparsers: Any) -> None:
@@ -19,20 +20,32 @@ def add_parser(subparsers: Any) -> None:
         "verify", help="Check a Parquet tree: offset gaps and overlaps per partition, offsets the ingester "
                        "recorded as lost (--accept-loss), duplicate event ids, rollups orphaned or not equal "
                        "to the raw rows, flushes missing some of their files, files readers leave out (exit "
-                       "code 1 when any); counts data files without a rollup yet.")
+                       "code 1 when any); records set aside as dead letters (exit code 3 when the tree is "
+                       "otherwise clean); counts data files without a rollup yet.")
     parser.add_argument("--data", required=True, type=Path, help="The tree written by 'specmetrics ingest'.")
     parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
     parser.set_defaults(run=run)
+
+
+#: Exit codes: the tree is clean; it is not (data missing, twice, lost or left out); it is clean but
+#: records were set aside as dead letters (their bytes are kept, their rows are in no data file).
+CLEAN, NOT_CLEAN, SET_ASIDE = 0, 1, 3
+
+
+def exit_code(report: VerifyReport) -> int:
+    if not report.clean:
+        return NOT_CLEAN
+    return SET_ASIDE if report.set_aside else CLEAN
 
 
 def run(args: argparse.Namespace) -> int:
     report = verify_tree(args.data)
     if not report.partitions:
         print(f"nothing to verify: no ingested files under {args.data}")
-        return 1
+        return NOT_CLEAN
     if args.json:
         print(json.dumps({**asdict(report), "clean": report.clean}, indent=1))
-        return 0 if report.clean else 1
+        return exit_code(report)
     print(text_table(
         ["source", "partition", "first offset", "last offset", "flushes", "gaps", "overlaps"],
         [[p.source, p.partition, p.first, p.last, p.flushes, len(p.gaps), len(p.overlaps)] for p in report.partitions],
@@ -62,5 +75,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"  'specmetrics rollup --data {args.data} --rebuild' rewrites every rollup from the raw rows")
     for left_out in report.left_out:
         print(f"left out by readers: {left_out.path}: {left_out.reason}")
-    print("clean" if report.clean else "NOT clean")
-    return 0 if report.clean else 1
+    for group in report.set_aside:
+        print(f"set aside: {group.source} partition {group.partition}: {group.records:,} record(s), offsets "
+              f"{group.first}-{group.last}: {group.reason}")
+    records = sum(group.records for group in report.set_aside)
+    if not report.clean:
+        print("NOT clean")
+    elif records:
+        print(f"clean, but {records:,} record(s) set aside as dead letters (their bytes are in "
+              f"{args.data / DEAD_LETTER_DIR})")
+    else:
+        print("clean")
+    return exit_code(report)

@@ -134,7 +134,8 @@ def test_demo_profile_on_a_real_engine_stores_the_load_generators_truth_and_serv
     stack.exec("ingest", "specmetrics", "verify", "--data", DATA)
 
     # The unprivileged user owns what each service writes: the named volumes and the tmpfs.
-    for service, folder in (("ingest", DATA), ("ingest", "/run/specmetrics"), ("reports", REPORTS)):
+    for service, folder in (("ingest", DATA), ("ingest", "/run/specmetrics"), ("reports", REPORTS),
+                            ("reports", "/run/specmetrics")):
         assert stack.exec(service, "id", "-u").strip() == APP_USER
         assert stack.exec(service, "find", folder, "!", "-user", APP_USER) == "", (service, folder)
     assert "ingest.heartbeat" in stack.exec("ingest", "ls", "/run/specmetrics")
@@ -149,6 +150,8 @@ def test_demo_profile_on_a_real_engine_stores_the_load_generators_truth_and_serv
     wait_for(f"a report of {served} on port {port}", report_served)
     html = get(port, "/latest.html")
     assert html is not None and html == stack.exec("reports-web", "cat", f"{REPORTS}/latest.html").encode()
+    healthcheck = json.loads(stack("config", "--format", "json"))["services"]["reports"]["healthcheck"]["test"]
+    assert stack.exec("reports", *healthcheck[1:]).startswith("healthy")  # what Docker runs every minute
 
 
 def prometheus_series(port: int) -> Samples:

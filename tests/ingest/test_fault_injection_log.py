@@ -127,7 +127,9 @@ def test_a_flipped_byte_mid_segment_is_one_dead_letter_and_nothing_after_it_is_l
     [letter] = dead_letters(data_dir)
     assert letter["offset"] == 12 and "damaged local log record" in letter["reason"]
     assert base64.b64decode(letter["payload_base64"]) == damaged[bad.start:bad.end]
-    assert verify_cli(data_dir).returncode == 0  # every offset accounted for
+    report = verify_cli(data_dir)
+    assert report.returncode == 3  # every offset accounted for: clean, one record set aside
+    assert "set aside: log partition 0: 1 record(s), offsets 12-12:" in report.stdout
     size = bad.path.stat().st_size
     assert write_steps(log_dir, 3, first=30)  # the next writer appends after the damaged record, cutting nothing
     assert bad.path.stat().st_size > size and bad.path.read_bytes()[:size] == damaged

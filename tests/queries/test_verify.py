@@ -56,6 +56,27 @@ def test_a_flush_of_steps_without_outcomes_leaves_no_gap(log_dir: Path, data_dir
     assert verify_tree(data_dir).rollups.clean
 
 
+def test_records_set_aside_are_counted_by_source_and_reason_with_their_own_exit_code(
+        log_dir: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A tree whose every offset is accounted for but some records went to the dead letters is clean
+    and says so apart: exit code 3, the records per source partition and reason, in text and JSON."""
+    good = [step_event_to_wire(step_event(event_id=f"e{i}")) for i in range(4)]
+    LocalLogWriter(log_dir).append([good[0], b"\x00not msgpack", good[1], b"\x01neither", good[2], good[3]])
+    ingest_once(log_dir, data_dir)
+    report = verify_tree(data_dir)
+    assert report.clean
+    assert [(g.source, g.partition, g.records, g.first, g.last) for g in report.set_aside] == [("log", 0, 2, 1, 3)]
+    assert "msgpack" in report.set_aside[0].reason
+    assert main(["verify", "--data", str(data_dir)]) == 3
+    out = capsys.readouterr().out
+    assert "set aside: log partition 0: 2 record(s), offsets 1-3: " in out
+    assert out.rstrip().endswith(f"clean, but 2 record(s) set aside as dead letters (their bytes are in "
+                                 f"{data_dir / '_dead_letter'})")
+    assert main(["verify", "--data", str(data_dir), "--json"]) == 3
+    as_json = json.loads(capsys.readouterr().out)
+    assert as_json["clean"] and [g["records"] for g in as_json["set_aside"]] == [2]
+
+
 def test_a_missing_file_is_a_gap(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     files(tree)[1].unlink()
     report = verify_tree(tree)

@@ -4,6 +4,7 @@ failed run."""
 from __future__ import annotations
 
 import html
+import json
 import logging
 import re
 from pathlib import Path
@@ -88,6 +89,36 @@ def test_a_failed_scheduled_run_is_logged_and_the_next_one_runs(
                      "--every", "1h", "--runs", "2"]) == 0
     assert caplog.text.count("report run failed (the next one still runs): FileNotFoundError") == 1
     assert len(list(out.glob("report-*.html"))) == 1
+
+
+def test_scheduled_runs_exit_1_when_the_last_failed_and_beat_only_after_a_report(
+        tmp_path: Path, report_tree: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every run failing exits 1 and leaves no heartbeat, so neither a scheduler nor the container's
+    healthcheck (specmetrics health) reads it as success; a failure followed by a report exits 0 and beats."""
+    beat, out = tmp_path / "run" / "report.heartbeat", tmp_path / "reports"
+    monkeypatch.setattr(report_command, "_sleep_until", lambda when: None)
+    args = ["report", "--out", str(out), "--format", "md", "--every", "1h", "--runs", "2",
+            "--heartbeat-file", str(beat)]
+    with caplog.at_level(logging.ERROR, "specmetrics.report"):
+        assert main([*args[:1], "--data", str(tmp_path / "missing"), *args[1:]]) == 1
+    assert caplog.text.count("report run failed") == 2 and not beat.exists()
+    assert main(["health", "--heartbeat-file", str(beat)]) == 1
+
+    data = tmp_path / "later"  # missing at the first run, there at the second
+    monkeypatch.setattr(report_command, "_sleep_until", lambda when: report_tree.rename(data))
+    assert main([*args[:1], "--data", str(data), *args[1:]]) == 0
+    assert json.loads(beat.read_text())["runs"] == 2
+    assert main(["health", "--heartbeat-file", str(beat), "--max-age-s", "60"]) == 0
+
+
+def test_a_single_report_beats_only_when_it_wrote_one(report_tree: Path, tmp_path: Path) -> None:
+    beat = tmp_path / "report.heartbeat"
+    assert main(["report", "--data", str(report_tree), "--out", str(tmp_path / "r"), "--since", "2030-01-01",
+                 "--heartbeat-file", str(beat)]) == 1  # an empty window: no report
+    assert not beat.exists()
+    assert main(["report", "--data", str(report_tree), "--out", str(tmp_path / "r"),
+                 "--heartbeat-file", str(beat)]) == 0
+    assert beat.exists()
 
 
 def test_keep_prunes_the_oldest_reports_and_their_charts(report_tree: Path, tmp_path: Path) -> None:
