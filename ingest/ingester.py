@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -116,6 +117,8 @@ class Ingester:
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specmetrics-writer")
         self._in_flight: tuple[Future[None], dict[int, int], _Flush] | None = None
         self._rotate_us = int(self.settings.flush_event_time_s * 1_000_000)
+        self._max_ahead_us = int(self.settings.max_ahead_s * 1_000_000)
+        self._max_behind_us = int(self.settings.max_behind_s * 1_000_000)
         self._locks = PartitionLocks(out / STATE_DIR, source.name)
         source.listen(self._assigned, self._revoked, self._lost)
 
@@ -218,6 +221,7 @@ class Ingester:
             if error is not None:
                 raise InvalidRecord(error)
             step = decode_step(payload)
+            self._check_event_time(step.event_time_us)
         except (InvalidRecord, UnsupportedSchemaVersion) as exc:
             if buffer is None:
                 buffer = self._buffers[partition] = self._new_buffer(partition, offset)
@@ -235,6 +239,22 @@ class Ingester:
         if buffer.rows + len(buffer.dead_letters) >= self.settings.flush_rows or \
                 buffer.payload_bytes >= self.settings.flush_bytes:
             self.flush(partition)
+
+    def _check_event_time(self, event_time_us: int) -> None:
+        """Refuse a step dated implausibly far from this ingester's clock (settings max_ahead_s and
+        max_behind_s), naming both times: stored, it would sit in a folder of its own far from the
+        others, and every window of the reports would stretch to it."""
+        now_us = time.time_ns() // 1000
+        ahead_us, behind_us = self._max_ahead_us, self._max_behind_us
+        if ahead_us and event_time_us - now_us > ahead_us:
+            bound, side = "SPECMETRICS_INGEST_MAX_AHEAD_S", "ahead of"
+        elif behind_us and now_us - event_time_us > behind_us:
+            bound, side = "SPECMETRICS_INGEST_MAX_BEHIND_S", "behind"
+        else:
+            return
+        delta = abs(event_time_us - now_us) / 1e6
+        raise InvalidRecord(f"event time {_iso(event_time_us)} is {delta:,.0f} s {side} the ingester's clock "
+                            f"({_iso(now_us)}), more than {bound} allows")
 
     def _new_buffer(self, partition: int, offset: int) -> PartitionBuffer:
         return PartitionBuffer(partition, offset, observer=self._observer, source=self.source.name)
@@ -346,3 +366,8 @@ class Ingester:
                                work.name.source, letter.partition, letter.offset, letter.reason)
             if self._dead_letter_topic is not None:
                 self._dead_letter_topic.publish(self._dead_letter_topic.address.topic, work.dead_letters)
+
+
+def _iso(time_us: int) -> str:
+    """A UTC time in microseconds since the epoch, as ISO 8601 (any the contract admits)."""
+    return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=time_us)).isoformat()

@@ -30,6 +30,11 @@ class IngestSettings(BaseSettings):
     accept_loss: bool = Field(default=False, description="Offsets gone from the source (a deleted or truncated "
                               "local log segment) are recorded in the tree and ingesting goes on; off: the ingester "
                               "stores what came before them and stops with an error.")
+    max_ahead_s: float = Field(default=86_400.0, ge=0, description="A step whose event time is more than this "
+                               "ahead of the ingester's clock is set aside as a dead letter (an engine's clock or a "
+                               "producer gone wrong); 0: no bound.")
+    max_behind_s: float = Field(default=10 * 365 * 86_400.0, ge=0, description="... or more than this behind it "
+                                "(default 10 years: old logs still replay; a clock at 1970 does not); 0: no bound.")
     log_interval_s: float = Field(default=30.0, gt=0, description="How often rows/s and lag are logged.")
     metrics_port: int | None = Field(default=None, ge=0, le=65535, description="Serve the live corrected metrics "
                                      "for Prometheus on this port (/metrics; 0: any free port); None: no endpoint.")

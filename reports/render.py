@@ -200,12 +200,9 @@ def _every_bucket(data: ReportData) -> dict[datetime, Row | None]:
     first, last = min(rows), max(rows)
     if (last - first) / data.bucket > MAX_CHART_BUCKETS:
         return rows
-    every: dict[datetime, Row | None] = {}
-    start = first
-    while start <= last:
-        every[start] = rows.get(start)
-        start += data.bucket
-    return every
+    # first + i * bucket never passes last: a step past it would overflow at datetime's end (9999-12-31)
+    starts = (first + i * data.bucket for i in range(int((last - first) / data.bucket) + 1))
+    return {start: rows.get(start) for start in starts}
 
 
 def _duration(data: ReportData) -> str:

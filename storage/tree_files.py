@@ -226,7 +226,8 @@ def _misplaced(footer: _Footer) -> str | None:
     (first_time, last_time), (low, high) = footer.ranges["event_time"], footer.ranges["log_partition"]
     first_offset, last_offset = footer.ranges["log_offset"]
     name = footer.name
-    if not (footer.hour <= first_time and last_time < footer.hour + _HOUR):  # type: ignore[operator]
+    # last_time - hour, not hour + 1 h: the hour 9999-12-31 23:00 has no end datetime can hold
+    if not (footer.hour <= first_time and last_time - footer.hour < _HOUR):  # type: ignore[operator]
         return (f"its rows' event times ({first_time} to {last_time}) lie outside its folder's hour "
                 f"({footer.hour:%Y-%m-%d %H}:00): a copy from another folder?")
     if not low == high == name.partition:

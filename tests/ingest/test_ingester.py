@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -156,15 +157,45 @@ def test_integers_out_of_range_are_dead_letters_not_a_crash(log_dir: Path, data_
     assert json.loads((data_dir / STATE_DIR / "log.offsets.json").read_text()) == {"0": 5}
 
 
-def test_the_first_and_last_storable_event_times_get_hive_folders(log_dir: Path, data_dir: Path) -> None:
-    event = step_event_to_wire(step_event())
-    LocalLogWriter(log_dir).append([_with(event, event_time_us=MIN_EVENT_TIME_US),
-                                    _with(event, event_time_us=MAX_EVENT_TIME_US, step_index=2**63 - 1)])
-    assert ingest_once(log_dir, data_dir).rows == 8
+def test_the_first_and_last_storable_event_times_get_hive_folders_and_every_reader_takes_them(
+        log_dir: Path, data_dir: Path, tmp_path: Path) -> None:
+    """With the event-time bounds off: before, one step at 9999-12-31 made verify, sql and every
+    report fail (an hour that ends past datetime's range)."""
+    first, last = (step_event_to_wire(step_event(event_id=name)) for name in ("first", "last"))
+    LocalLogWriter(log_dir).append([_with(first, event_time_us=MIN_EVENT_TIME_US),
+                                    _with(last, event_time_us=MAX_EVENT_TIME_US, step_index=2**63 - 1)])
+    assert ingest_once(log_dir, data_dir, max_ahead_s=0, max_behind_s=0).rows == 8
     assert parquet_files(data_dir) == [
         "dt=0001-01-01/hour=00/log-0-00000000000000000000-00000000000000000000.parquet",
         "dt=9999-12-31/hour=23/log-0-00000000000000000001-00000000000000000001.parquet",
     ]
+    data, out = str(data_dir), str(tmp_path / "reports")
+    assert main(["verify", "--data", data]) == 0
+    assert main(["sql", "--data", data, "SELECT count(*) FROM request_steps"]) == 0
+    for window in ([], ["--since", "24h"], ["--since", "9999-12-31T23:00:00Z"], ["--raw"]):
+        assert main(["report", "--data", data, "--out", out, "--format", "md,html", *window]) == 0, window
+
+
+def test_a_step_dated_far_from_the_ingesters_clock_is_a_dead_letter_naming_both_times(
+        log_dir: Path, data_dir: Path) -> None:
+    event = step_event_to_wire(step_event())
+    now_us = int(time.time() * 1e6)
+    day_us, year_us = 86_400 * 10**6, 365 * 86_400 * 10**6
+    LocalLogWriter(log_dir).append([
+        _with(event, event_time_us=now_us), _with(event, event_time_us=now_us + 2 * day_us),  # 2 days ahead
+        _with(event, event_time_us=now_us - 11 * year_us), _with(event, event_time_us=MAX_EVENT_TIME_US),
+        _with(event, event_time_us=now_us - 9 * year_us),  # an old log replayed
+    ])
+    stats = ingest_once(log_dir, data_dir)
+    assert (stats.rows, stats.dead_letters) == (8, 3)
+    letters = {line["offset"]: line["reason"] for path in (data_dir / DEAD_LETTER_DIR).glob("*.jsonl")
+               for line in map(json.loads, path.read_text().splitlines())}
+    assert sorted(letters) == [1, 2, 3]
+    assert "s ahead of the ingester's clock (" in letters[1] and "SPECMETRICS_INGEST_MAX_AHEAD_S" in letters[1]
+    assert letters[2].startswith("event time ") and "s behind the ingester's clock" in letters[2]
+    assert "SPECMETRICS_INGEST_MAX_BEHIND_S" in letters[2] and "9999-12-31T23:59:59.999999" in letters[3]
+    assert ingest_once(log_dir, tmp := data_dir.with_name("unbounded"), max_ahead_s=0, max_behind_s=0).rows == 20
+    assert not (tmp / DEAD_LETTER_DIR).exists()
 
 
 def _with_request_ids(payload: bytes, ids: list[bytes]) -> bytes:
