@@ -1,20 +1,23 @@
 """``specmetrics serve``: a read-only static file server for the reports folder.
 
 It serves files only: no directory listings (a folder with ``latest.html`` redirects to it),
-no dotfiles, nothing outside the folder. A connection that sends no complete request within
-the idle timeout is closed, and at most ``max_connections`` are served at once (others are
-answered 503 at once), so idle sockets cannot pile up threads or delay a stop.
+no dotfiles, nothing outside the folder. A connection silent for the idle timeout is closed, and
+so is one whose request head (request line and headers) is not complete within the head timeout,
+however it trickles; at most ``max_connections`` are open at once (others are answered 503 at
+once), so slow or idle sockets cannot pile up threads, hold every slot, or delay a stop.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import io
 import logging
 import os
 import signal
 import socket
 import threading
+import time
 import urllib.parse
 from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -36,10 +39,13 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--port", type=int, default=8080, help="TCP port (default 8080; 0: any free port).")
     parser.add_argument("--bind", default="127.0.0.1",
                         help="Address to listen on (default 127.0.0.1; 0.0.0.0 in a container).")
-    parser.add_argument("--max-connections", type=int, default=64,
-                        help="Connections served at once; more are answered 503 (default 64).")
+    parser.add_argument("--max-connections", type=int, default=256,
+                        help="Connections open at once; more are answered 503 (default 256).")
     parser.add_argument("--idle-timeout-s", type=float, default=10.0,
                         help="Close a connection that sends nothing for this long (default 10).")
+    parser.add_argument("--head-timeout-s", type=float, default=5.0,
+                        help="Close a connection whose request head is not complete this long after the "
+                             "server started reading it, however slowly it arrives (default 5).")
     parser.set_defaults(run=run)
 
 
@@ -50,10 +56,12 @@ class ReportServer(ThreadingHTTPServer):
     block_on_close = False
     request_queue_size = 1024  # the listen backlog (socketserver's 5 makes a burst of clients retry for seconds)
 
-    def __init__(self, address: tuple[str, int], handler: Any, max_connections: int, idle_timeout_s: float) -> None:
-        if max_connections < 1 or idle_timeout_s <= 0:
-            raise ValueError("--max-connections must be at least 1 and --idle-timeout-s above 0")
+    def __init__(self, address: tuple[str, int], handler: Any, max_connections: int, idle_timeout_s: float,
+                 head_timeout_s: float) -> None:
+        if max_connections < 1 or idle_timeout_s <= 0 or head_timeout_s <= 0:
+            raise ValueError("--max-connections must be at least 1, --idle-timeout-s and --head-timeout-s above 0")
         self.idle_timeout_s = idle_timeout_s
+        self.head_timeout_s = head_timeout_s
         self._slots = threading.BoundedSemaphore(max_connections)
         super().__init__(address, handler)
 
@@ -83,6 +91,26 @@ def _answer_busy(request: socket.socket) -> None:
         pass
 
 
+class _HeadDeadline(io.RawIOBase):
+    """The connection's bytes for the request reader, each receive bounded by the idle timeout and by
+    what is left until ``deadline`` (a timeout on the socket alone restarts at every byte)."""
+
+    def __init__(self, connection: socket.socket, idle_timeout_s: float) -> None:
+        self.connection = connection
+        self.idle_timeout_s = idle_timeout_s
+        self.deadline = float("inf")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("request head not complete in time")
+        self.connection.settimeout(min(self.idle_timeout_s, left))
+        return self.connection.recv_into(buffer)
+
+
 class ReadOnlyFiles(SimpleHTTPRequestHandler):
     """``SimpleHTTPRequestHandler`` (GET and HEAD only) for files alone: 400 for a path that is
     not one (bad escapes, a NUL byte), 404 for dotfiles, folders without ``latest.html`` and
@@ -93,6 +121,20 @@ class ReadOnlyFiles(SimpleHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.connection.settimeout(self.server.idle_timeout_s)
+        self._head = _HeadDeadline(self.connection, self.server.idle_timeout_s)
+        self.rfile.close()  # the socket stays open: this only lets go of the reader setup() made
+        self.rfile = io.BufferedReader(self._head)
+
+    def handle_one_request(self) -> None:
+        self._head.deadline = time.monotonic() + self.server.head_timeout_s
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        # The head is in (GET and HEAD have no body): the reply goes out under the idle timeout alone.
+        self._head.deadline = float("inf")
+        self.connection.settimeout(self.server.idle_timeout_s)
+        return parsed
 
     def send_head(self) -> Any:
         try:
@@ -136,17 +178,18 @@ class ReadOnlyFiles(SimpleHTTPRequestHandler):
         logger.info("%s %s", self.address_string(), format % args)
 
 
-def make_server(directory: Path, bind: str, port: int, max_connections: int = 64,
-                idle_timeout_s: float = 10.0) -> ReportServer:
+def make_server(directory: Path, bind: str, port: int, max_connections: int = 256,
+                idle_timeout_s: float = 10.0, head_timeout_s: float = 5.0) -> ReportServer:
     """A server for ``directory`` on ``bind:port`` (not yet serving)."""
     if not directory.is_dir():
         raise ValueError(f"{directory} is not a folder")
     handler = functools.partial(ReadOnlyFiles, directory=str(directory))
-    return ReportServer((bind, port), handler, max_connections, idle_timeout_s)
+    return ReportServer((bind, port), handler, max_connections, idle_timeout_s, head_timeout_s)
 
 
 def run(args: argparse.Namespace) -> int:
-    server = make_server(args.dir, args.bind, args.port, args.max_connections, args.idle_timeout_s)
+    server = make_server(args.dir, args.bind, args.port, args.max_connections, args.idle_timeout_s,
+                         args.head_timeout_s)
     print(f"serving {args.dir} read-only at http://{args.bind}:{server.server_address[1]}/", flush=True)
 
     def terminate(signum: int, frame: object) -> None:

@@ -120,6 +120,49 @@ def test_idle_connections_time_out_and_are_bounded(tmp_path: Path) -> None:
         server.server_close()
 
 
+def test_trickling_clients_are_cut_at_the_head_deadline_and_fresh_requests_are_answered(tmp_path: Path) -> None:
+    """80 clients each sending one byte of a request head every 0.3 s (well inside the idle timeout):
+    a fresh GET is answered 200 meanwhile, a big file still goes out whole to a client that reads it,
+    and every trickler is closed once its head deadline passes."""
+    (tmp_path / "a.md").write_text("# a")
+    (tmp_path / "big.bin").write_bytes(os.urandom(4 * 1024 * 1024))
+    server = make_server(tmp_path, "127.0.0.1", 0, idle_timeout_s=10.0, head_timeout_s=1.5)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    head = b"GET /a.md HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"y" * 200
+    closed: list[float] = []
+    stop = threading.Event()
+
+    def trickle() -> None:
+        started = time.monotonic()
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            try:
+                for byte in head:
+                    if stop.is_set():
+                        return
+                    sock.sendall(bytes([byte]))
+                    time.sleep(0.3)
+            except OSError:  # reset: the server closed it
+                closed.append(time.monotonic() - started)
+
+    threads = [threading.Thread(target=trickle, daemon=True) for _ in range(80)]
+    try:
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)
+        started = time.monotonic()
+        assert request(port, "/a.md") == (200, b"# a") and time.monotonic() - started < 2
+        status, body = request(port, "/big.bin")
+        assert status == 200 and body == (tmp_path / "big.bin").read_bytes()
+        for thread in threads:
+            thread.join(timeout=10)
+        assert len(closed) == 80 and max(closed) < 6  # cut at 1.5 s (+ the sends that notice it)
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+
+
 def test_serve_command_closes_idle_connections_and_stops_at_once_on_sigterm(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "specmetrics.cli", "serve", "--dir", str(tmp_path), "--port", "0",
                              "--idle-timeout-s", "1", "--max-connections", "20"],
