@@ -43,7 +43,7 @@ from ingest.output import (
 from ingest.partition_lock import PartitionLocks
 from ingest.recovery import resume_positions
 from ingest.settings import IngestSettings
-from ingest.sources.base import LostRange, Source
+from ingest.sources.base import LostRange, Source, SourceWentBack
 from schemas.arrow import REQUEST_STEP_SCHEMA
 from schemas.version import UnsupportedSchemaVersion
 from schemas.wire import InvalidRecord, decode_step
@@ -133,7 +133,10 @@ class Ingester:
             if alive:
                 alive(self.stats)
             caught_up = once and self.source.at_end()
-            records = self.source.poll(self.settings.poll_records, 0.0 if caught_up else 0.5)
+            try:
+                records = self.source.poll(self.settings.poll_records, 0.0 if caught_up else 0.5)
+            except SourceWentBack as went_back:
+                raise self._went_back(went_back) from None
             losses = self.source.losses()
             for loss in losses:
                 self._lose(loss)
@@ -183,6 +186,17 @@ class Ingester:
                 self._next[partition] = position
             self._refused.discard(partition)
         return positions
+
+    def _went_back(self, went_back: SourceWentBack) -> ValueError:
+        """The error that stops the run when the source lost records this ingester read: how far the
+        files reach, and what was read past them (held in memory, not stored: gone with the source)."""
+        stored = self._next.get(went_back.partition, 0) - 1
+        files = f"the files of partition {went_back.partition} reach offset {stored}" if stored >= 0 else \
+            f"no file holds partition {went_back.partition}"
+        unstored = f" (offsets {stored + 1}-{went_back.position - 1} were read but not stored)" \
+            if went_back.position - 1 > stored else ""
+        return ValueError(f"{went_back}; {files}{unstored}. Nothing was removed; ingest the new topic into a new "
+                          "output directory with a new consumer group")
 
     def _revoked(self, partitions: list[int]) -> None:
         for partition in partitions:

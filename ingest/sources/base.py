@@ -43,6 +43,17 @@ class LostRange(NamedTuple):
     reason: str
 
 
+class SourceWentBack(ValueError):
+    """A partition of the source ends before what was read of it: its records are gone (a topic
+    recreated, a broker that lost its data). ``end``: the source's next offset; ``position``: the
+    reader's."""
+
+    def __init__(self, source: str, partition: int, end: int, position: int) -> None:
+        super().__init__(f"partition {partition} of {source} ends at offset {end}, but it was read to offset "
+                         f"{position - 1}: the topic was recreated or the broker lost its data")
+        self.source, self.partition, self.end, self.position = source, partition, end, position
+
+
 class Source(ABC):
     """A partitioned, offset-addressed log (the local log, Kafka).
 

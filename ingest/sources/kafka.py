@@ -13,7 +13,15 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.errors import CommitFailedError, KafkaError, OffsetOutOfRangeError, RebalanceInProgressError
 from kafka.structs import OffsetAndMetadata
 
-from ingest.sources.base import OnAssigned, OnLost, OnRevoked, Source, SourceRecord, SourceUnavailable
+from ingest.sources.base import (
+    OnAssigned,
+    OnLost,
+    OnRevoked,
+    Source,
+    SourceRecord,
+    SourceUnavailable,
+    SourceWentBack,
+)
 from storage.durable import fsync_dir, write_atomically
 from transport.kafka import KafkaAddress, KafkaSettings, ensure_topic
 
@@ -130,10 +138,7 @@ class KafkaSource(Source):
                 continue
             position = self._consumer.position(tp, timeout_ms=self._timeout_ms)
             if position > highwater:
-                raise ValueError(f"partition {tp.partition} of topic {self.address.topic} ends at offset "
-                                 f"{highwater}, but the stored files end at offset {position}: the topic was "
-                                 "recreated or the broker lost its data. Nothing was removed; ingest the new topic "
-                                 "into a new output directory with a new consumer group")
+                raise SourceWentBack(f"topic {self.address.topic}", tp.partition, highwater, position)
 
     def committed(self) -> dict[int, int | None]:
         with self._unavailable():
