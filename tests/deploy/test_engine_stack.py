@@ -151,7 +151,11 @@ def test_demo_profile_on_a_real_engine_stores_the_load_generators_truth_and_serv
     html = get(port, "/latest.html")
     assert html is not None and html == stack.exec("reports-web", "cat", f"{REPORTS}/latest.html").encode()
     healthcheck = json.loads(stack("config", "--format", "json"))["services"]["reports"]["healthcheck"]["test"]
-    assert stack.exec("reports", *healthcheck[1:]).startswith("healthy")  # what Docker runs every minute
+
+    def reports_healthy() -> bool:  # what Docker runs every minute; the heartbeat follows the report
+        return stack("exec", "-T", "reports", *healthcheck[1:], check=False).startswith("healthy")
+
+    wait_for("the reports healthcheck to pass", reports_healthy, timeout_s=30)
 
 
 def prometheus_series(port: int) -> Samples:
