@@ -119,6 +119,7 @@ class Ingester:
         self._rotate_us = int(self.settings.flush_event_time_s * 1_000_000)
         self._max_ahead_us = int(self.settings.max_ahead_s * 1_000_000)
         self._max_behind_us = int(self.settings.max_behind_s * 1_000_000)
+        self._read_clock()
         self._locks = PartitionLocks(out / STATE_DIR, source.name)
         source.listen(self._assigned, self._revoked, self._lost)
 
@@ -140,6 +141,7 @@ class Ingester:
             losses = self.source.losses()
             for loss in losses:
                 self._lose(loss)
+            self._read_clock()
             for record in records:
                 self._consume(record.partition, record.offset, record.value, record.error)
             now = time.monotonic()
@@ -235,7 +237,8 @@ class Ingester:
             if error is not None:
                 raise InvalidRecord(error)
             step = decode_step(payload)
-            self._check_event_time(step.event_time_us)
+            if not self._earliest_us <= step.event_time_us <= self._latest_us:
+                raise InvalidRecord(self._far_from_clock(step.event_time_us))
         except (InvalidRecord, UnsupportedSchemaVersion) as exc:
             if buffer is None:
                 buffer = self._buffers[partition] = self._new_buffer(partition, offset)
@@ -254,21 +257,24 @@ class Ingester:
                 buffer.payload_bytes >= self.settings.flush_bytes:
             self.flush(partition)
 
-    def _check_event_time(self, event_time_us: int) -> None:
-        """Refuse a step dated implausibly far from this ingester's clock (settings max_ahead_s and
-        max_behind_s), naming both times: stored, it would sit in a folder of its own far from the
-        others, and every window of the reports would stretch to it."""
-        now_us = time.time_ns() // 1000
-        ahead_us, behind_us = self._max_ahead_us, self._max_behind_us
-        if ahead_us and event_time_us - now_us > ahead_us:
+    def _read_clock(self) -> None:
+        """The event times this poll's steps may have (settings max_ahead_s and max_behind_s, 0: no
+        bound), from the clock read once per poll rather than per record."""
+        self._clock_us = time.time_ns() // 1000
+        self._earliest_us = self._clock_us - self._max_behind_us if self._max_behind_us else -(2**63)
+        self._latest_us = self._clock_us + self._max_ahead_us if self._max_ahead_us else 2**63
+
+    def _far_from_clock(self, event_time_us: int) -> str:
+        """Why a step dated implausibly far from this ingester's clock is refused, naming both times:
+        stored, it would sit in a folder of its own far from the others, and every window of the
+        reports would stretch to it."""
+        if event_time_us > self._latest_us:
             bound, side = "SPECMETRICS_INGEST_MAX_AHEAD_S", "ahead of"
-        elif behind_us and now_us - event_time_us > behind_us:
-            bound, side = "SPECMETRICS_INGEST_MAX_BEHIND_S", "behind"
         else:
-            return
-        delta = abs(event_time_us - now_us) / 1e6
-        raise InvalidRecord(f"event time {_iso(event_time_us)} is {delta:,.0f} s {side} the ingester's clock "
-                            f"({_iso(now_us)}), more than {bound} allows")
+            bound, side = "SPECMETRICS_INGEST_MAX_BEHIND_S", "behind"
+        delta = abs(event_time_us - self._clock_us) / 1e6
+        return (f"event time {_iso(event_time_us)} is {delta:,.0f} s {side} the ingester's clock "
+                f"({_iso(self._clock_us)}), more than {bound} allows")
 
     def _new_buffer(self, partition: int, offset: int) -> PartitionBuffer:
         return PartitionBuffer(partition, offset, observer=self._observer, source=self.source.name)
