@@ -22,6 +22,7 @@ from schemas.wire import OutcomeColumns
 _DRAFTED = KindCode.DRAFTED.value
 _SKIPPED = KindCode.SKIPPED_FOR_LENGTH.value
 _GRAMMAR_INVALID = KindCode.GRAMMAR_INVALID.value
+_GRAMMAR_REJECTED = KindCode.GRAMMAR_REJECTED.value
 _K_ZERO = KindCode.K_ZERO.value
 _NONE = KZeroReasonCode.NONE.value
 _NO_PROPOSAL = KZeroReasonCode.NO_PROPOSAL.value
@@ -57,7 +58,7 @@ class RawStep(NamedTuple):
     sampled_after: list[int]  # ... and after (what was emitted)
     decoding_without_drafts: dict[str, int]  # request -> computed positions, for 1-token decode steps
     proposed: tuple[list[str], list[int]] | None  # request ids and draft counts proposed after the previous step
-    truncated: dict[str, tuple[int, int]]  # (proposed, kept) where the grammar truncated them
+    truncated: dict[str, tuple[int, int, int]]  # (proposed, kept, valid) where the grammar cut or kept invalid ones
     max_model_len: int
     num_sampled: int  # tokens sampled per step without drafts (1)
     step_k: int | None  # the previous step's SchedulerOutput.num_spec_tokens_to_schedule: the K it chose
@@ -100,7 +101,7 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
         k = len(drafts) if drafts else 0
         acc = max(raw.sampled_before[i] - raw.num_sampled, 0) if k else 0
         pad = pads.get(request_id, 0)
-        proposed, kept = raw.truncated.get(request_id, (0, 0))
+        proposed, kept, valid = raw.truncated.get(request_id, (0, 0, 0))
         decision = held.get(request_id, raw.decision)
         if decision is not None and not decision.fits:
             row = (_SKIPPED, _NONE, k, k - pad, pad, acc)
@@ -114,8 +115,10 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
             row = (_K_ZERO, why, 0, 0, proposed - kept if why == _GRAMMAR_TRUNCATED else 0, 0)
         elif pad:
             row = (_GRAMMAR_INVALID, _NONE, k, k - pad, pad, acc)
-        elif proposed > kept:
-            row = (_GRAMMAR_INVALID, _NONE, k, k, proposed - kept, acc)
+        elif k > valid and request_id in raw.truncated:  # vLLM 0.34 on: the first invalid draft verified
+            row = (_GRAMMAR_REJECTED, _NONE, k, valid, proposed - valid, acc)
+        elif proposed > valid:
+            row = (_GRAMMAR_INVALID, _NONE, k, k, proposed - valid, acc)
         else:
             row = (_DRAFTED, _NONE, k, k, 0, acc)
         ids.append(request_id)

@@ -38,7 +38,8 @@ def _group(name: str, kind: Literal["counter", "gauge"], help_text: str, *extra:
 
 # The corrected counters: the views acceptance and acceptance_per_position.
 DRAFTS = _group("specmetrics_spec_decode_drafts", "counter",
-                "Corrected drafts: request-steps of kind drafted, or grammar_invalid with drafts left.")
+                "Corrected drafts: request-steps of kind drafted, or grammar_invalid or grammar_rejected "
+                "with valid drafts left.")
 DRAFT_TOKENS = _group("specmetrics_spec_decode_draft_tokens", "counter",
                       "Draft tokens the target verified in corrected drafts (sum of k_valid).")
 ACCEPTED_TOKENS = _group("specmetrics_spec_decode_accepted_tokens", "counter",

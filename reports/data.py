@@ -46,7 +46,7 @@ _COUNTS = """
         num_drafts(kind, k_valid, request_steps) AS num_drafts,
         vllm_num_drafts(k_sched, request_steps) AS vllm_num_drafts,
         num_draft_tokens(kind, k_valid, request_steps) AS num_draft_tokens,
-        vllm_num_draft_tokens(k_sched, k_valid, request_steps) AS vllm_num_draft_tokens,
+        vllm_num_draft_tokens(kind, k_sched, k_valid, request_steps) AS vllm_num_draft_tokens,
         num_accepted_tokens(kind, k_valid, accepted, request_steps) AS num_accepted_tokens,
         vllm_num_accepted_tokens(k_sched, accepted, request_steps) AS vllm_num_accepted_tokens"""
 _TOKEN_RATES = """

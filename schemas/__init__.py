@@ -4,6 +4,7 @@ from schemas.arrow import REQUEST_STEP_SCHEMA
 from schemas.events import (
     Drafted,
     GrammarInvalid,
+    GrammarRejected,
     KZero,
     KZeroReason,
     OutcomeKind,
@@ -20,6 +21,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Drafted",
     "GrammarInvalid",
+    "GrammarRejected",
     "InvalidRecord",
     "KZero",
     "KZeroReason",

@@ -25,6 +25,7 @@ class KindCode(IntEnum):
     SKIPPED_FOR_LENGTH = 1
     GRAMMAR_INVALID = 2
     K_ZERO = 3
+    GRAMMAR_REJECTED = 4  # schema 1.4
 
 
 class KZeroReasonCode(IntEnum):

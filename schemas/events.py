@@ -28,6 +28,7 @@ class OutcomeKind(StrEnum):
     SKIPPED_FOR_LENGTH = "skipped_for_length"
     GRAMMAR_INVALID = "grammar_invalid"
     K_ZERO = "k_zero"
+    GRAMMAR_REJECTED = "grammar_rejected"  # schema 1.4
 
 
 class KZeroReason(StrEnum):
@@ -158,7 +159,29 @@ class KZero(_Outcome):
         return self
 
 
-Outcome = Annotated[Drafted | SkippedForLength | GrammarInvalid | KZero, Field(discriminator="kind")]
+class GrammarRejected(_Outcome):
+    """Schema 1.4: some drafts broke the grammar, and the first invalid one was verified, which the
+    target always rejects (vLLM 0.34 on, sync scheduling: ``trim_spec_tokens`` keeps the valid drafts
+    and the first invalid one for rejection sampling). vLLM counts ``k_sched`` draft tokens; the
+    corrected metrics count the ``k_valid`` drafts that obeyed the grammar."""
+
+    kind: Literal["grammar_rejected"] = "grammar_rejected"
+    k_sched: PosInt = Field(description="Drafts verified: the valid ones and the first invalid one (k_valid + 1).")
+    k_valid: NonNegInt = Field(description="Verified drafts that obeyed the grammar.")
+    k_invalid: PosInt = Field(description="Drafts that broke the grammar: the verified one and those cut after it.")
+    accepted: NonNegInt = Field(description="len(sampled_token_ids) - 1.")
+
+    @model_validator(mode="after")
+    def _check(self) -> GrammarRejected:
+        if self.k_sched != self.k_valid + 1:
+            raise ValueError(f"k_sched ({self.k_sched}) must equal k_valid + 1 ({self.k_valid + 1})")
+        _check_accepted(self.accepted, self.k_valid)
+        _check_emitted(self.emitted, self.accepted)
+        return self
+
+
+Outcome = Annotated[Drafted | SkippedForLength | GrammarInvalid | KZero | GrammarRejected,
+                    Field(discriminator="kind")]
 
 
 class EngineContext(BaseModel):

@@ -23,6 +23,7 @@ def outcome_rule_violations(
     accepted, emitted = cols["accepted"], cols["emitted"]
     drafted, skipped = (kind == KindCode.DRAFTED.value), (kind == KindCode.SKIPPED_FOR_LENGTH.value)
     grammar, kzero = (kind == KindCode.GRAMMAR_INVALID.value), (kind == KindCode.K_ZERO.value)
+    rejected = kind == KindCode.GRAMMAR_REJECTED.value
     budget = kzero & (k_zero_reason == KZeroReasonCode.VERIFY_BUDGET.value)
     unscheduled = kzero & (k_zero_reason != KZeroReasonCode.VERIFY_BUDGET.value)
     counts_negative = (k_sched < 0) | (k_valid < 0) | (k_invalid < 0) | (accepted < 0) | (emitted < 0)
@@ -39,6 +40,8 @@ def outcome_rule_violations(
          skipped & ((k_valid > k_sched) | (k_invalid != k_sched - k_valid))),
         ("grammar_invalid needs k_sched > 0, k_invalid > 0 and k_sched in (k_valid, k_valid + k_invalid)",
          grammar & ((k_sched <= 0) | (k_invalid <= 0) | ((k_sched != k_valid) & (k_sched != k_valid + k_invalid)))),
+        ("grammar_rejected needs k_invalid > 0 and k_sched == k_valid + 1",
+         rejected & ((k_invalid <= 0) | (k_sched != k_valid + 1))),
         (f"unknown k_zero_reason code (known: 1..{max(KZeroReasonCode).value})",
          kzero & ((k_zero_reason == KZeroReasonCode.NONE.value) | (k_zero_reason > max(KZeroReasonCode).value))),
         ("k_zero needs accepted == 0", kzero & (accepted != 0)),

@@ -17,13 +17,15 @@ History: 1.0 the first contract; 1.1 adds the ``k_zero_reason`` ``verify_budget`
 the sending plugin process has dropped so far, for the live metrics); 1.3 adds the engine context
 fields ``max_model_len`` and ``context_cap_from`` (vLLM lowering the target's context to the
 drafter's), the envelope field ``skip_check`` (whether skips for length could be seen) and the
-``k_zero_reason`` ``skip_drafts`` (vLLM 0.33's ``SchedulerOutput.skip_drafts`` told the drafter to skip).
+``k_zero_reason`` ``skip_drafts`` (vLLM 0.33's ``SchedulerOutput.skip_drafts`` told the drafter to
+skip); 1.4 adds the outcome kind ``grammar_rejected`` (vLLM 0.34's sync scheduling verifies the
+first grammar-invalid draft, which vLLM counts and the target always rejects).
 """
 
 from __future__ import annotations
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 3
+SCHEMA_MINOR = 4
 SCHEMA_VERSION = f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 

@@ -53,6 +53,7 @@ from pydantic import ValidationError
 from schemas.codes import (
     K_ZERO_REASON_CODE,
     K_ZERO_REASON_CODES,
+    KIND_CODE,
     KIND_CODES,
     OFFSET_DTYPE,
     OUTCOME_COLUMNS,
@@ -64,6 +65,7 @@ from schemas.events import (
     Drafted,
     EngineContext,
     GrammarInvalid,
+    GrammarRejected,
     Outcome,
     OutcomeKind,
     SkipCheck,
@@ -276,8 +278,9 @@ def _outcome_row(o: Outcome) -> tuple[int, ...]:
     if isinstance(o, SkippedForLength):
         return (KindCode.SKIPPED_FOR_LENGTH, no_k_zero_reason, o.k_sched, o.k_valid, o.k_sched - o.k_valid, o.accepted,
                 o.emitted)
-    if isinstance(o, GrammarInvalid):
-        return (KindCode.GRAMMAR_INVALID, no_k_zero_reason, o.k_sched, o.k_valid, o.k_invalid, o.accepted, o.emitted)
+    if isinstance(o, GrammarInvalid | GrammarRejected):
+        return (KIND_CODE[OutcomeKind(o.kind)], no_k_zero_reason, o.k_sched, o.k_valid, o.k_invalid, o.accepted,
+                o.emitted)
     return (KindCode.K_ZERO, K_ZERO_REASON_CODE[o.k_zero_reason], o.k_sched, o.k_valid, o.k_invalid, 0, o.emitted)
 
 
@@ -316,5 +319,6 @@ def _outcome_dict(request_id: str, row: dict[str, int]) -> dict[str, Any]:
         OutcomeKind.DRAFTED: ("k_valid", "accepted"),
         OutcomeKind.SKIPPED_FOR_LENGTH: ("k_sched", "k_valid", "accepted"),
         OutcomeKind.GRAMMAR_INVALID: ("k_sched", "k_valid", "k_invalid", "accepted"),
+        OutcomeKind.GRAMMAR_REJECTED: ("k_sched", "k_valid", "k_invalid", "accepted"),
     }[kind]
     return {**base, **{name: row[name] for name in fields}}

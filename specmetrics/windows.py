@@ -19,7 +19,7 @@ _WINDOW = "request_steps_between(make_timestamp(CAST(? * 1e6 AS BIGINT)), make_t
 
 TOTALS = f"""
 SELECT vllm_num_drafts(k_sched) AS vllm_num_drafts,
-       vllm_num_draft_tokens(k_sched, k_valid) AS vllm_num_draft_tokens,
+       vllm_num_draft_tokens(kind, k_sched, k_valid) AS vllm_num_draft_tokens,
        vllm_num_accepted_tokens(k_sched, accepted) AS vllm_num_accepted_tokens,
        num_drafts(kind, k_valid) AS num_drafts,
        num_draft_tokens(kind, k_valid) AS num_draft_tokens,

@@ -4,8 +4,8 @@
 pads of grammar-invalid drafts (async) and the sampled tokens; the wrapper reads the sampled
 lengths before vLLM truncates at stop tokens (``accepted``) and after (``emitted``).
 ``update_draft_token_ids`` (sync) shows how many drafts were proposed and, for requests with
-a grammar, how many it kept. ``schedule`` tags its output with the step index and the decoding
-requests it left without a draft slot, and its
+a grammar, how many it kept and how many of those obey it. ``schedule`` tags its output with the
+step index and the decoding requests it left without a draft slot, and its
 ``num_spec_tokens_to_schedule`` (dynamic K) sizes the drafts verified at the next step. The
 worker's drafting decision (V1) and adaptive verification's budget (V2) arrive on the
 ``ModelRunnerOutput``.
@@ -70,7 +70,7 @@ class EngineObserver:
         self.num_sampled = int(getattr(scheduler, "num_sampled_tokens_per_step", 1))
         self.decision: tuple[bool, int, int] | None = None  # the worker's, see DraftDecision
         self.proposed: tuple[list[str], list[int]] | None = None  # the last proposal: request ids, draft counts
-        self.truncated: dict[str, tuple[int, int]] = {}
+        self.truncated: dict[str, tuple[int, int, int]] = {}
         self.step_k: int | None = None  # the K the last step's schedule chose (dynamic K), for the next
         self.skip_drafts = False  # the last step's SchedulerOutput.skip_drafts (0.33 on), for the next
         # Async scheduling hands the scheduler placeholders, never the drafter's proposals.
@@ -151,15 +151,34 @@ def decoding_without_drafts(requests: dict[str, Any], scheduler_output: Any) -> 
     return without
 
 
-def grammar_truncations(requests: dict[str, Any], ids: list[str], proposed: list[int]
-                        ) -> dict[str, tuple[int, int]]:
-    """``(proposed, kept)`` of the structured-output requests whose drafts the grammar cut."""
+def grammar_truncations(manager: Any, requests: dict[str, Any], ids: list[str], proposed: list[int]
+                        ) -> dict[str, tuple[int, int, int]]:
+    """``(proposed, kept, valid)`` of the structured-output requests whose drafts the grammar cut, or
+    kept past the first invalid one: from vLLM 0.34 (``trim_spec_tokens``) the target verifies that
+    one and rejects it, so ``kept`` is ``valid + 1`` where a draft broke the grammar."""
+    keeps_invalid = hasattr(manager, "trim_spec_tokens")
     cut = {}
     for request_id, count in zip(ids, proposed, strict=False):
         request = requests.get(request_id)
-        if request is not None and request.use_structured_output and len(request.spec_token_ids) != count:
-            cut[request_id] = (count, len(request.spec_token_ids))
+        if request is None or not request.use_structured_output:
+            continue
+        kept = request.spec_token_ids
+        valid = valid_drafts(manager, request, kept) if keeps_invalid and kept else len(kept)
+        if len(kept) != count or valid != len(kept):
+            cut[request_id] = (count, len(kept), valid)
     return cut
+
+
+def valid_drafts(manager: Any, request: Any, kept: list[int]) -> int:
+    """How many of the drafts ``trim_spec_tokens`` kept obey the grammar: its own steps, asked again
+    (``validate_tokens`` leaves the grammar's state as it was). Drafts before the grammar starts
+    (reasoning) are valid, as are all of them once the grammar has terminated (trim cut the rest)."""
+    bounds = getattr(manager, "_get_constraint_bounds", None)
+    start = bounds(request, kept)[0] if bounds is not None else 0
+    grammar = request.structured_output_request.grammar
+    if start >= len(kept) or grammar.is_terminated():
+        return len(kept)
+    return start + len(grammar.validate_tokens(kept[start:]))
 
 
 ObserverOf = Callable[[Any], EngineObserver | None]
@@ -282,7 +301,8 @@ def _drafts_wrapper(guard: Guard, observer: ObserverOf, original: Callable[..., 
         result = original(self, draft_token_ids, *args, **kwargs)
         if obs is not None and proposed is not None and guard.enabled:
             try:  # only grammars truncate drafts, and only while the request still holds them
-                obs.truncated = grammar_truncations(self.requests, draft_token_ids.req_ids, proposed)
+                obs.truncated = grammar_truncations(self.structured_output_manager, self.requests,
+                                                    draft_token_ids.req_ids, proposed)
             except Exception as exc:
                 guard.failed(exc)
         return result

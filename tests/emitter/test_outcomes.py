@@ -27,7 +27,17 @@ def test_skip_decision_marks_every_verified_request() -> None:
 
 def test_async_pads_and_sync_truncation_are_grammar_invalid() -> None:
     assert rows(raw(pads={"d": 2}))["d"] == ("grammar_invalid", None, 3, 1, 2, 2, 3)
-    assert rows(raw(truncated={"d": (5, 3)}))["d"] == ("grammar_invalid", None, 3, 3, 2, 2, 3)
+    assert rows(raw(truncated={"d": (5, 3, 3)}))["d"] == ("grammar_invalid", None, 3, 3, 2, 2, 3)
+
+
+def test_a_verified_invalid_draft_is_grammar_rejected() -> None:
+    # vLLM 0.34 on (sync): 3 of 4 proposed kept, the last kept broke the grammar; vLLM counts 3 drafts,
+    # 2 of them obeyed the grammar, 2 broke it (the one verified and the one cut)
+    assert rows(raw(truncated={"d": (4, 3, 2)}))["d"] == ("grammar_rejected", None, 3, 2, 2, 2, 3)
+    # nothing cut, the last proposed broke it
+    assert rows(raw(truncated={"d": (3, 3, 2)}))["d"] == ("grammar_rejected", None, 3, 2, 1, 2, 3)
+    # the schedule dropped the invalid one (3 kept, 3 valid): only valid drafts verified
+    assert rows(raw(truncated={"d": (5, 4, 3)}))["d"] == ("grammar_invalid", None, 3, 3, 2, 2, 3)
 
 
 def test_a_zero_verify_budget_makes_scheduled_drafts_k_zero_verify_budget() -> None:
@@ -38,7 +48,7 @@ def test_a_zero_verify_budget_makes_scheduled_drafts_k_zero_verify_budget() -> N
 
 
 def test_k_zero_reasons() -> None:
-    assert rows(raw(truncated={"z": (3, 0)}))["z"][:5] == ("k_zero", "grammar_truncated", 0, 0, 3)
+    assert rows(raw(truncated={"z": (3, 0, 0)}))["z"][:5] == ("k_zero", "grammar_truncated", 0, 0, 3)
     assert rows(raw(proposed=(["z"], [3]), decoding_without_drafts={"z": 511}))["z"][1] == "length_trim"
     assert rows(raw(proposed=(["z"], [3])))["z"][1] == "schedule"
     assert rows(raw(proposed=None))["z"][1] == "unknown"

@@ -220,12 +220,13 @@ def test_k_zero_reasons(con: Any) -> None:
 
 def test_grammar_invalid(con: Any) -> None:
     zeros = {"grammar_invalid_steps": 0, "all_invalid_steps": 0, "truncated_to_zero_steps": 0, "share": 0.0,
-             "valid_tokens": 0, "invalid_tokens": 0, "invalid_token_share": None, "accepted_tokens": 0}
+             "valid_tokens": 0, "invalid_tokens": 0, "invalid_token_share": None, "accepted_tokens": 0,
+             "verified_invalid_tokens": 0}
     assert rows_of(con, "grammar_invalid") == [
         # async (0 valid, 3 pads), async (1, 2), sync (2 valid, 1 truncated), and a k_zero cut to nothing (2)
         {**DIMS_A, "request_steps": 12, "grammar_invalid_steps": 3, "all_invalid_steps": 1,
          "truncated_to_zero_steps": 1, "share": 0.25, "valid_tokens": 3, "invalid_tokens": 8,
-         "invalid_token_share": pytest.approx(8 / 11), "accepted_tokens": 2},
+         "invalid_token_share": pytest.approx(8 / 11), "accepted_tokens": 2, "verified_invalid_tokens": 0},
         {**DIMS_B, "request_steps": 5, **zeros},
         {**DIMS_C, "request_steps": 2, **zeros},
     ]

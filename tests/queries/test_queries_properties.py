@@ -25,7 +25,8 @@ def expected(rows: list[dict[str, Any]]) -> dict[Key, dict[Any, int]]:
     for r in rows:
         g = out[(r["engine_id"], r["model"], r["method"], r["num_spec_tokens"])]
         g["rows"] += 1
-        if r["kind"] == "drafted" or (r["kind"] == "grammar_invalid" and r["k_valid"] > 0):
+        grammar = r["kind"] in ("grammar_invalid", "grammar_rejected")
+        if r["kind"] == "drafted" or (grammar and r["k_valid"] > 0):
             g["drafts"] += 1
             g["tokens"] += r["k_valid"]
             g["accepted"] += r["accepted"]
@@ -34,14 +35,15 @@ def expected(rows: list[dict[str, Any]]) -> dict[Key, dict[Any, int]]:
                 g[("reached", i)] += r["k_valid"] >= i + 1
         if r["k_sched"] > 0:
             g["v_drafts"] += 1
-            g["v_tokens"] += r["k_valid"]
+            # vLLM counts every verified slot: the invalid draft grammar_rejected verified too
+            g["v_tokens"] += r["k_sched"] if r["kind"] == "grammar_rejected" else r["k_valid"]
             g["v_accepted"] += r["accepted"]
             for i in range(r["accepted"]):
                 g[("v_acc", i)] += 1
         g["skipped_sched"] += r["kind"] == "skipped_for_length" and r["k_sched"] > 0
-        g["all_invalid"] += r["kind"] == "grammar_invalid" and r["k_valid"] == 0
+        g["all_invalid"] += grammar and r["k_valid"] == 0
         g["unverified"] += r["k_zero_reason"] == "verify_budget"
-        g["grammar"] += r["kind"] == "grammar_invalid"
+        g["grammar"] += grammar
         g["k_zero"] += r["kind"] == "k_zero"
     return out
 

@@ -17,6 +17,7 @@ from schemas import (
     check_schema_version,
     step_event_json_schema,
 )
+from schemas.wire import step_event_from_wire, step_event_to_wire
 from tests.support.events import step_event
 
 
@@ -25,6 +26,14 @@ def test_valid_event_keeps_every_kind() -> None:
     assert [o.kind for o in event.outcomes] == ["drafted", "skipped_for_length", "grammar_invalid", "k_zero"]
     assert event.engine_id == "node-a/dp0"
     assert event.schema_version == SCHEMA_VERSION
+
+
+def test_a_grammar_rejected_outcome_round_trips_through_the_wire() -> None:
+    rejected = {"kind": "grammar_rejected", "request_id": "r5", "k_sched": 2, "k_valid": 1, "k_invalid": 2,
+                "accepted": 1, "emitted": 2}
+    event = step_event([rejected])
+    assert event.outcomes[0].model_dump() == rejected
+    assert step_event_from_wire(step_event_to_wire(event)) == event
 
 
 @pytest.mark.parametrize(
@@ -40,6 +49,12 @@ def test_valid_event_keeps_every_kind() -> None:
          "k_valid (3) exceeds k_sched (2)"),
         ({"kind": "grammar_invalid", "request_id": "r", "k_sched": 2, "k_valid": 1, "k_invalid": 2, "accepted": 0,
           "emitted": 1}, "k_sched (2) must equal k_valid (1) (sync) or k_valid + k_invalid (3) (async)"),
+        ({"kind": "grammar_rejected", "request_id": "r", "k_sched": 3, "k_valid": 1, "k_invalid": 2, "accepted": 0,
+          "emitted": 1}, "k_sched (3) must equal k_valid + 1 (2)"),
+        ({"kind": "grammar_rejected", "request_id": "r", "k_sched": 2, "k_valid": 1, "k_invalid": 0, "accepted": 0,
+          "emitted": 1}, "Input should be greater than 0"),
+        ({"kind": "grammar_rejected", "request_id": "r", "k_sched": 2, "k_valid": 1, "k_invalid": 1, "accepted": 2,
+          "emitted": 1}, "accepted (2) exceeds k_valid (1)"),
         ({"kind": "k_zero", "request_id": "r", "reason": "schedule", "k_invalid": 2, "emitted": 1},
          "k_invalid > 0 is only allowed with reason 'grammar_truncated' or 'verify_budget'"),
         ({"kind": "k_zero", "request_id": "r", "reason": "schedule", "k_sched": 2, "k_valid": 2, "emitted": 1},
@@ -90,11 +105,12 @@ def test_later_minor_version_of_the_same_major_is_accepted() -> None:
     assert step_event(schema_version="1.7").schema_version == "1.7"
 
 
-def test_json_schema_lists_the_four_kinds_and_the_k_zero_reasons() -> None:
+def test_json_schema_lists_the_kinds_and_the_k_zero_reasons() -> None:
     schema = step_event_json_schema()
     text = json.dumps(schema)
-    for name in ("drafted", "skipped_for_length", "grammar_invalid", "k_zero", "no_proposal", "length_trim",
-                 "grammar_truncated", "schedule", "unknown", "verify_budget", "drafts_verified"):
+    for name in ("drafted", "skipped_for_length", "grammar_invalid", "k_zero", "grammar_rejected", "no_proposal",
+                 "length_trim", "grammar_truncated", "schedule", "unknown", "verify_budget", "skip_drafts",
+                 "drafts_verified"):
         assert f'"{name}"' in text
     outcomes = schema["properties"]["outcomes"]["items"]  # type: ignore[index]
     assert outcomes["discriminator"]["propertyName"] == "kind"

@@ -41,6 +41,7 @@ def pydantic_accepts(row: dict[str, int]) -> bool:
         KindCode.DRAFTED: {"k_sched": row["k_valid"], "k_invalid": 0, "k_zero_reason": no_k_zero_reason},
         KindCode.SKIPPED_FOR_LENGTH: {"k_invalid": row["k_sched"] - row["k_valid"], "k_zero_reason": no_k_zero_reason},
         KindCode.GRAMMAR_INVALID: {"k_zero_reason": no_k_zero_reason},
+        KindCode.GRAMMAR_REJECTED: {"k_zero_reason": no_k_zero_reason},
         KindCode.K_ZERO: {"accepted": 0} if row["k_zero_reason"] == KZeroReasonCode.VERIFY_BUDGET
         else {"k_sched": 0, "k_valid": 0, "accepted": 0},
     }[row["kind"]]

@@ -40,7 +40,7 @@ K = 5
 @st.composite
 def outcomes(draw: st.DrawFn, request_id: str) -> dict[str, Any]:
     """The JSON fields of one valid outcome of any kind (K = :data:`K`)."""
-    kind = draw(st.sampled_from(["drafted", "skipped_for_length", "grammar_invalid", "k_zero"]))
+    kind = draw(st.sampled_from(["drafted", "skipped_for_length", "grammar_invalid", "grammar_rejected", "k_zero"]))
     if kind == "drafted":
         k_valid = draw(st.integers(1, K))
         accepted = draw(st.integers(0, k_valid))
@@ -57,9 +57,14 @@ def outcomes(draw: st.DrawFn, request_id: str) -> dict[str, Any]:
         accepted = draw(st.integers(0, k_valid))
         k_sched = k_valid + k_invalid if padded else k_valid
         fields = {"k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_invalid, "accepted": accepted}
+    elif kind == "grammar_rejected":
+        k_valid = draw(st.integers(0, K - 1))
+        accepted = draw(st.integers(0, k_valid))
+        fields = {"k_sched": k_valid + 1, "k_valid": k_valid, "k_invalid": draw(st.integers(1, K - k_valid)),
+                  "accepted": accepted}
     else:
         k_zero_reason = draw(st.sampled_from(["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown",
-                                       "verify_budget"]))
+                                       "verify_budget", "skip_drafts"]))
         fields = {"reason": k_zero_reason,
                   "k_invalid": draw(st.integers(1, K)) if k_zero_reason == "grammar_truncated" else 0}
         if k_zero_reason == "verify_budget":

@@ -83,6 +83,11 @@ class OutcomeRows:
         return self.row(kind="grammar_invalid", k_sched=k_valid, k_valid=k_valid, k_invalid=k_invalid,
                         accepted=accepted, **kw)
 
+    def grammar_rejected(self, k_valid: int, k_invalid: int, accepted: int, **kw: Any) -> Row:
+        """Sync scheduling from vLLM 0.34: the first invalid draft was verified (and rejected)."""
+        return self.row(kind="grammar_rejected", k_sched=k_valid + 1, k_valid=k_valid, k_invalid=k_invalid,
+                        accepted=accepted, **kw)
+
     def k_zero(self, k_zero_reason: str, k_invalid: int = 0, **kw: Any) -> Row:
         return self.row(kind="k_zero", k_zero_reason=k_zero_reason, k_sched=0, k_valid=0, k_invalid=k_invalid,
                         accepted=0, **kw)
@@ -130,7 +135,7 @@ TIMES = [datetime(2025, 1, 1, 10, 5), datetime(2025, 1, 1, 11, 59), datetime(202
 def outcome(draw: st.DrawFn) -> dict[str, Any]:
     """Keyword arguments of one row that keeps the rules of schemas/validation.py."""
     instance, method, k = draw(st.sampled_from(GROUPS))
-    kind = draw(st.sampled_from(["drafted", "skipped_for_length", "grammar_invalid", "k_zero"]))
+    kind = draw(st.sampled_from(["drafted", "skipped_for_length", "grammar_invalid", "grammar_rejected", "k_zero"]))
     k_invalid, k_zero_reason = 0, None
     if kind == "drafted":
         k_valid = draw(st.integers(1, k))
@@ -147,6 +152,10 @@ def outcome(draw: st.DrawFn) -> dict[str, Any]:
         else:  # sync: invalid drafts were truncated
             k_valid = k_sched = draw(st.integers(1, k))
             k_invalid = draw(st.integers(1, k))
+    elif kind == "grammar_rejected":  # sync from vLLM 0.34: the first invalid draft verified
+        k_valid = draw(st.integers(0, k - 1))
+        k_sched = k_valid + 1
+        k_invalid = draw(st.integers(1, k - k_valid))
     else:
         k_valid = k_sched = 0
         k_zero_reason = draw(st.sampled_from(K_ZERO_REASONS))

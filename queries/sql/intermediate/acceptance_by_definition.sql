@@ -1,7 +1,7 @@
 -- acceptance_by_definition: acceptance per group under both definitions of a draft, long form.
 --
--- definition = 'corrected': a draft is a request-step of kind 'drafted', or 'grammar_invalid'
--- with k_valid > 0 (is_draft). definition = 'vllm': any request-step with k_sched > 0, as vLLM
+-- definition = 'corrected': a draft is a request-step of kind 'drafted', or 'grammar_invalid' or
+-- 'grammar_rejected' with k_valid > 0 (is_draft). definition = 'vllm': any request-step with k_sched > 0, as vLLM
 -- 0.32.0 counts it (is_vllm_draft). acceptance and acceptance_vllm each select one definition.
 -- Every group with request-steps has a row per definition, with zero counts and NULL ratios when
 -- it has no draft.
@@ -31,7 +31,7 @@ WITH totals AS (
         num_draft_tokens(kind, k_valid, request_steps) AS num_draft_tokens,
         num_accepted_tokens(kind, k_valid, accepted, request_steps) AS num_accepted_tokens,
         vllm_num_drafts(k_sched, request_steps) AS vllm_num_drafts,
-        vllm_num_draft_tokens(k_sched, k_valid, request_steps) AS vllm_num_draft_tokens,
+        vllm_num_draft_tokens(kind, k_sched, k_valid, request_steps) AS vllm_num_draft_tokens,
         vllm_num_accepted_tokens(k_sched, accepted, request_steps) AS vllm_num_accepted_tokens
     FROM outcome_histogram_between(t0, t1)
     GROUP BY engine_id, model, method, num_spec_tokens

@@ -15,7 +15,7 @@
 --   num_draft_tokens            sum of k_valid over them (BIGINT)
 --   num_accepted_tokens         sum of accepted over them (BIGINT)
 --   vllm_num_drafts             drafts as vLLM counts them, k_sched > 0 (BIGINT)
---   vllm_num_draft_tokens       sum of k_valid over them (BIGINT)
+--   vllm_num_draft_tokens       sum of vllm_draft_tokens over them (BIGINT)
 --   vllm_num_accepted_tokens    sum of accepted over them (BIGINT)
 --
 -- request_acceptance_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end);
@@ -32,7 +32,7 @@ SELECT
     num_draft_tokens(kind, k_valid) AS num_draft_tokens,
     num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens,
     vllm_num_drafts(k_sched) AS vllm_num_drafts,
-    vllm_num_draft_tokens(k_sched, k_valid) AS vllm_num_draft_tokens,
+    vllm_num_draft_tokens(kind, k_sched, k_valid) AS vllm_num_draft_tokens,
     vllm_num_accepted_tokens(k_sched, accepted) AS vllm_num_accepted_tokens
 FROM request_steps_between(t0, t1)
 GROUP BY engine_id, model, method, num_spec_tokens, request_id;

@@ -1,6 +1,7 @@
 -- acceptance: corrected speculative-decoding acceptance, per group.
 --
--- A draft is a request-step of kind 'drafted', or 'grammar_invalid' with k_valid > 0: steps that
+-- A draft is a request-step of kind 'drafted', or 'grammar_invalid' or 'grammar_rejected' with
+-- k_valid > 0, counting its k_valid drafts that obeyed the grammar: steps that
 -- were skipped for length (placeholder drafts), whose drafts were all grammar-invalid, or that
 -- verified no draft (k_zero: nothing scheduled, or adaptive verification's budget was 0) are not
 -- drafts. Every group with request-steps has a row, with zero counts and NULL ratios when it has

@@ -34,7 +34,7 @@ totals AS (
         num_draft_tokens(kind, k_valid) AS num_draft_tokens,
         num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens,
         vllm_num_drafts(k_sched) AS vllm_num_drafts,
-        vllm_num_draft_tokens(k_sched, k_valid) AS vllm_num_draft_tokens,
+        vllm_num_draft_tokens(kind, k_sched, k_valid) AS vllm_num_draft_tokens,
         vllm_num_accepted_tokens(k_sched, accepted) AS vllm_num_accepted_tokens
     FROM request_steps_between(t0, t1), width
     GROUP BY ALL

@@ -12,7 +12,8 @@
 -- Columns:
 --   engine_id, model, method, num_spec_tokens   the group
 --   num_drafts              request-steps with k_sched > 0 (BIGINT)
---   num_draft_tokens        sum of k_valid over them (BIGINT)
+--   num_draft_tokens        sum of vllm_draft_tokens over them: k_valid, the verified invalid draft of
+--                           grammar_rejected included (BIGINT)
 --   num_accepted_tokens     sum of accepted over them (BIGINT)
 --   acceptance_rate         num_accepted_tokens / num_draft_tokens (DOUBLE; NULL when no draft token)
 --   mean_acceptance_length  1 + num_accepted_tokens / num_drafts (DOUBLE; NULL when no draft)

@@ -9,7 +9,7 @@
 --
 -- Columns:
 --   engine_id, model, method, num_spec_tokens   the group
---   kind             'drafted' | 'skipped_for_length' | 'grammar_invalid' | 'k_zero'
+--   kind             'drafted' | 'skipped_for_length' | 'grammar_invalid' | 'k_zero' | 'grammar_rejected'
 --   k_zero_reason    NULL unless kind = 'k_zero'
 --   request_steps    request-steps of this kind (and k_zero_reason) in the group (BIGINT)
 --   share            request_steps / all request-steps of the group (DOUBLE; sums to 1 per group)

@@ -44,7 +44,7 @@ WITH totals AS (
         num_drafts(kind, k_valid) AS num_drafts,
         num_draft_tokens(kind, k_valid) AS num_draft_tokens,
         num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens,
-        vllm_num_draft_tokens(k_sched, k_valid) AS vllm_num_draft_tokens,
+        vllm_num_draft_tokens(kind, k_sched, k_valid) AS vllm_num_draft_tokens,
         vllm_num_accepted_tokens(k_sched, accepted) AS vllm_num_accepted_tokens
     FROM request_steps_between(t0, t1)
     GROUP BY ALL

@@ -37,7 +37,7 @@
 --                                    in files written before schema 1.3
 --   log_partition, log_offset        where the step event sat in the log it was ingested from
 --   request_id                       vLLM request id
---   kind                             'drafted' | 'skipped_for_length' | 'grammar_invalid' | 'k_zero'
+--   kind                             'drafted' | 'skipped_for_length' | 'grammar_invalid' | 'k_zero' | 'grammar_rejected'
 --   k_zero_reason                    NULL unless kind = 'k_zero': 'no_proposal', 'length_trim',
 --                                    'grammar_truncated', 'schedule', 'unknown', 'verify_budget'
 --                                    (drafts scheduled, none verified: adaptive verification),
@@ -49,7 +49,8 @@
 --   accepted                         drafts accepted (len(sampled_token_ids) - 1)
 --   emitted                          tokens committed after stop handling
 --   is_draft                         counts as a draft in the corrected metrics (the macro is_draft):
---                                    kind = 'drafted', or kind = 'grammar_invalid' with k_valid > 0
+--                                    kind = 'drafted', or kind = 'grammar_invalid' or 'grammar_rejected'
+--                                    with k_valid > 0
 --   is_vllm_draft                    counts as a draft for vLLM 0.32.0's counters (the macro
 --                                    is_vllm_draft): k_sched > 0, whatever the kind (placeholders and
 --                                    all-invalid drafts included)

@@ -16,16 +16,22 @@ from time import time_ns
 from typing import Any
 
 import pytest
+from transformers import AutoTokenizer
+from vllm.sampling_params import SamplingParams, StructuredOutputsParams
 from vllm.v1.core.sched.async_scheduler import AsyncScheduler
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.outputs import DraftTokenIds
+from vllm.v1.request import Request
+from vllm.v1.structured_output import StructuredOutputManager
 
 from emitter import plugin
 from emitter.outcomes import RawStep
 from emitter.vllm.scheduler import TAG_ATTR
 from emitter.vllm.worker import DECISION_ATTR
 from emitter.vllm.worker_v2 import BUDGET_ATTR
-from tests.support.schedulers import K, build, hook_plugin, request, runner_output
+from queries import connect
+from tests.support.metrics import wait_for
+from tests.support.schedulers import K, add_counters, build, hook_plugin, request, runner_output, views
 
 Check = dict[str, Callable[[Any], bool]]
 DROPPED_STEP = 3  # published while the queue (one step) is full: the next step says so
@@ -122,3 +128,65 @@ def test_the_engine_thread_publishes_every_field_in_raw_step_order(
         swapped = [(tuple(v[j] if n == i else v[i] if n == j else x for n, x in enumerate(v)), check)
                    for v, check in steps]
         assert any(failed_fields(v, check) for v, check in swapped), (RawStep._fields[i], RawStep._fields[j])
+
+
+def test_grammar_invalid_drafts_are_classified_as_the_release_verifies_them(
+    tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request constrained to ``(ab)+`` (xgrammar, the real ``StructuredOutputManager``) beside an
+    unconstrained one, with drafts that break the grammar after one valid token, at the last one
+    only, and at the first. Up to 0.33 vLLM cuts them before scheduling (``validate_tokens``); from
+    0.34 (``trim_spec_tokens``) it schedules the first invalid one, counts it and the target rejects
+    it: ``grammar_rejected``, whose valid drafts alone count in the corrected metrics. Either way the
+    events give back vLLM's own counters."""
+    log = hook_plugin(tmp_path, monkeypatch)
+    sched = build(Scheduler, model_cache / "tiny-llama-target")
+    params = SamplingParams(max_tokens=40, structured_outputs=StructuredOutputsParams(regex="(ab)+"))
+    assert params.structured_outputs is not None
+    params.structured_outputs._backend = "xgrammar"  # what the front end sets
+    constrained = Request(request_id="g", prompt_token_ids=list(range(10, 18)), sampling_params=params,
+                          pooling_params=None)
+    sched.structured_output_manager.grammar_init(constrained)
+    assert constrained.structured_output_request is not None
+    wait_for(lambda: constrained.structured_output_request.grammar is not None)  # compiled on vLLM's thread
+    sched.add_request(constrained)
+    sched.add_request(request("r"))
+    a, b = AutoTokenizer.from_pretrained(model_cache / "tiny-llama-target").convert_tokens_to_ids(["a", "b"])
+
+    def target(drafts: list[int], text: list[int]) -> list[int]:
+        """What the target samples for g: the drafts while they go on with "abab...", then that token."""
+        sampled = []
+        for draft in [*drafts, None]:
+            expected = b if text[-1] == a else a
+            sampled.append(expected)
+            text.append(expected)
+            if draft != expected:
+                return sampled
+        return sampled
+
+    # g's proposals after each step: invalid from the second draft on, at the last one only, all
+    # invalid, all valid. r accepts every draft.
+    proposals = [[b, b, a], [b, a, a], [b, b, b], [b, a, b], []]
+    totals: dict[str, int] = {}
+    text = [b]  # the prompt's last token, as far as the grammar is concerned: g starts with "a"
+    for proposal in proposals:
+        scheduler_output = sched.schedule()
+        drafts = scheduler_output.scheduled_spec_decode_tokens
+        outputs = {"g": target(list(drafts.get("g", ())), text), "r": [5] * (1 + len(drafts.get("r", ())))}
+        add_counters(totals, sched.update_from_output(scheduler_output, runner_output(outputs)))
+        sched.update_draft_token_ids(DraftTokenIds(["g", "r"], [proposal, [5] * K]))
+    vllm_view, rows = views(tmp_path, log)
+    assert vllm_view == [totals]
+    g = [row[2:] for row in rows if row[1] == "g"]
+    if hasattr(StructuredOutputManager, "trim_spec_tokens"):  # 0.34 on
+        assert g == [("grammar_rejected", None, 2, 1, 2, 1), ("grammar_rejected", None, 3, 2, 1, 2),
+                     ("grammar_rejected", None, 1, 0, 3, 0), ("drafted", None, 3, 3, 0, 3)]
+        assert totals == {"num_drafts": 8, "num_draft_tokens": 21, "num_accepted_tokens": 18}
+    else:
+        assert g == [("grammar_invalid", None, 1, 1, 2, 1), ("grammar_invalid", None, 2, 2, 1, 2),
+                     ("k_zero", "grammar_truncated", 0, 0, 3, 0), ("drafted", None, 3, 3, 0, 3)]
+        assert totals == {"num_drafts": 7, "num_draft_tokens": 18, "num_accepted_tokens": 18}
+    assert [row[2:] for row in rows if row[1] == "r"] == [("drafted", None, 3, 3, 0, 3)] * 4
+    corrected = connect(tmp_path / "data").execute(
+        "SELECT num_drafts, num_draft_tokens, num_accepted_tokens FROM acceptance").fetchall()
+    assert corrected == [(7, 18, 18)]  # the same on every release: only drafts that obey the grammar
