@@ -22,6 +22,10 @@ from schemas.events import MAX_REQUEST_ID_CHARS
 from schemas.validation import invalid_outcome_rows
 from schemas.wire import WireStep
 
+#: The dead-letter reason of a step whose event id was read before at another offset of its partition
+#: (``ingest.settings.IngestSettings.dedupe_steps``).
+DUPLICATE_STEP = ("duplicate step: its event id was read at an earlier offset of this partition (the producer "
+                  "sent it again); the first copy is stored")
 _KIND_NAMES = pa.array([k.value for k in KIND_CODES])
 _K_ZERO_REASON_NAMES = pa.array([str(r) if r else "" for r in K_ZERO_REASON_CODES])
 _STEP_STRING_COLUMNS = ("schema_version", "engine_instance", "model", "vllm_version", "method")
@@ -98,9 +102,11 @@ class PartitionBuffer:
         if batch is not None:
             self._batches.append(batch)
         if self.observer is not None and (steps or len(self.dead_letters) > self._reported_dead_letters):
-            dead = [letter.offset for letter in self.dead_letters[self._reported_dead_letters:]]
+            new = self.dead_letters[self._reported_dead_letters:]
             self._reported_dead_letters = len(self.dead_letters)
-            self.observer.validated(self.source, ValidatedSteps(self.partition, batch, steps, offsets, dead))
+            self.observer.validated(self.source, ValidatedSteps(
+                self.partition, batch, steps, offsets, [letter.offset for letter in new],
+                [letter.offset for letter in new if letter.reason == DUPLICATE_STEP]))
 
     def _validate(self) -> tuple[list[WireStep], np.ndarray, pa.RecordBatch | None]:
         """The pending steps that are valid, their offsets and their rows; the others become dead letters."""

@@ -13,13 +13,16 @@ flush, its commit and that removal happen under the partition's lock
 (:mod:`ingest.partition_lock`), so a new owner never counts them as stored.
 Offsets the source reports gone (:class:`LostRange`) stop the run with :class:`LostOffsets`
 once everything before them is committed, or, with ``accept_loss``, are recorded in the tree
-(``ingest.output.write_lost_range``) and committed like a flush.
+(``ingest.output.write_lost_range``) and committed like a flush. A step whose event id was read
+at an earlier offset of its partition (a producer that sent it again after its acknowledgement
+was lost) is a dead letter, so that each step is stored and counted once.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from ingest.batch import DeadLetter, PartitionBuffer
+from ingest.batch import DUPLICATE_STEP, DeadLetter, PartitionBuffer
 from ingest.observer import IngestObserver
 from ingest.output import (
     ParquetOptions,
@@ -41,7 +44,7 @@ from ingest.output import (
     write_partitioned,
 )
 from ingest.partition_lock import PartitionLocks
-from ingest.recovery import resume_positions
+from ingest.recovery import recent_steps, resume_positions
 from ingest.settings import IngestSettings
 from ingest.sources.base import LostRange, Source, SourceWentBack
 from schemas.arrow import REQUEST_STEP_SCHEMA
@@ -114,6 +117,7 @@ class Ingester:
         self._next: dict[int, int] = {}  # per owned partition: the next offset to consume
         self._buffers: dict[int, PartitionBuffer] = {}
         self._refused: set[int] = set()  # partitions whose commit was refused: nothing is stored until reassigned
+        self._read_at: dict[int, OrderedDict[str, int]] = {}  # per partition: recent steps' event id -> offset
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specmetrics-writer")
         self._in_flight: tuple[Future[None], dict[int, int], _Flush] | None = None
         self._rotate_us = int(self.settings.flush_event_time_s * 1_000_000)
@@ -184,6 +188,9 @@ class Ingester:
         for partition, position in positions.items():
             self._buffers.pop(partition, None)
             self._next.pop(partition, None)
+            if self.settings.dedupe_steps:
+                self._read_at[partition] = recent_steps(self.out, self.source.name, partition,
+                                                        self.settings.dedupe_steps)
             if position is not None:
                 self._next[partition] = position
             self._refused.discard(partition)
@@ -239,6 +246,8 @@ class Ingester:
             step = decode_step(payload)
             if not self._earliest_us <= step.event_time_us <= self._latest_us:
                 raise InvalidRecord(self._far_from_clock(step.event_time_us))
+            if self.settings.dedupe_steps and self._read_before(partition, offset, step.event_id):
+                raise InvalidRecord(DUPLICATE_STEP)
         except (InvalidRecord, UnsupportedSchemaVersion) as exc:
             if buffer is None:
                 buffer = self._buffers[partition] = self._new_buffer(partition, offset)
@@ -256,6 +265,18 @@ class Ingester:
         if buffer.rows + len(buffer.dead_letters) >= self.settings.flush_rows or \
                 buffer.payload_bytes >= self.settings.flush_bytes:
             self.flush(partition)
+
+    def _read_before(self, partition: int, offset: int, event_id: str) -> bool:
+        """Whether a step with this event id was read at another offset of the partition, among the
+        last ``dedupe_steps`` steps read there (a record read again at its own offset is not a copy)."""
+        read_at = self._read_at.setdefault(partition, OrderedDict())
+        first = read_at.get(event_id)
+        if first is not None:
+            return first != offset
+        read_at[event_id] = offset
+        if len(read_at) > self.settings.dedupe_steps:
+            read_at.popitem(last=False)
+        return False
 
     def _read_clock(self) -> None:
         """The event times this poll's steps may have (settings max_ahead_s and max_behind_s, 0: no

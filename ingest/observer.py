@@ -20,13 +20,15 @@ from schemas.wire import WireStep
 @dataclass(frozen=True, slots=True)
 class ValidatedSteps:
     """Steps of one partition just validated: the rows of the valid ones (the rows the ingester
-    stores) and the offsets of those set aside as dead letters."""
+    stores) and the offsets of those set aside as dead letters, and of those, the copies of steps
+    read before (:data:`ingest.batch.DUPLICATE_STEP`)."""
 
     partition: int
     rows: pa.RecordBatch | None
     steps: list[WireStep]
     step_offsets: np.ndarray
     dead_letter_offsets: list[int]
+    duplicate_offsets: list[int]
 
 
 class IngestObserver(ABC):

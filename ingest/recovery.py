@@ -13,13 +13,16 @@ again. Every other file stays. The partition resumes after its last complete flu
   (deleted, or this tree is not the one the offsets were committed for). That is an error, and
   nothing is removed: reading on would hide the hole, reading again would need the records;
 * no files and no committed offset: from the source's first offset.
+
+The event ids of the last steps stored (:func:`recent_steps`) let a new owner of the partition set
+aside a step its producer sent again.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,6 +109,24 @@ def _resume_position(out: Path, source: str, partition: int, flushes: list[Store
                        "offset %d (the commit of their flush was lost); resuming there", partition, source,
                        committed, stored_end)
     return stored_end
+
+
+def recent_steps(out: Path, source: str, partition: int, limit: int) -> OrderedDict[str, int]:
+    """The event ids of the last ``limit`` or so steps the partition's files hold, each with its
+    offset, oldest first: what the ingester remembers to set aside a step sent again after a restart."""
+    files = sorted(((name, path) for path in out.glob(DATA_GLOB)
+                    if (name := FileName.parse(path.name)) is not None
+                    and (name.source, name.partition) == (source, partition)),
+                   key=lambda item: (item[0].end, item[1]), reverse=True)
+    steps: list[tuple[int, str]] = []
+    for _, path in files:
+        if len(steps) >= limit:
+            break
+        table = pq.read_table(path, columns=["log_offset", "event_id"])
+        pairs = table.group_by(["log_offset", "event_id"]).aggregate([])
+        steps.extend(zip(pairs["log_offset"].to_pylist(), map(str, pairs["event_id"].to_pylist()), strict=True))
+    steps.sort()
+    return OrderedDict((event_id, offset) for offset, event_id in steps[-limit:])
 
 
 def _stored_flushes(out: Path, source: str, partitions: set[int]) -> dict[int, list[StoredFlush]]:

@@ -35,6 +35,9 @@ class IngestSettings(BaseSettings):
                                "producer gone wrong); 0: no bound.")
     max_behind_s: float = Field(default=10 * 365 * 86_400.0, ge=0, description="... or more than this behind it "
                                 "(default 10 years: old logs still replay; a clock at 1970 does not); 0: no bound.")
+    dedupe_steps: int = Field(default=100_000, ge=0, description="Remember the event ids of this many recent steps "
+                              "per partition: a step read again at a later offset (a producer's resend after a lost "
+                              "acknowledgement) is set aside as a dead letter and the first copy kept; 0: off.")
     log_interval_s: float = Field(default=30.0, gt=0, description="How often rows/s and lag are logged.")
     metrics_port: int | None = Field(default=None, ge=0, le=65535, description="Serve the live corrected metrics "
                                      "for Prometheus on this port (/metrics; 0: any free port); None: no endpoint.")

@@ -115,7 +115,9 @@ def group_families(totals: list[GroupTotals], snapshot: Snapshot) -> Iterator[Me
 def _health_families(snapshot: Snapshot) -> Iterator[Metric]:
     health = snapshot.health
     for family, value in ((f.INGEST_STEPS, health.steps), (f.INGEST_ROWS, health.request_steps),
-                          (f.INGEST_DEAD_LETTERS, health.dead_letters), (f.INGEST_LOST_OFFSETS, health.lost_offsets)):
+                          (f.INGEST_DEAD_LETTERS, health.dead_letters), (f.INGEST_DUPLICATE_STEPS,
+                                                                         health.duplicate_steps),
+                          (f.INGEST_LOST_OFFSETS, health.lost_offsets)):
         metric = _new(family)
         metric.add_metric([], value)
         yield metric

@@ -84,6 +84,9 @@ INGEST_STEPS = Family("specmetrics_ingest_steps", "counter", "Valid step events 
 INGEST_ROWS = Family("specmetrics_ingest_request_steps", "counter", "Request-steps counted.", ())
 INGEST_DEAD_LETTERS = Family("specmetrics_ingest_dead_letters", "counter",
                              "Records set aside as dead letters (unreadable, or breaking the contract).", ())
+INGEST_DUPLICATE_STEPS = Family("specmetrics_ingest_duplicate_steps", "counter",
+                                "Of the dead letters, steps read again at a later offset (a producer's resend): "
+                                "stored and counted once.", ())
 INGEST_LOST_OFFSETS = Family("specmetrics_ingest_lost_offsets", "counter",
                              "Offsets found gone from the source and recorded as lost (--accept-loss).", ())
 INGEST_LAG = Family("specmetrics_ingest_consumer_lag_records", "gauge",
@@ -95,7 +98,7 @@ FAMILIES = (
     VLLM_DRAFTS, VLLM_DRAFT_TOKENS, VLLM_ACCEPTED_TOKENS, VLLM_ACCEPTED_PER_POSITION,
     REQUEST_STEPS, EMITTED_TOKENS, VERIFIED_SLOTS, WASTED_SLOTS, LAST_EVENT_TIME, PLUGIN_DROPPED_STEPS,
     MAX_MODEL_LEN, CONTEXT_CAP_FROM,
-    INGEST_STEPS, INGEST_ROWS, INGEST_DEAD_LETTERS, INGEST_LOST_OFFSETS, INGEST_LAG,
+    INGEST_STEPS, INGEST_ROWS, INGEST_DEAD_LETTERS, INGEST_DUPLICATE_STEPS, INGEST_LOST_OFFSETS, INGEST_LAG,
 )
 
 #: Every sample name the endpoint exposes.

@@ -30,6 +30,7 @@ class PipelineHealth:
     steps: int = 0
     request_steps: int = 0
     dead_letters: int = 0
+    duplicate_steps: int = 0  # of the dead letters, copies of steps read before
     lost_offsets: int = 0
     #: Per (source, partition): records not read yet.
     lag: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -80,6 +81,7 @@ class LiveMetrics(IngestObserver):
         counts = count_batch(rows) if rows is not None else BatchCounts({}, {})
         dropped, context = _latest_reports(steps, new_steps)
         dead_letters = sum(offset >= floor for offset in steps.dead_letter_offsets)
+        duplicates = sum(offset >= floor for offset in steps.duplicate_offsets)
         end = max([*steps.step_offsets[-1:].tolist(), *steps.dead_letter_offsets], default=floor - 1)
         with self._lock:
             for shape, (n, emitted) in counts.shapes.items():
@@ -92,6 +94,7 @@ class LiveMetrics(IngestObserver):
             self._health.steps += int(new_steps.sum())
             self._health.request_steps += 0 if rows is None else len(rows)
             self._health.dead_letters += dead_letters
+            self._health.duplicate_steps += duplicates
             self._next[position] = max(floor, end + 1)
 
     def lost(self, source: str, partition: int, first: int, last: int) -> None:
@@ -109,7 +112,7 @@ class LiveMetrics(IngestObserver):
     def snapshot(self) -> Snapshot:
         with self._lock:
             health = PipelineHealth(self._health.steps, self._health.request_steps, self._health.dead_letters,
-                                    self._health.lost_offsets, dict(self._health.lag))
+                                    self._health.duplicate_steps, self._health.lost_offsets, dict(self._health.lag))
             return Snapshot(dict(self._shapes), dict(self._last_event_us), dict(self._plugin_dropped),
                             dict(self._context), health)
 

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ingest import Ingester, IngestSettings
+from ingest.batch import DUPLICATE_STEP
 from ingest.sources import LocalLogSource
 from schemas import REQUEST_STEP_SCHEMA
 from schemas.wire import FIELDS, MAX_EVENT_TIME_US, MIN_EVENT_TIME_US, step_event_to_wire
@@ -181,11 +182,9 @@ def test_a_step_dated_far_from_the_ingesters_clock_is_a_dead_letter_naming_both_
     event = step_event_to_wire(step_event())
     now_us = int(time.time() * 1e6)
     day_us, year_us = 86_400 * 10**6, 365 * 86_400 * 10**6
-    LocalLogWriter(log_dir).append([
-        _with(event, event_time_us=now_us), _with(event, event_time_us=now_us + 2 * day_us),  # 2 days ahead
-        _with(event, event_time_us=now_us - 11 * year_us), _with(event, event_time_us=MAX_EVENT_TIME_US),
-        _with(event, event_time_us=now_us - 9 * year_us),  # an old log replayed
-    ])
+    times = [now_us, now_us + 2 * day_us,  # 2 days ahead
+             now_us - 11 * year_us, MAX_EVENT_TIME_US, now_us - 9 * year_us]  # the last: an old log replayed
+    LocalLogWriter(log_dir).append([_with(event, event_id=f"step-{i}", event_time_us=t) for i, t in enumerate(times)])
     stats = ingest_once(log_dir, data_dir)
     assert (stats.rows, stats.dead_letters) == (8, 3)
     letters = {line["offset"]: line["reason"] for path in (data_dir / DEAD_LETTER_DIR).glob("*.jsonl")
@@ -220,7 +219,7 @@ def test_request_ids_the_contract_forbids_are_dead_letters_and_the_rest_stays_re
         39: (_with(good[0], request_id_offsets=np.array([0, 6, 2, 4, 8], dtype=np.int32).tobytes()),
              "outcome 1: empty request_id"),
     }
-    records = [bad[i][0] if i in bad else good[i] for i in range(40)]
+    records = [_with(bad[i][0], event_id=f"bad-{i}") if i in bad else good[i] for i in range(40)]
     LocalLogWriter(log_dir).append(records)
     stats = ingest_once(log_dir, data_dir)
     assert (stats.rows, stats.dead_letters) == (35 * 4 - 3, 5)
@@ -293,3 +292,44 @@ def test_a_request_step_costs_at_most_4_bytes_of_parquet(log_dir: Path, data_dir
     stats = ingest_once(log_dir, data_dir)
     size = sum(p.stat().st_size for p in data_dir.glob(DATA_GLOB))
     assert size / stats.rows <= 4.0
+
+
+def test_a_step_sent_twice_is_stored_and_counted_once_and_the_copy_is_set_aside(
+        log_dir: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A producer that resends steps whose acknowledgement it lost puts a second copy of each at a
+    later offset: the copies are dead letters with the reason, the views count each step once,
+    and ``verify`` says records were set aside (exit 3). Off (``dedupe_steps=0``), both copies are
+    stored and ``verify`` names the duplicates (exit 1). A record read again at its own offset (a
+    second run) is not a copy."""
+    steps = [step_event_to_wire(step_event(event_id=f"boot-{i}")) for i in range(4)]
+    LocalLogWriter(log_dir).append([*steps, steps[1], steps[2], step_event_to_wire(step_event(event_id="boot-4"))])
+    stats = ingest_once(log_dir, data_dir)
+    assert (stats.rows, stats.dead_letters) == (5 * 4, 2)
+    letters = [json.loads(line) for path in sorted((data_dir / DEAD_LETTER_DIR).glob("*.jsonl"))
+               for line in path.read_text().splitlines()]
+    assert [(letter["offset"], letter["reason"]) for letter in letters] == [(4, DUPLICATE_STEP), (5, DUPLICATE_STEP)]
+    counted = main(["sql", "--data", str(data_dir), "--format", "csv", "SELECT (SELECT num_drafts FROM "
+                    "acceptance_vllm), count(*), count(DISTINCT event_id) FROM request_steps"])
+    assert counted == 0 and capsys.readouterr().out.splitlines()[-1] == "15,20,5"  # 3 vLLM drafts a step
+    assert main(["verify", "--data", str(data_dir)]) == 3
+    assert "duplicate step" in capsys.readouterr().out
+    assert ingest_once(log_dir, data_dir).rows == 0  # nothing new
+    both = data_dir.with_name("both")
+    assert ingest_once(log_dir, both, dedupe_steps=0).rows == 7 * 4
+    assert main(["verify", "--data", str(both)]) == 1
+
+
+def test_a_copy_read_after_a_restart_is_set_aside_from_what_the_files_hold(log_dir: Path, data_dir: Path) -> None:
+    """The ingester stopped after storing a step; its producer's copy arrives later: the new
+    ingester knows the stored steps' event ids (``ingest.recovery.recent_steps``) and sets it aside."""
+    steps = [step_event_to_wire(step_event(event_id=f"boot-{i}")) for i in range(5)]
+    writer = LocalLogWriter(log_dir)
+    writer.append(steps[:3])
+    assert ingest_once(log_dir, data_dir).rows == 3 * 4
+    writer.append([steps[3], steps[2], steps[0], steps[4]])
+    # It remembers the last three steps read: 0, 1 and 2 from the files, then 1, 2 and 3.
+    stats = ingest_once(log_dir, data_dir, dedupe_steps=3)
+    assert (stats.rows, stats.dead_letters) == (3 * 4, 1)  # 0's copy is further back than that: stored
+    letters = [json.loads(line) for path in sorted((data_dir / DEAD_LETTER_DIR).glob("*.jsonl"))
+               for line in path.read_text().splitlines()]
+    assert [(letter["offset"], letter["reason"]) for letter in letters] == [(4, DUPLICATE_STEP)]

@@ -86,7 +86,7 @@ def test_a_failing_computation_or_a_closed_collector_still_shows_the_pipelines_h
     rows = OutcomeRows()
     live = LiveMetrics()
     batch = pa.Table.from_pylist([rows.drafted(3, 2)], schema=REQUEST_STEP_SCHEMA).to_batches()[0]
-    live.validated("log", ValidatedSteps(0, batch, [], np.zeros(0, dtype=np.int64), [5]))
+    live.validated("log", ValidatedSteps(0, batch, [], np.zeros(0, dtype=np.int64), [5], []))
     collector = LiveCollector(live)
     names = {family.name for family in collector.collect()}
     assert {"specmetrics_spec_decode_drafts", "specmetrics_ingest_dead_letters"} <= names
@@ -96,6 +96,7 @@ def test_a_failing_computation_or_a_closed_collector_still_shows_the_pipelines_h
 
     monkeypatch.setattr(collector._totals, "totals", fail)
     health = {"specmetrics_ingest_steps", "specmetrics_ingest_request_steps", "specmetrics_ingest_dead_letters",
+              "specmetrics_ingest_duplicate_steps",
               "specmetrics_ingest_lost_offsets", "specmetrics_ingest_consumer_lag_records"}
     assert {family.name for family in collector.collect()} == health
     assert "the live totals could not be computed" in caplog.text

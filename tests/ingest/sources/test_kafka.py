@@ -21,6 +21,8 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from devtools.kafka_broker import TansuBroker
+from emitter.sinks import open_sink
+from ingest.batch import DUPLICATE_STEP
 from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR
@@ -155,6 +157,31 @@ def test_bad_records_go_to_the_dead_letter_topic_and_good_ones_are_ingested(kafk
     assert "unknown outcome kind code" in reasons[bad[2]]
     # dead-lettered offsets count as stored: clean, with records set aside (exit code 3)
     assert main(["verify", "--data", str(tmp_path / "out")]) == 3
+
+
+def test_steps_a_producer_sent_twice_are_stored_and_counted_once(kafka_url: str, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The plugin's Kafka sink sends steps, then sends some again, as its spool replays steps whose
+    acknowledgement timed out (the broker had stored them): each step is stored once, the copies are
+    dead letters with the reason, and ``verify`` says records were set aside."""
+    assert ingest(kafka_url, tmp_path / "warmup", "--group", "warmup") == 0  # creates the topic
+    steps = [step_event_to_wire(step_event(event_id=f"resent-{i}")) for i in range(6)]
+    sink = open_sink(kafka_url, "resender")
+    sink.send(b"one-engine", steps[:4])
+    sink.flush()
+    sink.send(b"one-engine", [*steps[2:4], *steps[4:]])  # 2 and 3 again, then the rest
+    sink.close()
+    assert ingest(kafka_url, tmp_path / "out") == 0
+    table = read_rows(tmp_path / "out")
+    assert table.num_rows == 6 * 4 and len(set(table["event_id"].to_pylist())) == 6
+    letters = [json.loads(line) for f in sorted((tmp_path / "out" / DEAD_LETTER_DIR).glob("*.jsonl"))
+               for line in f.read_text().splitlines()]
+    assert [base64.b64decode(letter["payload_base64"]) for letter in letters] == steps[2:4]
+    assert {letter["reason"] for letter in letters} == {DUPLICATE_STEP}
+    assert {letter["partition"] for letter in letters} == {pc.min(table["log_partition"]).as_py()}
+    capsys.readouterr()
+    assert main(["verify", "--data", str(tmp_path / "out")]) == 3
+    assert "2 record(s)" in capsys.readouterr().out
 
 
 def test_sigterm_flushes_and_commits(kafka_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
