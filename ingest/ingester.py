@@ -8,7 +8,9 @@ a crash between the files and the commit leaves files that are complete and stay
 within a flush leaves an incomplete flush, which is removed and written again under the same
 names. A partition that moved on while this ingester was evicted (a commit refused, or
 partitions reported lost) may have a new owner already, which resumed after its stored files
-before this one wrote more: such files are removed here, and buffers dropped unwritten. A
+before this one wrote more: such files are removed here, and buffers kept aside unwritten (taken
+up again if the partition comes back with nothing stored since; stored when the source went back,
+as the only copy left). A
 flush, its commit and that removal happen under the partition's lock
 (:mod:`ingest.partition_lock`), so a new owner never counts them as stored.
 Offsets the source reports gone (:class:`LostRange`) stop the run with :class:`LostOffsets`
@@ -118,6 +120,8 @@ class Ingester:
         self._buffers: dict[int, PartitionBuffer] = {}
         self._refused: set[int] = set()  # partitions whose commit was refused: nothing is stored until reassigned
         self._read_at: dict[int, OrderedDict[str, int]] = {}  # per partition: recent steps' event id -> offset
+        self._orphans: dict[int, PartitionBuffer] = {}  # buffers of partitions lost, until stored by someone
+        self._went_back_at: SourceWentBack | None = None  # the source lost records: keep what is flushed
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specmetrics-writer")
         self._in_flight: tuple[Future[None], dict[int, int], _Flush] | None = None
         self._rotate_us = int(self.settings.flush_event_time_s * 1_000_000)
@@ -185,27 +189,70 @@ class Ingester:
                 positions.update(resume_positions(self.out, self.source.name, {partition: offset}))
             finally:
                 self._locks.release(partition)
-        for partition, position in positions.items():
+        orphans = {partition: self._orphans.pop(partition) for partition in positions if partition in self._orphans}
+        self._drop_stored_orphans()
+        for partition, stored_end in list(positions.items()):
             self._buffers.pop(partition, None)
             self._next.pop(partition, None)
-            if self.settings.dedupe_steps:
+            self._refused.discard(partition)
+            orphan = orphans.get(partition)
+            position = stored_end
+            if orphan is not None and stored_end in (None, orphan.start_offset):
+                # Nobody stored the partition since this ingester lost it: what it read is still the
+                # next thing to store, and perhaps the only copy left (a broker that lost its data).
+                logger.info("partition %d of %s is back: keeping offsets %d-%d read before it was lost",
+                            partition, self.source.name, orphan.start_offset, orphan.end_offset)
+                self._buffers[partition] = orphan
+                positions[partition] = position = orphan.end_offset + 1
+            elif self.settings.dedupe_steps:
                 self._read_at[partition] = recent_steps(self.out, self.source.name, partition,
                                                         self.settings.dedupe_steps)
             if position is not None:
                 self._next[partition] = position
-            self._refused.discard(partition)
         return positions
 
     def _went_back(self, went_back: SourceWentBack) -> ValueError:
-        """The error that stops the run when the source lost records this ingester read: how far the
-        files reach, and what was read past them (held in memory, not stored: gone with the source)."""
+        """The error that stops the run when the source lost records this ingester read, after storing
+        what it had read of every partition (now the only copy): how far the files reach."""
+        self._went_back_at = went_back
+        self.flush_all()
+        self.wait()
+        kept = self._store_orphans()
         stored = self._next.get(went_back.partition, 0) - 1
         files = f"the files of partition {went_back.partition} reach offset {stored}" if stored >= 0 else \
             f"no file holds partition {went_back.partition}"
         unstored = f" (offsets {stored + 1}-{went_back.position - 1} were read but not stored)" \
             if went_back.position - 1 > stored else ""
-        return ValueError(f"{went_back}; {files}{unstored}. Nothing was removed; ingest the new topic into a new "
-                          "output directory with a new consumer group")
+        return ValueError(f"{went_back}; {files}{unstored}{kept}. Nothing was removed; ingest the new topic into a "
+                          "new output directory with a new consumer group")
+
+    def _stored_end(self, partition: int) -> int | None:
+        """Where the partition's stored files end (None: no file), read under its lock."""
+        self._locks.acquire(partition)
+        try:
+            return resume_positions(self.out, self.source.name, {partition: None})[partition]
+        finally:
+            self._locks.release(partition)
+
+    def _drop_stored_orphans(self) -> None:
+        """Orphans whose partition another ingester has stored past their start: theirs now."""
+        for partition, orphan in list(self._orphans.items()):
+            if self._stored_end(partition) not in (None, orphan.start_offset):
+                del self._orphans[partition]
+
+    def _store_orphans(self) -> str:
+        """The source lost records: what this ingester read of partitions it lost before may be the
+        only copy left. Each one nobody stored since is stored (its commit may be refused: the files
+        stay); says which."""
+        stored = []
+        for partition, orphan in sorted(self._orphans.items()):
+            if self._stored_end(partition) in (None, orphan.start_offset):
+                self._buffers[partition] = orphan
+                self.flush(partition)
+                self.wait()
+                stored.append(f"partition {partition} offsets {orphan.start_offset}-{orphan.end_offset}")
+        self._orphans.clear()
+        return f"; stored what was read before this ingester lost them: {', '.join(stored)}" if stored else ""
 
     def _revoked(self, partitions: list[int]) -> None:
         for partition in partitions:
@@ -214,10 +261,13 @@ class Ingester:
         self._forget(partitions)
 
     def _lost(self, partitions: list[int]) -> None:
-        """Evicted: what is not committed of these partitions is their new owner's to store.
-        Buffers are dropped unwritten; a flush of theirs in flight is removed, not committed."""
+        """Evicted: what is not committed of these partitions is their new owner's to store. Buffers
+        are kept aside unwritten, and taken up again if the partition comes back with nothing stored
+        since (:meth:`_assigned`); a flush of theirs in flight is removed, not committed."""
         logger.warning("lost partitions %s of %s (this ingester was evicted from its group); what it had not "
-                       "committed of them is dropped, for their new owner to store", partitions, self.source.name)
+                       "committed of them is kept aside unwritten, for their new owner to store, or this ingester "
+                       "if they come back", partitions, self.source.name)
+        self._orphans.update((p, self._buffers[p]) for p in partitions if p in self._buffers)
         self._forget(partitions)
         if self._in_flight is not None and not self._in_flight[1].keys().isdisjoint(partitions):
             (future, _, work), self._in_flight = self._in_flight, None
@@ -347,7 +397,7 @@ class Ingester:
             (future, next_offsets, work), self._in_flight = self._in_flight, None
             try:
                 future.result()
-                if not self.source.commit(next_offsets):
+                if not self.source.commit(next_offsets) and self._went_back_at is None:
                     self._commit_refused(next_offsets, work)
                     return
             finally:

@@ -238,6 +238,61 @@ def test_a_broker_restart_while_the_emitter_produces_loses_no_event(tmp_path: Pa
     assert len(duplicates) <= 64, len(duplicates)  # at least once: only acknowledgements lost in the crash
 
 
+def test_a_broker_that_lost_its_data_loses_nothing_two_ingesters_had_read(tmp_path: Path) -> None:
+    """Two ingesters of one group have read every record and stored none (no flush by size or
+    idleness) when the broker restarts empty (Tansu: memory storage). The group forgets them, so
+    their partitions are lost (eviction) or revoked; what they read is now the only copy. Each
+    stores it before it stops on the source that went back, its message saying what it stored:
+    every row of the load is stored once."""
+    broker = TansuBroker().start()
+    url = broker.url("lost")
+    ingesters: list[tuple[subprocess.Popen[bytes], Path]] = []
+    try:
+        truth = loadgen(url, tmp_path / "truth.json", "--rows", "6000", "--engines", "4", "--seed", "5")
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "SPECMETRICS_INGEST_FLUSH_IDLE_S": "600",
+               "SPECMETRICS_INGEST_LOG_INTERVAL_S": "0.2", "SPECMETRICS_KAFKA_SESSION_TIMEOUT_MS": "3000",
+               "SPECMETRICS_KAFKA_HEARTBEAT_INTERVAL_MS": "500"}
+        for i in range(2):
+            log = tmp_path / f"ingest-{i}.log"
+            with log.open("wb") as stderr:
+                ingesters.append((subprocess.Popen(
+                    [sys.executable, "-m", "specmetrics.cli", "-v", "ingest", "--source", url, "--out",
+                     str(tmp_path / "out"), "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr, env=env),
+                    log))
+        assigned = "ingest.sources.kafka: assigned partitions"
+
+        def caught_up(log: Path) -> bool:  # lag 0 after its last assignment: it read all it was given
+            text = log.read_text()
+            return assigned in text and " lag 0 record(s)" in text.rpartition(assigned)[2]
+
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(caught_up(log) for _, log in ingesters):
+            time.sleep(0.2)
+        time.sleep(1.0)  # both settled in one generation (a join moves partitions: lag 0 again after)
+        assert all(caught_up(log) for _, log in ingesters)
+        assert not list((tmp_path / "out").glob(DATA_GLOB))  # all read, nothing stored yet
+        broker.stop()
+        broker.start()
+        codes = []
+        for process, _ in ingesters:
+            try:
+                codes.append(process.wait(60))
+            except subprocess.TimeoutExpired:  # never assigned again: it stops, storing what it holds
+                process.send_signal(signal.SIGTERM)
+                codes.append(process.wait(60))
+    finally:
+        for process, _ in ingesters:
+            if process.poll() is None:
+                process.kill()
+        broker.stop()
+    logs = [log.read_text() for _, log in ingesters]
+    assert 2 in codes, logs[0][-3000:] + logs[1][-3000:]
+    assert "the broker lost its data" in "".join(logs)
+    table = read_rows(tmp_path / "out")
+    keys = pc.binary_join_element_wise(table["event_id"].cast("string"), table["request_id"], "|")
+    assert table.num_rows == pc.count_distinct(keys).as_py() == total_rows(truth)
+
+
 @pytest.mark.parametrize("url", ["kafka://user:pw@h:9092/t", "kafka://h:9092/", "kafka:///t"])
 def test_bad_kafka_urls_are_clear_errors(url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert ingest(url, tmp_path / "out") == 2
