@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             created = ensure_topic(address, settings, topic)
         except KafkaError as exc:
-            print(f"specmetrics create-topics: {topic}: {exc!r}", file=sys.stderr)
-            return 1
+            print(f"specmetrics create-topics: error: {topic}: {exc!r}", file=sys.stderr)
+            return 2
         print(f"{topic}: {'created' if created else 'exists (left as it is)'}")
     return 0

@@ -103,8 +103,8 @@ def run_vllm(args: argparse.Namespace) -> int:
         done = subprocess.run([sys.executable, "-m", "specmetrics.vllm_scenarios", "--out", str(scenarios_file)],
                               env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
     if done.returncode != 0:
-        print(f"vLLM failed (exit code {done.returncode}); see {vllm_log}", file=sys.stderr)
-        return 1
+        print(f"specmetrics demo: error: vLLM failed (exit code {done.returncode}); see {vllm_log}", file=sys.stderr)
+        return 2
     stats = ingest_source(log_dir.resolve().as_uri(), data_dir, once=True)
     print(f"\ningested {stats.rows:,} request-steps into {stats.files} Parquet file(s) under {data_dir}\n")
     con = connect(data_dir)

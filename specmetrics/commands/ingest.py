@@ -129,8 +129,8 @@ def _metrics_endpoint(settings: IngestSettings) -> tuple[LiveMetrics | None, Met
     try:
         server = MetricsServer(live, settings.metrics_port, settings.metrics_host)
     except OSError as exc:
-        raise SystemExit(f"error: cannot serve the metrics on {settings.metrics_host}:{settings.metrics_port}: "
-                         f"{exc.strerror or exc}") from None
+        raise OSError(f"cannot serve the metrics on {settings.metrics_host}:{settings.metrics_port}: "
+                      f"{exc.strerror or exc}") from None
     logger.info("serving the live metrics on http://%s:%d/metrics", settings.metrics_host, server.port)
     return live, server
 

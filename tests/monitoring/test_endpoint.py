@@ -183,6 +183,7 @@ def test_a_port_in_use_is_a_clear_error_before_anything_is_read(tmp_path: Path) 
         taken.listen()
         process = ingest((tmp_path / "log").as_uri(), tmp_path / "out", taken.getsockname()[1])
         _, err = process.communicate(timeout=60)
-    assert process.returncode != 0
-    assert "cannot serve the metrics on 0.0.0.0:" in err.decode() and "in use" in err.decode()
+    assert process.returncode == 2
+    assert "specmetrics ingest: error: cannot serve the metrics on 0.0.0.0:" in err.decode()
+    assert "in use" in err.decode()
     assert not list((tmp_path / "out").glob(DATA_GLOB))
