@@ -42,7 +42,7 @@ def write_partitioned(
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), FLUSH_FILES_KEY.encode(): flush_files})
     paths = []
     for hour in unique_hours:
-        part = table if hours[0] == hours[-1] == hour else table.filter(pa.array(hours == hour))
+        part = table if len(unique_hours) == 1 else table.filter(pa.array(hours == hour))
         when = datetime.fromtimestamp(int(hour) * 3600, UTC)
         # %Y does not pad years before 1000 on glibc
         path = out / f"dt={when.year:04d}-{when:%m-%d}" / f"hour={when:%H}" / name.render("parquet")

@@ -56,6 +56,25 @@ def test_steps_are_split_by_event_time_hour(log_dir: Path, data_dir: Path) -> No
     assert read_rows(data_dir).num_rows == 12
 
 
+def test_steps_of_one_hour_around_another_hours_are_each_stored_once_in_their_hour(
+        log_dir: Path, data_dir: Path) -> None:
+    """A flush whose first and last steps share an hour and whose middle steps are of another (a
+    replayed spool between live steps, an engine's clock an hour off): each hour's file holds its
+    own rows only, every reader takes both, and ``verify`` is clean. (Each hour's file once got
+    the whole flush when the first and last rows shared an hour: rows twice, and readers left the
+    file out.)"""
+    hours = [0, 1, 1, 0]
+    LocalLogWriter(log_dir).append([step_event_to_wire(step_event(event_id=f"e{i}", event_time=T0 + timedelta(
+        hours=h))) for i, h in enumerate(hours)])
+    ingest_once(log_dir, data_dir, flush_event_time_s=7200)  # one flush
+    assert parquet_files(data_dir) == [
+        f"dt=2026-11-30/hour={h}/log-0-00000000000000000000-00000000000000000003.parquet" for h in (12, 13)]
+    for hour, steps in ((12, {"e0", "e3"}), (13, {"e1", "e2"})):
+        [path] = (data_dir / "dt=2026-11-30" / f"hour={hour}").glob("*.parquet")
+        assert set(pq.read_table(path, columns=["event_id"])["event_id"].to_pylist()) == steps
+    assert main(["verify", "--data", str(data_dir)]) == 0
+
+
 def test_files_rotate_by_event_time_not_only_by_size(log_dir: Path, data_dir: Path) -> None:
     writer = LocalLogWriter(log_dir)
     minutes = [0, 4, 9, 10, 12, 25]
