@@ -66,6 +66,9 @@ PUBLIC_VIEWS: tuple[str, ...] = (
     "context_caps",
     "skip_checks",
     "wasted_verification",
+    "acceptance_histogram",
+    "request_outliers",
+    "k_comparison",
 )
 #: Table macros users call: the time-window variant of each view, and the timeline.
 PUBLIC_MACROS: tuple[str, ...] = (

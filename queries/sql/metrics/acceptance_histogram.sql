@@ -1,0 +1,64 @@
+-- acceptance_histogram: requests by their own corrected acceptance rate, per group.
+--
+-- Pooled numbers hide the requests that went wrong: very low acceptance tends to come with
+-- garbled output, very high with repetitive loops. Each request with at least one corrected draft
+-- token falls in one of `buckets` equal-width buckets of its acceptance rate (accepted / draft
+-- tokens, corrected); a rate of exactly 1 goes in the last bucket. Every bucket of a group with
+-- such requests has a row, empty ones with 0.
+--
+-- Example:
+--   SELECT engine_id, lower_rate, upper_rate, requests, share FROM acceptance_histogram ORDER BY engine_id, bucket
+--
+-- Columns:
+--   engine_id, model, method, num_spec_tokens   the group
+--   bucket                  0-based bucket index (INTEGER)
+--   lower_rate, upper_rate  the bucket's rates: lower_rate <= rate < upper_rate (the last bucket
+--                           includes 1) (DOUBLE)
+--   requests                requests whose corrected acceptance rate falls in the bucket (BIGINT)
+--   share                   requests / the group's requests with a draft token (DOUBLE)
+--
+-- acceptance_histogram_between(t0, t1, buckets := 10) is the same over t0 <= event_time < t1
+-- (NULL: open end) with that many buckets; the view acceptance_histogram is it over all time with
+-- 10 buckets.
+CREATE OR REPLACE MACRO acceptance_histogram_between(t0, t1, buckets := 10) AS TABLE
+WITH rates AS (
+    SELECT
+        engine_id,
+        model,
+        method,
+        num_spec_tokens,
+        CAST(least(floor(acceptance_rate(num_accepted_tokens, num_draft_tokens) * buckets), buckets - 1) AS INTEGER)
+            AS bucket
+    FROM request_acceptance_between(t0, t1)
+    WHERE num_draft_tokens > 0
+),
+groups AS (
+    SELECT engine_id, model, method, num_spec_tokens, CAST(count(*) AS BIGINT) AS with_drafts
+    FROM rates
+    GROUP BY engine_id, model, method, num_spec_tokens
+),
+counts AS (
+    SELECT engine_id, model, method, num_spec_tokens, bucket, CAST(count(*) AS BIGINT) AS requests
+    FROM rates
+    GROUP BY engine_id, model, method, num_spec_tokens, bucket
+)
+SELECT
+    g.engine_id,
+    g.model,
+    g.method,
+    g.num_spec_tokens,
+    CAST(b.bucket AS INTEGER) AS bucket,
+    b.bucket / buckets AS lower_rate,
+    (b.bucket + 1) / buckets AS upper_rate,
+    coalesce(c.requests, 0) AS requests,
+    coalesce(c.requests, 0) / g.with_drafts AS share
+FROM groups AS g
+CROSS JOIN (SELECT unnest(range(CAST(buckets AS BIGINT))) AS bucket) AS b
+LEFT JOIN counts AS c USING (engine_id, model, method, num_spec_tokens, bucket);
+
+CREATE OR REPLACE VIEW acceptance_histogram AS
+FROM acceptance_histogram_between(NULL, NULL)
+ORDER BY engine_id, model, method, num_spec_tokens, bucket;
+
+COMMENT ON MACRO TABLE acceptance_histogram_between IS 'Requests per bucket of their own corrected acceptance rate, per group (buckets: how many equal-width buckets, 10); window t0 <= event_time < t1.';
+COMMENT ON VIEW acceptance_histogram IS 'Requests per bucket of their own corrected acceptance rate (10 buckets), per group.';

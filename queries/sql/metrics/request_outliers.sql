@@ -1,0 +1,77 @@
+-- request_outliers: requests whose own acceptance is far from their group's.
+--
+-- A request with at least `min_drafts` corrected drafts whose corrected acceptance rate is at
+-- least `margin` below (low) or above (high) its group's pooled rate: the ones to read first when
+-- output looks garbled (low) or stuck in a loop (high). The group's rate counts every request of
+-- the group, the outlier's included.
+--
+-- Example:
+--   SELECT request_id, direction, acceptance_rate, group_acceptance_rate, request_steps FROM request_outliers
+--
+-- Columns:
+--   engine_id, model, method, num_spec_tokens   the group
+--   request_id              vLLM request id
+--   direction               'low' or 'high'
+--   acceptance_rate         the request's corrected acceptance rate (DOUBLE)
+--   group_acceptance_rate   the group's pooled corrected acceptance rate (DOUBLE)
+--   difference              acceptance_rate - group_acceptance_rate (DOUBLE)
+--   num_drafts, num_draft_tokens, num_accepted_tokens   the request's corrected counts (BIGINT)
+--   request_steps           the request's request-steps (BIGINT)
+--   emitted_tokens          tokens committed for the request in its request-steps (BIGINT)
+--   first_event, last_event   the first and last event time of the request (TIMESTAMP)
+--
+-- request_outliers_between(t0, t1, margin := 0.3, min_drafts := 8) is the same over
+-- t0 <= event_time < t1 (NULL: open end) with those thresholds; the view request_outliers is it
+-- over all time with the defaults.
+CREATE OR REPLACE MACRO request_outliers_between(t0, t1, margin := 0.3, min_drafts := 8) AS TABLE
+WITH requests AS (
+    SELECT
+        engine_id,
+        model,
+        method,
+        num_spec_tokens,
+        request_id,
+        num_drafts(kind, k_valid) AS num_drafts,
+        num_draft_tokens(kind, k_valid) AS num_draft_tokens,
+        num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens,
+        CAST(count(*) AS BIGINT) AS request_steps,
+        CAST(sum(emitted) AS BIGINT) AS emitted_tokens,
+        min(event_time) AS first_event,
+        max(event_time) AS last_event
+    FROM request_steps_between(t0, t1)
+    GROUP BY engine_id, model, method, num_spec_tokens, request_id
+),
+rated AS (
+    SELECT
+        *,
+        acceptance_rate(num_accepted_tokens, num_draft_tokens) AS acceptance_rate,
+        acceptance_rate(sum(num_accepted_tokens) OVER g, sum(num_draft_tokens) OVER g) AS group_acceptance_rate
+    FROM requests
+    WINDOW g AS (PARTITION BY engine_id, model, method, num_spec_tokens)
+)
+SELECT
+    engine_id,
+    model,
+    method,
+    num_spec_tokens,
+    request_id,
+    CASE WHEN acceptance_rate < group_acceptance_rate THEN 'low' ELSE 'high' END AS direction,
+    acceptance_rate,
+    group_acceptance_rate,
+    acceptance_rate - group_acceptance_rate AS difference,
+    num_drafts,
+    num_draft_tokens,
+    num_accepted_tokens,
+    request_steps,
+    emitted_tokens,
+    first_event,
+    last_event
+FROM rated
+WHERE num_drafts >= min_drafts AND abs(acceptance_rate - group_acceptance_rate) >= margin;
+
+CREATE OR REPLACE VIEW request_outliers AS
+FROM request_outliers_between(NULL, NULL)
+ORDER BY engine_id, model, method, num_spec_tokens, abs(difference) DESC, request_id;
+
+COMMENT ON MACRO TABLE request_outliers_between IS 'Requests with at least min_drafts (8) corrected drafts whose acceptance rate is margin (0.3) or more below or above the pooled rate of their group; window t0 <= event_time < t1.';
+COMMENT ON VIEW request_outliers IS 'Requests with at least 8 corrected drafts whose acceptance rate is 0.3 or more below or above the pooled rate of their group.';

@@ -1,0 +1,116 @@
+"""The views that answer what vLLM's counters cannot: each request's acceptance as a histogram,
+the requests far from their group, and the configurations of a model ranked by what a
+verification yields. Against numbers computed by hand, and against a direct count on drawn rows."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from queries import run_query
+from tests.support.outcomes import OutcomeRows, outcome
+
+A = {"engine_id": "a/dp0", "model": "m", "method": "draft_model", "num_spec_tokens": 3}
+
+
+@pytest.fixture
+def con(connect_rows: Any, outcomes: OutcomeRows) -> Any:
+    o = outcomes
+    a: dict[str, Any] = {"engine_instance": "a", "model": "m", "num_spec_tokens": 3}
+    return connect_rows([
+        *(o.drafted(3, 3, request_id="r1", **a) for _ in range(8)),  # rate 1.0, 8 drafts
+        *(o.drafted(3, 0, request_id="r2", **a) for _ in range(8)),  # rate 0.0
+        *(o.drafted(2, 1, request_id="r3", **a) for _ in range(2)),  # rate 0.5, 2 drafts
+        o.k_zero("no_proposal", request_id="r4", **a),  # no draft token: in no bucket
+        *(o.drafted(3, 3, request_id="c1", engine_instance="c", model="m", num_spec_tokens=3) for _ in range(2)),
+        *(o.drafted(5, 4, request_id="b1", engine_instance="b", model="m", num_spec_tokens=5) for _ in range(2)),
+        o.skipped(5, request_id="b1", engine_instance="b", model="m", num_spec_tokens=5),  # placeholders verified
+        o.drafted(1, 1, request_id="d1", engine_instance="d", model="other", num_spec_tokens=1),
+    ])
+
+
+def rows(con: Any, sql: str) -> list[dict[str, Any]]:
+    return list(run_query(con, sql).to_pylist())
+
+
+def test_acceptance_histogram(con: Any) -> None:
+    got = rows(con, "SELECT bucket, lower_rate, upper_rate, requests, share FROM acceptance_histogram "
+                    "WHERE engine_id = 'a/dp0'")
+    assert [(r["bucket"], r["requests"]) for r in got] == [(b, 1 if b in (0, 5, 9) else 0) for b in range(10)]
+    assert got[9]["lower_rate"] == pytest.approx(0.9) and got[9]["upper_rate"] == pytest.approx(1.0)
+    assert [r["share"] for r in got if r["requests"]] == [pytest.approx(1 / 3)] * 3
+    four = rows(con, "SELECT bucket, requests FROM acceptance_histogram_between(NULL, NULL, buckets := 4) "
+                     "WHERE engine_id = 'a/dp0' ORDER BY bucket")
+    assert four == [{"bucket": 0, "requests": 1}, {"bucket": 1, "requests": 0}, {"bucket": 2, "requests": 1},
+                    {"bucket": 3, "requests": 1}]
+
+
+def test_request_outliers(con: Any) -> None:
+    got = rows(con, "SELECT request_id, direction, acceptance_rate, group_acceptance_rate, difference, num_drafts, "
+                    "num_draft_tokens, num_accepted_tokens, request_steps, emitted_tokens FROM request_outliers")
+    assert got == [  # the group's rate: 26 accepted of 52 draft tokens; r3 is at it, with 2 drafts anyway
+        {"request_id": "r1", "direction": "high", "acceptance_rate": 1.0, "group_acceptance_rate": 0.5,
+         "difference": 0.5, "num_drafts": 8, "num_draft_tokens": 24, "num_accepted_tokens": 24, "request_steps": 8,
+         "emitted_tokens": 32},
+        {"request_id": "r2", "direction": "low", "acceptance_rate": 0.0, "group_acceptance_rate": 0.5,
+         "difference": -0.5, "num_drafts": 8, "num_draft_tokens": 24, "num_accepted_tokens": 0, "request_steps": 8,
+         "emitted_tokens": 8},
+    ]
+    assert rows(con, "SELECT request_id FROM request_outliers_between(NULL, NULL, margin := 0.6)") == []
+    looser = rows(con, "SELECT request_id FROM request_outliers_between(NULL, NULL, margin := 0.25, min_drafts := 1) "
+                       "ORDER BY request_id")
+    assert looser == [{"request_id": "r1"}, {"request_id": "r2"}]  # c1 and b1 are their engines' only requests
+
+
+def test_k_comparison(con: Any) -> None:
+    got = rows(con, "SELECT * FROM k_comparison")
+    assert got == [
+        {"model": "m", "method": "draft_model", "num_spec_tokens": 5, "engines": 1, "verify_steps": 3,
+         "tokens_per_verify_step": pytest.approx(1 + 8 / 3), "accepted_per_verified_slot": pytest.approx(8 / 15),
+         "acceptance_rate": pytest.approx(0.8), "mean_acceptance_length": pytest.approx(5.0), "rank_in_model": 1},
+        {"model": "m", "method": "draft_model", "num_spec_tokens": 3, "engines": 2, "verify_steps": 20,
+         "tokens_per_verify_step": pytest.approx(2.6), "accepted_per_verified_slot": pytest.approx(32 / 58),
+         "acceptance_rate": pytest.approx(32 / 58), "mean_acceptance_length": pytest.approx(2.6), "rank_in_model": 2},
+        {"model": "other", "method": "draft_model", "num_spec_tokens": 1, "engines": 1, "verify_steps": 1,
+         "tokens_per_verify_step": pytest.approx(2.0), "accepted_per_verified_slot": pytest.approx(1.0),
+         "acceptance_rate": pytest.approx(1.0), "mean_acceptance_length": pytest.approx(2.0), "rank_in_model": 1},
+    ]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(drawn=st.lists(outcome(), min_size=1, max_size=40))
+def test_the_views_match_a_direct_count(connect_rows: Any, outcomes: OutcomeRows, drawn: list[dict[str, Any]]) -> None:
+    con = connect_rows([outcomes.row(**kw) for kw in drawn], name=f"drawn-{id(drawn)}")
+    per_request: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0, 0])  # drafts, tokens, accepted
+    per_config: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0, 0])  # verify steps, accepted, slots
+    for r in drawn:
+        group = (f"{r['engine_instance']}/dp0", r["method"], r["num_spec_tokens"])
+        if r["kind"] == "drafted" or (r["kind"] in ("grammar_invalid", "grammar_rejected") and r["k_valid"] > 0):
+            counts = per_request[(*group, r["request_id"])]
+            counts[0] += 1
+            counts[1] += r["k_valid"]
+            counts[2] += r["accepted"]
+        if r["kind"] != "k_zero" and r["k_sched"] > 0:
+            config = per_config[(r["method"], r["num_spec_tokens"])]
+            config[0] += 1
+            config[1] += r["accepted"]
+            config[2] += r["k_sched"]
+    expected = defaultdict(int)
+    for (*group, _), (_, tokens, accepted) in per_request.items():
+        if tokens:
+            expected[(*group, min(int(accepted / tokens * 10), 9))] += 1
+    histogram = rows(con, "SELECT engine_id, method, num_spec_tokens, bucket, requests FROM acceptance_histogram "
+                          "WHERE requests > 0")
+    assert {(r["engine_id"], r["method"], r["num_spec_tokens"], r["bucket"]): r["requests"] for r in histogram} \
+        == dict(expected)
+    comparison = rows(con, "SELECT method, num_spec_tokens, verify_steps, tokens_per_verify_step FROM k_comparison")
+    configs = {(r["method"], r["num_spec_tokens"]) for r in drawn}
+    assert {(r["method"], r["num_spec_tokens"]): r["verify_steps"] for r in comparison} == \
+        {key: per_config[key][0] if key in per_config else 0 for key in configs}
+    for r in comparison:
+        steps, accepted, _ = per_config.get((r["method"], r["num_spec_tokens"]), (0, 0, 0))
+        assert r["tokens_per_verify_step"] == (pytest.approx(1 + accepted / steps) if steps else None)
