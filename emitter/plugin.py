@@ -51,6 +51,7 @@ def register() -> None:
         return
     # The sides install apart: a worker module that does not import must not cost the scheduler's events.
     missing = _install("emitter.vllm.config", "context_cap_from", lambda config: config.install())
+    missing += _install("emitter.vllm.refusals", "requests refused for length", lambda front: front.install())
     missing += _install("emitter.vllm.worker", "skipped_for_length", lambda worker: worker.install())
     missing += _install("emitter.vllm.worker_v2", "verify_budget", lambda worker: worker.install())
     missing += _install("emitter.vllm.scheduler", "all outcomes",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
@@ -92,3 +93,22 @@ def test_vllm_in_its_container_sends_step_events_whose_views_equal_its_own_count
     assert corrected["num_accepted_tokens"] == corrected["num_draft_tokens"] == K * int(str(corrected["num_drafts"]))
     assert stack.sql("SELECT DISTINCT method, vllm_version FROM request_steps") == [
         {"method": "draft_model", "vllm_version": "0.32.0"}]
+
+
+def test_a_request_longer_than_the_served_context_is_refused_and_counted_on_vllms_metrics(stack: Stack) -> None:
+    """vLLM refuses it (400) before any engine step; the plugin's front-end hook counts it on vLLM's
+    own /metrics (MAX_MODEL_LEN 512)."""
+    port = int(stack.env["VLLM_PORT"])
+    model = json.loads(get(port, "/v1/models") or b"{}")["data"][0]["id"]
+
+    def refused() -> float:
+        return sum(value for (name, _), value in scrape(port).items()
+                   if name == "specmetrics_requests_refused_for_length_total")
+
+    before = refused()
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        complete(port, model, "speculative " * 1000)
+    assert answer.value.code == 400 and b"context length" in answer.value.read()
+    assert refused() == before + 1
+    assert complete(port, model, "a prompt that fits")["choices"]
+    assert refused() == before + 1
