@@ -73,6 +73,7 @@ class KafkaSource(Source):
             auto_offset_reset="none",
             session_timeout_ms=self.settings.session_timeout_ms,
             heartbeat_interval_ms=self.settings.heartbeat_interval_ms,
+            group_instance_id=self.settings.group_instance_id,
             max_partition_fetch_bytes=16 * 1024 * 1024,
             fetch_max_bytes=64 * 1024 * 1024,
             max_poll_records=100_000,

@@ -23,6 +23,7 @@ SMALL_RUNS: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "bench_kafka": (["--rows", "3000", "--rounds", "1", "--naive-rows", "500"], ("e2e_rows_per_s", "e2e_vs_naive")),
     "bench_hook_v2": (["--calls", "50"], ("hook_us_per_step",)),
     "bench_hook": (["--k", "3", "--max-tokens", "4"], ("hook_vs_vllm", "hook_vs_engine_step")),
+    "bench_churn": (["--changes", "1", "--interval", "10", "--settings", "short"], ("settled", "settle_median_s")),
 }
 
 
@@ -68,6 +69,7 @@ def test_report_benchmark_refuses_fewer_rows_than_one_step_per_file(capsys: pyte
     ("bench_wire", "--steps"), ("bench_ingest", "--rows"), ("bench_ingest", "--rounds"), ("bench_truth", "--rows"),
     ("bench_kafka", "--batch-size"), ("bench_report", "--rows"), ("bench_report", "--rounds"),
     ("bench_hook_v2", "--calls"), ("bench_hook", "--max-tokens"), ("bench_hook", "--k"),
+    ("bench_churn", "--changes"), ("bench_churn", "--interval"),
 ])
 @pytest.mark.parametrize("value", ["0", "-3", "many"])
 def test_sizes_must_be_positive_whole_numbers(name: str, option: str, value: str,

@@ -38,6 +38,10 @@ class KafkaSettings(BaseSettings):
                                      "reaching a broker at all, and for the acknowledgement of a batch.")
     session_timeout_ms: int = Field(default=10_000, ge=1000, description="Consumer group session timeout.")
     heartbeat_interval_ms: int = Field(default=3_000, ge=100, description="Consumer group heartbeat interval.")
+    group_instance_id: str | None = Field(default=None, min_length=1, description="Static group membership "
+                                          "(KIP-345): a member that restarts with the same id within the session "
+                                          "timeout gets its partitions back without a rebalance; each ingester of "
+                                          "a group needs its own. None: dynamic membership.")
 
     spool_dir: Path = Field(default_factory=_default_spool_dir, description="Where the sink spools messages while "
                             "the broker is unreachable (one folder per engine).")

@@ -23,6 +23,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from devtools.kafka_broker import TansuBroker
 from emitter.sinks import open_sink
 from ingest.batch import DUPLICATE_STEP
+from ingest.sources.kafka import KafkaSource
 from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR
@@ -182,6 +183,24 @@ def test_steps_a_producer_sent_twice_are_stored_and_counted_once(kafka_url: str,
     capsys.readouterr()
     assert main(["verify", "--data", str(tmp_path / "out")]) == 3
     assert "2 record(s)" in capsys.readouterr().out
+
+
+def test_static_membership_reaches_the_consumer(kafka_url: str, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """SPECMETRICS_KAFKA_GROUP_INSTANCE_ID is the consumer's group instance id (static membership,
+    measured by benchmarks/bench_churn.py); unset, membership is dynamic."""
+    monkeypatch.setenv("SPECMETRICS_KAFKA_GROUP_INSTANCE_ID", "ingest-7")
+    source = KafkaSource(KafkaAddress.parse(kafka_url), "static", tmp_path / "state")
+    try:
+        assert source._consumer.config["group_instance_id"] == "ingest-7"
+    finally:
+        source.close()
+    monkeypatch.delenv("SPECMETRICS_KAFKA_GROUP_INSTANCE_ID")
+    source = KafkaSource(KafkaAddress.parse(kafka_url), "dynamic", tmp_path / "other")
+    try:
+        assert source._consumer.config["group_instance_id"] is None
+    finally:
+        source.close()
 
 
 def test_sigterm_flushes_and_commits(kafka_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
