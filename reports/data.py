@@ -115,6 +115,28 @@ FROM totals
 ORDER BY engine_id, model, method, num_spec_tokens
 """
 
+#: Per model with more than one configuration (method, K): each over its engines, ranked by tokens per
+#: verification step, as the view k_comparison ranks them.
+_CONFIGURATIONS = f"""
+WITH totals AS (
+    SELECT model, method, num_spec_tokens, CAST(count(DISTINCT engine_id) AS BIGINT) AS engines,
+           num_verify_steps(kind, k_sched, request_steps) AS verify_steps,
+           num_verified_accepted(kind, k_sched, accepted, request_steps) AS verified_accepted,
+           num_verified_slots(kind, k_sched, request_steps) AS verified_slots, {_COUNTS}
+    FROM {{table}}
+    GROUP BY model, method, num_spec_tokens
+)
+SELECT model, method, num_spec_tokens, engines, verify_steps,
+       tokens_per_verify_step(verified_accepted, verify_steps) AS tokens_per_verify_step,
+       verified_accepted / nullif(verified_slots, 0) AS accepted_per_verified_slot,
+       acceptance_rate(num_accepted_tokens, num_draft_tokens) AS acceptance_rate,
+       rank() OVER (PARTITION BY model ORDER BY tokens_per_verify_step(verified_accepted, verify_steps) DESC NULLS LAST)
+           AS rank_in_model
+FROM totals
+QUALIFY count(*) OVER (PARTITION BY model) > 1
+ORDER BY model, rank_in_model, method, num_spec_tokens
+"""
+
 #: The engines whose context vLLM lowered to the drafter's; from the rows (rollups do not keep the
 #: lengths), where Parquet statistics skip every row group without a cap.
 _CONTEXT_CAPS = """
@@ -155,6 +177,7 @@ class ReportData:
     k_zero: list[Row]
     groups: list[Row]
     context_caps: list[Row]
+    configurations: list[Row]
 
     @property
     def empty(self) -> bool:
@@ -196,6 +219,7 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
             k_zero=rows(_K_ZERO),
             groups=rows(_GROUPS),
             context_caps=list(run_query(con, _CONTEXT_CAPS, span).to_pylist()),
+            configurations=rows(_CONFIGURATIONS),
         )
     finally:
         con.execute(f"DROP TABLE {table}")

@@ -2,7 +2,8 @@
 
 Both formats show the same things: the window, the headline (corrected vs vLLM-reported), what
 happened to speculation (outcome kinds), acceptance over time, per-position rates with both
-denominators, skip share by context length, K = 0 reasons, and the per-engine/model table.
+denominators, skip share by context length, K = 0 reasons, the per-engine/model table, and, where a
+model ran in more than one configuration, the configurations ranked by tokens per verification.
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ CAP_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("method", "method", "text"), ("context_cap_from", "context configured", "count"),
     ("max_model_len", "context served", "count"), ("drafter_max_len", "drafter limit", "count"),
 )
+CONFIG_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("model", "model", "text"), ("method", "method", "text"), ("num_spec_tokens", "K", "count"),
+    ("engines", "engines", "count"), ("tokens_per_verify_step", "tokens per verification", "ratio"),
+    ("accepted_per_verified_slot", "accepted per verified slot", "ratio"), ("acceptance_rate", "acceptance", "pct"),
+    ("rank_in_model", "rank", "count"),
+)
+CONFIG_NOTE = ("Each model's configurations over their engines, ranked by the tokens a request gets per "
+               "verification. The acceptance rate falls as K rises, so ranking by it picks the wrong K.")
 CAP_NOTE = ("vLLM lowered these engines' context to their drafter's at start-up (Model Runner V2 cannot skip "
             "drafting for longer sequences): requests longer than the served context are refused.")
 
@@ -108,6 +117,9 @@ def markdown(data: ReportData, generated: datetime, chart_files: dict[str, str])
         lines += ["", f"![{name}]({file})"]
     lines += ["", "## Per engine and model", ""]
     lines += _md_rows(GROUP_COLUMNS, data.groups)
+    if data.configurations:
+        lines += ["", "## Configurations compared", "", CONFIG_NOTE, ""]
+        lines += _md_rows(CONFIG_COLUMNS, data.configurations)
     if data.context_caps:
         lines += ["", "## Context capped by the drafter", "", CAP_NOTE, ""]
         lines += _md_rows(CAP_COLUMNS, data.context_caps)
@@ -143,6 +155,11 @@ def html(data: ReportData, generated: datetime, drawn: Sequence[Chart]) -> str:
         body.append('<section id="groups"><h2>Per engine and model</h2>')
         body.append(_html_rows("groups-table", GROUP_COLUMNS, data.groups))
         body.append("</section>")
+        if data.configurations:
+            body.append(f'<section id="configurations"><h2>Configurations compared</h2><p>{escape(CONFIG_NOTE)}</p>')
+            body.append(_html_rows("configurations-table", CONFIG_COLUMNS, data.configurations,
+                                   lambda row: f"{row['model']}/{row['method']}/{row['num_spec_tokens']}"))
+            body.append("</section>")
         if data.context_caps:
             body.append(f'<section id="context-caps"><h2>Context capped by the drafter</h2><p>{escape(CAP_NOTE)}</p>')
             body.append(_html_rows("context-caps-table", CAP_COLUMNS, data.context_caps))
@@ -240,11 +257,12 @@ def _md_rows(columns: Sequence[tuple[str, str, str]], rows: Sequence[Row]) -> li
                       for row in rows])
 
 
-def _html_rows(table_id: str, columns: Sequence[tuple[str, str, str]], rows: Sequence[Row]) -> str:
-    """``rows`` as an HTML table of ``columns``, each row keyed by its engine id."""
+def _html_rows(table_id: str, columns: Sequence[tuple[str, str, str]], rows: Sequence[Row],
+               row_key: Callable[[Row], str] = lambda row: str(row["engine_id"])) -> str:
+    """``rows`` as an HTML table of ``columns``, each row keyed by ``row_key`` (its engine id)."""
     return _html_table(table_id, [label for _, label, _ in columns], [
-        (str(row["engine_id"]), [(fmt(kind, row[key]), row[key] if kind != "text" else None)
-                                 for key, _, kind in columns]) for row in rows])
+        (row_key(row), [(fmt(kind, row[key]), row[key] if kind != "text" else None)
+                        for key, _, kind in columns]) for row in rows])
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

@@ -122,3 +122,29 @@ def test_engines_whose_context_vllm_lowered_get_a_section_in_both_formats(tmp_pa
     page = html(data, T, [])
     assert '<section id="context-caps">' in page and "131,072" in page
     assert "Context capped" not in markdown(before, T, {}) and "context-caps" not in html(before, T, [])
+
+
+
+
+def test_a_model_run_in_several_configurations_gets_them_ranked_in_both_formats(tmp_path: Path, outcomes: Any) -> None:
+    from reports.render import html, markdown
+
+    one_each = [outcomes.drafted(3, 3, event_time=T, num_spec_tokens=3) for _ in range(2)]  # 4 tokens a verification
+    one_each.append(outcomes.drafted(1, 1, event_time=T, model="alone", num_spec_tokens=1))
+    several = [*one_each, outcomes.drafted(5, 1, event_time=T, engine_instance="b", num_spec_tokens=5)]  # 2 tokens
+    found = []
+    for name, rows in (("several", several), ("one-each", one_each)):
+        con = connect(outcomes.write_tree(tmp_path / name, rows))
+        try:
+            found.append(collect(con, Window(None, None)))
+        finally:
+            con.close()
+    data, single = found
+    assert [(r["model"], r["num_spec_tokens"], r["tokens_per_verify_step"], r["rank_in_model"])
+            for r in data.configurations] == [("tiny-llama", 3, 4.0, 1), ("tiny-llama", 5, 2.0, 2)]
+    text = markdown(data, T, {})
+    assert "## Configurations compared" in text and "| tiny-llama | draft\\_model | 3 | 1 | 4.000 |" in text
+    assert '<section id="configurations">' in html(data, T, [])
+    assert single.configurations == []  # no model ran in more than one configuration: no section
+    assert "Configurations compared" not in markdown(single, T, {})
+    assert '<section id="configurations">' not in html(single, T, [])

@@ -54,6 +54,11 @@ def check(con: Any) -> None:
                sum(vllm_num_accepted_tokens) / nullif(sum(vllm_num_draft_tokens), 0)
         FROM skips_by_context_between(NULL, NULL, context_tokens := 512)
         GROUP BY ALL ORDER BY context_start NULLS LAST"""))]
+    assert data.configurations == approx(pooled(con, """
+        SELECT model, method, num_spec_tokens, engines, verify_steps, tokens_per_verify_step,
+               accepted_per_verified_slot, acceptance_rate, rank_in_model
+        FROM k_comparison QUALIFY count(*) OVER (PARTITION BY model) > 1
+        ORDER BY model, rank_in_model, method, num_spec_tokens"""))
     assert {r["k_zero_reason"]: r["request_steps"] for r in data.k_zero} == {
         r["k_zero_reason"]: r["n"] for r in pooled(con, "SELECT k_zero_reason, sum(request_steps) AS n "
                                                          "FROM k_zero_reasons GROUP BY ALL")}

@@ -17,6 +17,12 @@
 --                                                            skipped_for_length (BIGINT)
 --   num_pad_slots(kind, k_sched, k_valid, request_steps)     verified -1 pads: k_sched - k_valid of
 --                                                            skipped_for_length and grammar_invalid (BIGINT)
+--   num_verify_steps(kind, k_sched, request_steps)           request-steps whose draft slots the target
+--                                                            verified: not k_zero, k_sched > 0 (BIGINT)
+--   num_verified_accepted(kind, k_sched, accepted, request_steps)   sum of accepted over them (BIGINT)
+--   tokens_per_verify_step(verified_accepted, verify_steps)  1 + verified_accepted / verify_steps: the
+--                                                            tokens a request gets per verification
+--                                                            (DOUBLE; NULL without one)
 CREATE OR REPLACE MACRO num_verified_slots(kind, k_sched, request_steps := 1) AS
     CAST(coalesce(sum(request_steps * k_sched) FILTER (WHERE kind <> 'k_zero'), 0) AS BIGINT);
 
@@ -27,6 +33,18 @@ CREATE OR REPLACE MACRO num_pad_slots(kind, k_sched, k_valid, request_steps := 1
     CAST(coalesce(sum(request_steps * (k_sched - k_valid))
                   FILTER (WHERE kind IN ('skipped_for_length', 'grammar_invalid')), 0) AS BIGINT);
 
+CREATE OR REPLACE MACRO num_verify_steps(kind, k_sched, request_steps := 1) AS
+    CAST(coalesce(sum(request_steps) FILTER (WHERE kind <> 'k_zero' AND k_sched > 0), 0) AS BIGINT);
+
+CREATE OR REPLACE MACRO num_verified_accepted(kind, k_sched, accepted, request_steps := 1) AS
+    CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE kind <> 'k_zero' AND k_sched > 0), 0) AS BIGINT);
+
+CREATE OR REPLACE MACRO tokens_per_verify_step(verified_accepted, verify_steps) AS
+    1 + verified_accepted / nullif(verify_steps, 0);
+
+COMMENT ON MACRO num_verify_steps IS 'Request-steps whose draft slots the target verified: not k_zero, k_sched > 0 (aggregate; request_steps weights a row).';
+COMMENT ON MACRO num_verified_accepted IS 'Sum of accepted over the request-steps whose draft slots the target verified (aggregate; request_steps weights a row).';
+COMMENT ON MACRO tokens_per_verify_step IS '1 + verified_accepted / verify_steps: the tokens a request gets per verification; NULL without one.';
 COMMENT ON MACRO num_verified_slots IS 'Draft slots the target verified: k_sched of request-steps that are not k_zero (aggregate; request_steps weights a row).';
 COMMENT ON MACRO num_placeholder_slots IS 'Verified placeholders: k_valid of request-steps skipped for length (aggregate; request_steps weights a row).';
 COMMENT ON MACRO num_pad_slots IS 'Verified -1 pads: k_sched - k_valid of skipped_for_length and grammar_invalid request-steps (aggregate; request_steps weights a row).';

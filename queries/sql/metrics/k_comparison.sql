@@ -30,10 +30,8 @@ WITH configurations AS (
         method,
         num_spec_tokens,
         CAST(count(DISTINCT engine_id) AS BIGINT) AS engines,
-        CAST(coalesce(sum(request_steps) FILTER (WHERE kind <> 'k_zero' AND k_sched > 0), 0) AS BIGINT)
-            AS verify_steps,
-        CAST(coalesce(sum(request_steps * accepted) FILTER (WHERE kind <> 'k_zero' AND k_sched > 0), 0) AS BIGINT)
-            AS verified_accepted,
+        num_verify_steps(kind, k_sched, request_steps) AS verify_steps,
+        num_verified_accepted(kind, k_sched, accepted, request_steps) AS verified_accepted,
         num_verified_slots(kind, k_sched, request_steps) AS verified_slots,
         num_drafts(kind, k_valid, request_steps) AS num_drafts,
         num_draft_tokens(kind, k_valid, request_steps) AS num_draft_tokens,
@@ -47,11 +45,11 @@ SELECT
     num_spec_tokens,
     engines,
     verify_steps,
-    1 + verified_accepted / nullif(verify_steps, 0) AS tokens_per_verify_step,
+    tokens_per_verify_step(verified_accepted, verify_steps) AS tokens_per_verify_step,
     verified_accepted / nullif(verified_slots, 0) AS accepted_per_verified_slot,
     acceptance_rate(num_accepted_tokens, num_draft_tokens) AS acceptance_rate,
     mean_acceptance_length(num_accepted_tokens, num_drafts) AS mean_acceptance_length,
-    rank() OVER (PARTITION BY model ORDER BY 1 + verified_accepted / nullif(verify_steps, 0) DESC NULLS LAST)
+    rank() OVER (PARTITION BY model ORDER BY tokens_per_verify_step(verified_accepted, verify_steps) DESC NULLS LAST)
         AS rank_in_model
 FROM configurations;
 
