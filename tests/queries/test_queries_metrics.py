@@ -179,7 +179,8 @@ def test_groups_split_on_every_dimension(connect_rows: Any, outcomes: Any) -> No
 
 
 def test_every_public_view_has_rows(con: Any) -> None:
-    for view in PUBLIC_VIEWS:
+    # One request per group here: none stands out from its group (tests/queries/test_queries_analysis.py has some).
+    for view in set(PUBLIC_VIEWS) - {"request_outliers"}:
         assert run_query(con, f"SELECT count(*) AS n FROM {view}").column("n")[0].as_py() > 0, view
 
 

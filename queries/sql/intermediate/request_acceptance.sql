@@ -17,6 +17,8 @@
 --   vllm_num_drafts             drafts as vLLM counts them, k_sched > 0 (BIGINT)
 --   vllm_num_draft_tokens       sum of vllm_draft_tokens over them (BIGINT)
 --   vllm_num_accepted_tokens    sum of accepted over them (BIGINT)
+--   emitted_tokens              tokens committed for the request in its request-steps (BIGINT)
+--   first_event, last_event     the first and last event time of the request (TIMESTAMP)
 --
 -- request_acceptance_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end);
 -- the view request_acceptance is it over all time.
@@ -33,12 +35,15 @@ SELECT
     num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens,
     vllm_num_drafts(k_sched) AS vllm_num_drafts,
     vllm_num_draft_tokens(kind, k_sched, k_valid) AS vllm_num_draft_tokens,
-    vllm_num_accepted_tokens(k_sched, accepted) AS vllm_num_accepted_tokens
+    vllm_num_accepted_tokens(k_sched, accepted) AS vllm_num_accepted_tokens,
+    CAST(sum(emitted) AS BIGINT) AS emitted_tokens,
+    min(event_time) AS first_event,
+    max(event_time) AS last_event
 FROM request_steps_between(t0, t1)
 GROUP BY engine_id, model, method, num_spec_tokens, request_id;
 
 CREATE OR REPLACE VIEW request_acceptance AS
 FROM request_acceptance_between(NULL, NULL);
 
-COMMENT ON MACRO TABLE request_acceptance_between IS 'Per request: request-steps, corrected and vLLM drafts, draft tokens and accepted tokens; window t0 <= event_time < t1.';
-COMMENT ON VIEW request_acceptance IS 'Per request: request-steps, corrected and vLLM drafts, draft tokens and accepted tokens.';
+COMMENT ON MACRO TABLE request_acceptance_between IS 'Per request: request-steps, corrected and vLLM drafts, draft tokens and accepted tokens, tokens emitted, first and last event; window t0 <= event_time < t1.';
+COMMENT ON VIEW request_acceptance IS 'Per request: request-steps, corrected and vLLM drafts, draft tokens and accepted tokens, tokens emitted, first and last event.';

@@ -24,29 +24,12 @@
 -- t0 <= event_time < t1 (NULL: open end) with those thresholds; the view request_outliers is it
 -- over all time with the defaults.
 CREATE OR REPLACE MACRO request_outliers_between(t0, t1, margin := 0.3, min_drafts := 8) AS TABLE
-WITH requests AS (
-    SELECT
-        engine_id,
-        model,
-        method,
-        num_spec_tokens,
-        request_id,
-        num_drafts(kind, k_valid) AS num_drafts,
-        num_draft_tokens(kind, k_valid) AS num_draft_tokens,
-        num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens,
-        CAST(count(*) AS BIGINT) AS request_steps,
-        CAST(sum(emitted) AS BIGINT) AS emitted_tokens,
-        min(event_time) AS first_event,
-        max(event_time) AS last_event
-    FROM request_steps_between(t0, t1)
-    GROUP BY engine_id, model, method, num_spec_tokens, request_id
-),
-rated AS (
+WITH rated AS (
     SELECT
         *,
         acceptance_rate(num_accepted_tokens, num_draft_tokens) AS acceptance_rate,
         acceptance_rate(sum(num_accepted_tokens) OVER g, sum(num_draft_tokens) OVER g) AS group_acceptance_rate
-    FROM requests
+    FROM request_acceptance_between(t0, t1)
     WINDOW g AS (PARTITION BY engine_id, model, method, num_spec_tokens)
 )
 SELECT
