@@ -11,6 +11,7 @@ here (tests/support/docker_engine.py); Grafana, which has none, is left out.
 from __future__ import annotations
 
 import json
+import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,14 @@ from tests.support.metrics import VIEW_SERIES, Samples, view_series, wait_for
 PROJECT = "specmetrics-enginetest"
 ROWS = 3_000
 INGESTERS = 2
+STALE_AFTER_S = 6  # INGEST_MAX_AGE_S here: a stalled ingester is unhealthy after this plus 3 checks of 2 s
+#: Run in an ingest container with a signal name: sends it to the `specmetrics ingest` process.
+STOP_INGESTER = ("import os, signal, sys\n"
+                 "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+                 "    argv = open(f'/proc/{pid}/cmdline', 'rb').read().split(b'\\0')\n"
+                 "    if int(pid) not in (1, os.getpid()) and argv[1:2] and argv[1].endswith(b'/specmetrics') \\\n"
+                 "            and b'ingest' in argv:\n"
+                 "        os.kill(int(pid), getattr(signal, sys.argv[1]))\n")
 SERVICES = ("kafka", "kafka-init", "ingest", "loadgen", "reports", "reports-web", "prometheus")
 APP_USER = "10001"  # docker/app.Dockerfile's specmetrics user
 REPORTS = "/var/lib/specmetrics/reports"
@@ -47,7 +56,8 @@ def api(port: int, path: str, **params: str) -> Any:
 def stack(docker_engine: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     env = {"STEPS_TOPIC": "enginetest.steps", "LOADGEN_ROWS": ROWS, "SPECMETRICS_INGEST_FLUSH_IDLE_S": 1,
            "SPECMETRICS_INGEST_FLUSH_ROWS": 2000,  # files while a stream goes on
-           "REPORTS_PORT": free_port(), "PROMETHEUS_PORT": free_port(), "KAFKA_HOST_PORT": free_port()}
+           "REPORTS_PORT": free_port(), "PROMETHEUS_PORT": free_port(), "KAFKA_HOST_PORT": free_port(),
+           "INGEST_MAX_AGE_S": STALE_AFTER_S, "INGEST_HEALTH_INTERVAL": "2s"}  # the stall test's timings
     with compose_project(PROJECT, prepare_images(), tmp_path_factory.mktemp("engine") / "stack.env",
                          ("demo", "monitoring"), env, ("--scale", f"ingest={INGESTERS}", *SERVICES)) as up:
         yield up
@@ -186,3 +196,28 @@ def test_ingest_killed_mid_stream_then_the_stack_down_and_up_lose_nothing_and_st
     wait_for(healthy, 120, "the new ingest replicas to turn healthy", 1)
     assert unique_rows(stack) == (total, total)
     stack.exec("ingest", "specmetrics", "verify", "--data", DATA)
+
+
+def test_a_stalled_ingester_turns_unhealthy_and_healthy_again(stack: Stack, expected: int) -> None:
+    """SIGSTOP stalls every ingest replica: its heartbeat ages, and the compose healthcheck marks it
+    unhealthy after INGEST_MAX_AGE_S plus three failed checks; SIGCONT: healthy at the next check.
+    The timings are the compose file's, shortened through the variables .env.example documents."""
+    def health() -> list[str]:
+        return [c["Health"] for c in stack.containers() if c["Service"] == "ingest"]
+
+    def signal_ingesters(name: str) -> None:
+        """``name`` to the ingester process of every replica: not to PID 1, the compose file's init,
+        which would stop itself and leave the ingester running."""
+        for index in range(1, INGESTERS + 1):
+            stack("exec", "-T", "--index", str(index), "ingest", "python3", "-c", STOP_INGESTER, name, timeout=60)
+
+    wait_for(lambda: health() == ["healthy"] * INGESTERS, 120, "ingest to be healthy", 1)
+    stopped = time.monotonic()
+    signal_ingesters("SIGSTOP")
+    try:
+        wait_for(lambda: health() == ["unhealthy"] * INGESTERS, 60, "the stalled replicas to turn unhealthy", 0.5)
+        assert time.monotonic() - stopped >= STALE_AFTER_S  # not before the heartbeat is that old
+    finally:
+        signal_ingesters("SIGCONT")
+    wait_for(lambda: health() == ["healthy"] * INGESTERS, 30, "the replicas to turn healthy again", 0.5)
+    assert stored(stack) >= expected
