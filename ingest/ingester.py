@@ -121,7 +121,7 @@ class Ingester:
         self._refused: set[int] = set()  # partitions whose commit was refused: nothing is stored until reassigned
         self._read_at: dict[int, OrderedDict[str, int]] = {}  # per partition: recent steps' event id -> offset
         self._orphans: dict[int, PartitionBuffer] = {}  # buffers of partitions lost, until stored by someone
-        self._went_back_at: SourceWentBack | None = None  # the source lost records: keep what is flushed
+        self._source_went_back = False  # the source lost records: what is flushed stays, its commit refused or not
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specmetrics-writer")
         self._in_flight: tuple[Future[None], dict[int, int], _Flush] | None = None
         self._rotate_us = int(self.settings.flush_event_time_s * 1_000_000)
@@ -182,13 +182,7 @@ class Ingester:
 
     def _assigned(self, committed: dict[int, int | None]) -> dict[int, int | None]:
         self.wait()  # a flush in flight holds its partition's lock, and may be of one assigned again
-        positions: dict[int, int | None] = {}
-        for partition, offset in committed.items():
-            self._locks.acquire(partition)
-            try:
-                positions.update(resume_positions(self.out, self.source.name, {partition: offset}))
-            finally:
-                self._locks.release(partition)
+        positions = {partition: self._resume_position(partition, offset) for partition, offset in committed.items()}
         orphans = {partition: self._orphans.pop(partition) for partition in positions if partition in self._orphans}
         self._drop_stored_orphans()
         for partition, stored_end in list(positions.items()):
@@ -214,7 +208,7 @@ class Ingester:
     def _went_back(self, went_back: SourceWentBack) -> ValueError:
         """The error that stops the run when the source lost records this ingester read, after storing
         what it had read of every partition (now the only copy): how far the files reach."""
-        self._went_back_at = went_back
+        self._source_went_back = True
         self.flush_all()
         self.wait()
         kept = self._store_orphans()
@@ -226,18 +220,19 @@ class Ingester:
         return ValueError(f"{went_back}; {files}{unstored}{kept}. Nothing was removed; ingest the new topic into a "
                           "new output directory with a new consumer group")
 
-    def _stored_end(self, partition: int) -> int | None:
-        """Where the partition's stored files end (None: no file), read under its lock."""
+    def _resume_position(self, partition: int, committed: int | None = None) -> int | None:
+        """Where to read the partition from, given its committed offset (:func:`resume_positions`,
+        under its lock); with none, where its stored files end (None: no file)."""
         self._locks.acquire(partition)
         try:
-            return resume_positions(self.out, self.source.name, {partition: None})[partition]
+            return resume_positions(self.out, self.source.name, {partition: committed})[partition]
         finally:
             self._locks.release(partition)
 
     def _drop_stored_orphans(self) -> None:
         """Orphans whose partition another ingester has stored past their start: theirs now."""
         for partition, orphan in list(self._orphans.items()):
-            if self._stored_end(partition) not in (None, orphan.start_offset):
+            if self._resume_position(partition) not in (None, orphan.start_offset):
                 del self._orphans[partition]
 
     def _store_orphans(self) -> str:
@@ -246,7 +241,7 @@ class Ingester:
         stay); says which."""
         stored = []
         for partition, orphan in sorted(self._orphans.items()):
-            if self._stored_end(partition) in (None, orphan.start_offset):
+            if self._resume_position(partition) in (None, orphan.start_offset):
                 self._buffers[partition] = orphan
                 self.flush(partition)
                 self.wait()
@@ -397,7 +392,7 @@ class Ingester:
             (future, next_offsets, work), self._in_flight = self._in_flight, None
             try:
                 future.result()
-                if not self.source.commit(next_offsets) and self._went_back_at is None:
+                if not self.source.commit(next_offsets) and not self._source_went_back:
                     self._commit_refused(next_offsets, work)
                     return
             finally:

@@ -114,12 +114,10 @@ def _resume_position(out: Path, source: str, partition: int, flushes: list[Store
 def recent_steps(out: Path, source: str, partition: int, limit: int) -> OrderedDict[str, int]:
     """The event ids of the last ``limit`` or so steps the partition's files hold, each with its
     offset, oldest first: what the ingester remembers to set aside a step sent again after a restart."""
-    files = sorted(((name, path) for path in out.glob(DATA_GLOB)
-                    if (name := FileName.parse(path.name)) is not None
-                    and (name.source, name.partition) == (source, partition)),
-                   key=lambda item: (item[0].end, item[1]), reverse=True)
+    flushes = _stored_flushes(out, source, {partition}).get(partition, [])
+    files = [path for flush in reversed(flushes) for path in reversed(flush.paths) if path.suffix == ".parquet"]
     steps: list[tuple[int, str]] = []
-    for _, path in files:
+    for path in files:
         if len(steps) >= limit:
             break
         table = pq.read_table(path, columns=["log_offset", "event_id"])

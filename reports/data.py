@@ -117,13 +117,15 @@ ORDER BY engine_id, model, method, num_spec_tokens
 
 #: Per model with more than one configuration (method, K): each over its engines, ranked by tokens per
 #: verification step, as the view k_comparison ranks them.
-_CONFIGURATIONS = f"""
+_CONFIGURATIONS = """
 WITH totals AS (
     SELECT model, method, num_spec_tokens, CAST(count(DISTINCT engine_id) AS BIGINT) AS engines,
            num_verify_steps(kind, k_sched, request_steps) AS verify_steps,
            num_verified_accepted(kind, k_sched, accepted, request_steps) AS verified_accepted,
-           num_verified_slots(kind, k_sched, request_steps) AS verified_slots, {_COUNTS}
-    FROM {{table}}
+           num_verified_slots(kind, k_sched, request_steps) AS verified_slots,
+           num_draft_tokens(kind, k_valid, request_steps) AS num_draft_tokens,
+           num_accepted_tokens(kind, k_valid, accepted, request_steps) AS num_accepted_tokens
+    FROM {table}
     GROUP BY model, method, num_spec_tokens
 )
 SELECT model, method, num_spec_tokens, engines, verify_steps,
