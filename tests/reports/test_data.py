@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from queries import connect
+from queries import connect, run_query
 from reports import Window, collect
 from reports.data import MAX_BUCKETS, _pick_bucket
 from tests.support.reports import T
@@ -148,3 +148,17 @@ def test_a_model_run_in_several_configurations_gets_them_ranked_in_both_formats(
     assert single.configurations == []  # no model ran in more than one configuration: no section
     assert "Configurations compared" not in markdown(single, T, {})
     assert '<section id="configurations">' not in html(single, T, [])
+
+
+def test_the_longest_context_the_contract_allows_gets_a_bucket_ending_past_it(tmp_path: Path, outcomes: Any) -> None:
+    """batch_max_seq_len 2**31 - 1: its 256-token bucket ends at 2**31, past INTEGER (the report
+    once failed with an overflow there)."""
+    con = connect(outcomes.write_tree(tmp_path / "long", [outcomes.drafted(3, 1, event_time=T,
+                                                                           batch_max_seq_len=2**31 - 1)]))
+    try:
+        data = collect(con, Window(None, None))
+        view = [tuple(r.values()) for r in run_query(
+            con, "SELECT context_start, context_end FROM skips_by_context").to_pylist()]
+    finally:
+        con.close()
+    assert [(r["context_start"], r["context_end"]) for r in data.context] == [(2**31 - 256, 2**31)] == view

@@ -13,7 +13,8 @@
 --
 -- Columns:
 --   engine_id, model, method, num_spec_tokens   the group
---   context_start, context_end   the bucket: context_start <= batch_max_seq_len < context_end (INTEGER)
+--   context_start, context_end   the bucket: context_start <= batch_max_seq_len < context_end (INTEGER,
+--                                BIGINT: the last bucket may end at 2**31)
 --   request_steps                request-steps in the bucket (BIGINT)
 --   skipped                      of kind skipped_for_length (BIGINT)
 --   skip_share                   skipped / request_steps (DOUBLE)
@@ -55,7 +56,7 @@ SELECT
     method,
     num_spec_tokens,
     CAST(bucket_index * CAST(context_tokens AS INTEGER) AS INTEGER) AS context_start,
-    CAST((bucket_index + 1) * CAST(context_tokens AS INTEGER) AS INTEGER) AS context_end,
+    CAST((bucket_index + 1) * CAST(context_tokens AS BIGINT) AS BIGINT) AS context_end,
     request_steps,
     skipped,
     skip_share(skipped, request_steps) AS skip_share,

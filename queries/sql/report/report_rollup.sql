@@ -13,7 +13,7 @@
 -- Columns:
 --   engine_id, model, method, num_spec_tokens   the group
 --   bucket_start                                time bucket start (TIMESTAMP, UTC)
---   context_start, context_end                  context-length (batch_max_seq_len) bucket (INTEGER; NULL when unknown)
+--   context_start, context_end                  context-length (batch_max_seq_len) bucket (INTEGER, BIGINT; NULL when unknown)
 --   kind, k_zero_reason                         the outcome kind and, for k_zero, the reason
 --   k_sched, k_valid, k_invalid, accepted       the outcome's counts
 --   is_draft, is_vllm_draft                     as in request_steps
@@ -41,7 +41,7 @@ SELECT
     engine_id, model, method, num_spec_tokens,
     make_timestamp(bucket_index * epoch_us(CAST(bucket AS INTERVAL))) AS bucket_start,
     CAST(context_index * CAST(context_tokens AS INTEGER) AS INTEGER) AS context_start,
-    CAST((context_index + 1) * CAST(context_tokens AS INTEGER) AS INTEGER) AS context_end,
+    CAST((context_index + 1) * CAST(context_tokens AS BIGINT) AS BIGINT) AS context_end,
     kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted,
     -- request_steps' is_draft and is_vllm_draft, computed on the rolled-up rows (cheaper than
     -- grouping by them); the tests check the report's numbers equal the views'

@@ -17,7 +17,7 @@
 -- Columns:
 --   engine_id, model, method, num_spec_tokens   the group
 --   bucket_start                                time bucket start (TIMESTAMP, UTC)
---   context_start, context_end                  context-length bucket (INTEGER; NULL when unknown)
+--   context_start, context_end                  context-length bucket (INTEGER, BIGINT; NULL when unknown)
 --   kind, k_zero_reason                         the outcome kind and, for k_zero, the reason
 --   k_sched, k_valid, k_invalid, accepted       the outcome's counts
 --   is_draft, is_vllm_draft                     as in request_steps
@@ -65,7 +65,7 @@ WITH parts AS (
 )
 SELECT
     engine_id, model, method, num_spec_tokens, bucket_start, context_start,
-    CAST(context_start + CAST(context_tokens AS INTEGER) AS INTEGER) AS context_end,
+    CAST(context_start + CAST(context_tokens AS BIGINT) AS BIGINT) AS context_end,
     kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted,
     is_draft(kind, k_valid) AS is_draft,
     is_vllm_draft(k_sched) AS is_vllm_draft,
