@@ -155,3 +155,45 @@ def test_requests_that_finish_or_abort_with_a_step_in_flight_count_as_vllm_count
     # Steps with an outcome: r1's step 4 and r2's steps 4 and 5 were in flight, and vLLM skipped them.
     assert {r: [row[0] for row in rows if row[1] == r] for r in ("r0", "r1", "r2")} == {
         "r0": [2, 3, 4, 5, 6, 7], "r1": [2, 3], "r2": [2, 3]}
+
+
+@pytest.mark.parametrize("cls", [Scheduler, AsyncScheduler])
+def test_steps_whose_drafts_the_scheduler_skips_leave_no_request_step_without_drafts(
+    cls: type[Scheduler], tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From vLLM 0.33, on Model Runner V2 with a drafter of its own forward pass, the scheduler sets
+    ``SchedulerOutput.skip_drafts`` when no scheduled request can use the drafts proposed after the
+    step (each one samples its last token, or is a non-final prefill chunk), and the worker proposes
+    none. Requests of 3, 4 and 6 tokens and a 60-token prompt of 6, every draft accepted; async as the
+    engine runs it (step N + 1 scheduled before step N's output is processed). The skips are real on
+    0.33 and 0.34, and none takes a draft from a request-step that is verified: every request-step is
+    ``drafted``, none ``k_zero``, and the events give back vLLM's counters."""
+    log = hook_plugin(tmp_path, monkeypatch)
+    sched = build(cls, model_cache / "tiny-llama-target", model_cache / "tiny-llama-same-drafter")
+    for name, max_tokens in (("a", 3), ("b", 4), ("c", 6)):
+        sched.add_request(request(name, max_tokens=max_tokens))
+    sched.add_request(Request(request_id="long", prompt_token_ids=list(range(10, 70)), pooling_params=None,
+                              sampling_params=SamplingParams(max_tokens=6, ignore_eos=True)))
+    asynchronous = cls is AsyncScheduler
+    totals: dict[str, int] = {}
+    skips = 0
+    in_flight: list[SchedulerOutput] = []
+    while sched.requests or in_flight:
+        if sched.requests:
+            in_flight.append(sched.schedule())
+            skips += getattr(in_flight[-1], "skip_drafts", False)
+        if asynchronous and len(in_flight) < 2 and sched.requests:
+            continue  # the next step is scheduled before this one's output is processed
+        output = in_flight.pop(0)
+        drafts = output.scheduled_spec_decode_tokens
+        ids = list(output.num_scheduled_tokens)
+        add_counters(totals, sched.update_from_output(
+            output, runner_output({r: [5] * (1 + len(drafts.get(r, ()))) for r in ids})))
+        live = [r for r in ids if r in sched.requests]
+        if not asynchronous and not getattr(output, "skip_drafts", False):  # the worker proposes none
+            sched.update_draft_token_ids(DraftTokenIds(live, [[5] * K for _ in live]))
+    vllm_view, rows = views(tmp_path, log)
+    assert vllm_view == [totals]
+    assert skips == (1 if getattr(sched, "can_skip_drafts", False) else 0)  # 0.32 has no such flag
+    assert totals["num_drafts"] == len(rows) > 0
+    assert {row[2] for row in rows} == {"drafted"}
