@@ -146,6 +146,10 @@ class Ingester:
                 records = self.source.poll(self.settings.poll_records, 0.0 if caught_up else 0.5)
             except SourceWentBack as went_back:
                 raise self._went_back(went_back) from None
+            except ValueError:  # the source refuses to go on (a segment of another log, say): keep what it gave
+                self.flush_all()
+                self.wait()
+                raise
             losses = self.source.losses()
             for loss in losses:
                 self._lose(loss)

@@ -26,7 +26,7 @@ from tests.support.events import T0, step_event
 from tests.support.ingest import ingest_once, read_rows
 from transport.log import LocalLogReader, LocalLogWriter, LogCorrupted
 from transport.log.directory import ID_FILE, LOCK_FILE
-from transport.log.segment import HEADER, MAX_RECORD_BYTES, list_segments, segment_path
+from transport.log.segment import HEADER, MAX_RECORD_BYTES, PREAMBLE, list_segments, segment_path
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,7 +59,7 @@ def frames(log_dir: Path) -> list[Frame]:
     out = []
     for base in list_segments(log_dir):
         path = segment_path(log_dir, base)
-        data, position = path.read_bytes(), 0
+        data, position = path.read_bytes(), PREAMBLE.size
         while position < len(data):
             length, _, offset = HEADER.unpack_from(data, position)
             out.append(Frame(offset, path, position, position + HEADER.size + length))
@@ -322,8 +322,11 @@ def test_a_log_from_before_log_ids_is_read_and_told_apart_by_its_path(tmp_path: 
     old, other = tmp_path / "a" / "log", tmp_path / "b" / "log"
     write_steps(old, 10, prefix="a")
     write_steps(other, 10, prefix="b")
-    (old / ID_FILE).unlink(missing_ok=True)  # as a log written before ids were
-    (other / ID_FILE).unlink(missing_ok=True)
+    for log in (old, other):  # as logs written before ids and segment preambles were
+        (log / ID_FILE).unlink()
+        for base in list_segments(log):
+            path = segment_path(log, base)
+            path.write_bytes(path.read_bytes()[PREAMBLE.size:])
     assert ingest_once(old, data_dir).rows == 10 * 4
     with pytest.raises(ValueError, match="is another log with a folder of the same name"):
         ingest_once(other, data_dir)
@@ -355,6 +358,57 @@ FAULT = st.one_of(
     st.tuples(st.just("truncate"), st.integers(0, 1 << 30), st.integers(0, 1 << 30)),  # a segment not the last, where
     st.tuples(st.just("delete"), st.integers(0, 1 << 30), st.just(0)),  # a segment not the last
 )
+
+
+def test_a_segment_of_another_log_is_refused_and_nothing_of_it_is_stored(tmp_path: Path, data_dir: Path) -> None:
+    """A bad restore: log a's middle segment replaced by log b's segment of the same name (offsets and
+    CRCs valid). Ingest stops naming both logs and stores none of b's records; with a's own segment
+    back, all of a is stored. The writer refuses to append to such a segment too."""
+    a, b = tmp_path / "a" / "log", tmp_path / "b" / "log"
+    write_steps(a, 35, prefix="a", segment_bytes=2000)
+    write_steps(b, 35, prefix="b", segment_bytes=2000)
+    bases = list_segments(a)
+    assert bases == list_segments(b) and len(bases) >= 3
+    middle, own = segment_path(a, bases[1]), segment_path(a, bases[1]).read_bytes()
+    shutil.copyfile(segment_path(b, bases[1]), middle)
+    ids = {log: (log / ID_FILE).read_text().strip() for log in (a, b)}
+    result = ingest_cli(a, data_dir)
+    assert result.returncode == 2, result.stderr
+    assert f"{middle} was written for the log {ids[b]} at offset {bases[1]}, but it lies in {a} (log {ids[a]})" \
+        in result.stderr
+    assert set(stored(data_dir).values()) == {f"a{i}" for i in range(bases[1])}
+    last = segment_path(a, bases[-1])
+    own_last = last.read_bytes()
+    shutil.copyfile(segment_path(b, bases[-1]), last)
+    with pytest.raises(LogCorrupted, match=f"{last} was written for the log {ids[b]}"):
+        write_steps(a, 1, prefix="x", first=99)
+    middle.write_bytes(own)
+    last.write_bytes(own_last)
+    assert ingest_cli(a, data_dir).returncode == 0
+    assert set(stored(data_dir).values()) == {f"a{i}" for i in range(35)}
+
+
+def test_a_segment_moved_within_its_log_or_without_a_preamble_is_refused(log_dir: Path, data_dir: Path) -> None:
+    """A segment copied under another segment's name names the offset it was written at; a segment
+    without a preamble after one with it (an older writer's, or another log's with it cut off) is
+    refused: no writer of the log made either."""
+    write_steps(log_dir, 35, segment_bytes=2000)
+    bases = list_segments(log_dir)
+    first, middle = segment_path(log_dir, bases[0]), segment_path(log_dir, bases[1])
+    own = middle.read_bytes()
+    shutil.copyfile(first, middle)
+    result = ingest_cli(log_dir, data_dir)
+    assert result.returncode == 2
+    assert f"{middle} was written for the log {(log_dir / ID_FILE).read_text().strip()} at offset {bases[0]}, " \
+        f"but it lies in {log_dir}" in result.stderr and f"at offset {bases[1]}: a segment of another log, or moved " \
+        "within this one" in result.stderr
+    middle.write_bytes(own[PREAMBLE.size:])
+    result = ingest_cli(log_dir, data_dir)
+    assert result.returncode == 2 and f"{middle} has no preamble, but the segment before it has one" in result.stderr
+    assert set(stored(data_dir).values()) == {f"e{i}" for i in range(bases[1])}
+    middle.write_bytes(own)
+    assert ingest_cli(log_dir, data_dir).returncode == 0
+    assert len(stored(data_dir)) == 35
 
 
 def inject(log_dir: Path, faults: list[tuple[str, int, int]]) -> None:

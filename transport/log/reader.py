@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import NamedTuple
 
-from transport.log.directory import writers_idle
+from transport.log.directory import log_id, writers_idle
 from transport.log.segment import (
     HEADER,
     MAX_RECORD_BYTES,
@@ -23,7 +23,9 @@ from transport.log.segment import (
     list_segments,
     overlapping_segment,
     parse,
+    read_identity,
     records_end,
+    records_start,
     scan_segment,
     segment_path,
 )
@@ -163,7 +165,14 @@ class LocalLogReader:
             self._gap(self._offset, base - 1, f"no segment holds them: {current} ends before offset {self._offset} "
                                               f"and {segment_path(self.directory, base)} starts at {base} "
                                               "(a segment was deleted or truncated)")
-        self._segment, self._position, self._offset = base, 0, base
+        after_preamble = read_identity(segment_path(self.directory, self._segment)) is not None
+        try:
+            position = records_start(self.directory, base, log_id(self.directory), after_preamble)
+        except LogCorrupted:
+            if records:  # refused at the start of the next read, once these are handed over
+                return False
+            raise
+        self._segment, self._position, self._offset = base, position, base
         return True
 
     def _refuse_overlap(self, base: int) -> None:
@@ -181,13 +190,16 @@ class LocalLogReader:
             self._gap(self._offset, segments[0] - 1, f"the local log {self.directory} starts at offset "
                                                      f"{segments[0]}: older segments were removed")
             self._segment, self._offset = segments[0], segments[0]
+            self._position = records_start(self.directory, self._segment, log_id(self.directory), False)
         else:
             index = max(i for i, base in enumerate(segments) if base <= self._offset)
             self._segment = segments[index]
             if index > 0:
                 _check_follows(self.directory, segments[index - 1], self._segment)
+            after_preamble = index > 0 and read_identity(segment_path(self.directory, segments[index - 1])) is not None
+            start = records_start(self.directory, self._segment, log_id(self.directory), after_preamble)
             data = segment_path(self.directory, self._segment).read_bytes()
-            self._position, self._offset = records_end(data, 0, self._segment, stop_at=self._start)
+            self._position, self._offset = records_end(data, start, self._segment, stop_at=self._start)
             if self._offset < self._start and index == len(segments) - 1:
                 end = scan_segment(segment_path(self.directory, self._segment), self._segment).next_offset
                 if end < self._start:

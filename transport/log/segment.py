@@ -18,10 +18,18 @@ their intact headers chain into, or else as many as they have room for (:func:`d
 an offset may be counted damaged that never held a record, but none is given twice. The one case
 that cannot be told apart: the last record of the log with a length field damaged to claim more
 bytes than the file holds looks torn, and is cut off.
+
+A segment a writer creates starts with a :data:`PREAMBLE`: its log's id and its base offset, checked
+whenever the segment is opened (:func:`records_start`), so that a segment of another log, or one
+moved within its log, is refused instead of read as this log's records. Segments written before
+preambles existed start with a record and read as before; once a log has a segment with a preamble,
+a later one without it is refused.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
 import re
 import struct
@@ -31,7 +39,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+logger = logging.getLogger(__name__)
+
 HEADER = struct.Struct("<IIQ")
+#: ``<magic><log id, 32 ASCII bytes><base offset u64><crc32 u32>``: the CRC covers the rest. No
+#: record starts with the magic: read as a header, its length field is over :data:`MAX_RECORD_BYTES`.
+PREAMBLE = struct.Struct("<8s32sQI")
+_MAGIC = b"SMLOGSEG"
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 _FIRST_WINDOW = 64 * 1024  # resynchronising: most damage is one record, so look close first
@@ -69,6 +83,77 @@ class SegmentEnd(NamedTuple):
     next_offset: int
     records_end: int
     torn: bool = False
+
+
+class SegmentIdentity(NamedTuple):
+    """What a segment's preamble says: the log it was written for, and its base offset there."""
+
+    log_id: str
+    base_offset: int
+
+
+def identity_field(log_id: str) -> str:
+    """The 32 characters a preamble holds for ``log_id``: the id itself (a writer's ids are 32 hex
+    digits), or a digest of an id someone wrote by hand."""
+    if len(log_id) == 32 and log_id.isascii():
+        return log_id
+    return hashlib.blake2b(log_id.encode(), digest_size=16).hexdigest()
+
+
+def preamble(log_id: str, base_offset: int) -> bytes:
+    """The first bytes of a new segment of the log ``log_id`` at ``base_offset``."""
+    head = PREAMBLE.pack(_MAGIC, identity_field(log_id).encode(), base_offset, 0)[:-4]
+    return head + zlib.crc32(head).to_bytes(4, "little")
+
+
+def read_identity(path: Path) -> SegmentIdentity | None:
+    """The identity in the segment's valid preamble, or None."""
+    with path.open("rb") as file:
+        head = file.read(PREAMBLE.size)
+    if len(head) < PREAMBLE.size or not head.startswith(_MAGIC) or \
+            zlib.crc32(head[:-4]) != int.from_bytes(head[-4:], "little"):
+        return None
+    _, log_id, base_offset, _ = PREAMBLE.unpack(head)
+    return SegmentIdentity(log_id.decode("ascii", "replace"), base_offset)
+
+
+def records_start(directory: Path, base_offset: int, log_id: str | None, after_preamble: bool) -> int:
+    """Where the records of the segment at ``base_offset`` start: after its preamble, if it has one.
+
+    Refuses (:class:`LogCorrupted`) a segment whose preamble names another log than ``log_id`` (the
+    log's own, when it has one) or another base offset, and one that starts with a record when the
+    segment before it had a preamble (``after_preamble``): no writer makes such a log. A damaged
+    preamble (a valid first record after it) is logged and skipped: the records' own CRCs and offsets
+    still hold."""
+    path = segment_path(directory, base_offset)
+    identity = read_identity(path)
+    if identity is None:
+        if not _starts_with_record(path, base_offset) and _starts_with_record(path, base_offset, PREAMBLE.size):
+            logger.warning("%s bytes 0-%d are a damaged segment preamble: which log the segment belongs to is not "
+                           "checked; its records are read", path, PREAMBLE.size - 1)
+            return PREAMBLE.size
+        if after_preamble and _starts_with_record(path, base_offset):
+            raise LogCorrupted(f"local log segment {path} has no preamble, but the segment before it has one: it "
+                               f"is not a segment of {directory} (a writer of this log gives each new segment "
+                               "one); move it out of the log, or put the log's own segment back")
+        return 0
+    expected = identity_field(log_id) if log_id is not None else identity.log_id
+    if (identity.log_id, identity.base_offset) != (expected, base_offset):
+        raise LogCorrupted(f"local log segment {path} was written for the log {identity.log_id} at offset "
+                           f"{identity.base_offset}, but it lies in {directory} (log {expected}) at offset "
+                           f"{base_offset}: a segment of another log, or moved within this one (a bad restore "
+                           "or copy?); nothing of it is read. Move it out of the log and put the log's own "
+                           "segment back")
+    return PREAMBLE.size
+
+
+def _starts_with_record(path: Path, offset: int, position: int = 0) -> bool:
+    with path.open("rb") as file:
+        file.seek(position)
+        head = file.read(HEADER.size)
+        if len(head) < HEADER.size:
+            return False
+        return parse(head + file.read(min(HEADER.unpack(head)[0], MAX_RECORD_BYTES)), 0, offset)[0] is not None
 
 
 def segment_path(directory: Path, base_offset: int) -> Path:
@@ -194,7 +279,7 @@ def scan_segment(path: Path, base_offset: int, known: tuple[int, int] = (0, -1))
         if start:
             file.seek(start)
         data = file.read()
-    position = 0
+    position = 0 if known[1] >= 0 or read_identity(path) is None else PREAMBLE.size
     while True:
         position, offset = records_end(data, position, offset)
         if position == len(data):

@@ -8,7 +8,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from transport.log.directory import LOCK_FILE, ensure_log_id
-from transport.log.segment import frame, list_segments, overlapping_segment, scan_segment, segment_path
+from transport.log.segment import (
+    frame,
+    list_segments,
+    overlapping_segment,
+    preamble,
+    read_identity,
+    records_start,
+    scan_segment,
+    segment_path,
+)
 
 DEFAULT_SEGMENT_BYTES = 128 * 1024 * 1024
 
@@ -26,12 +35,13 @@ class LocalLogWriter:
     def __init__(self, directory: Path | str, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        ensure_log_id(self.directory)
+        self._log_id = ensure_log_id(self.directory)
         self._segment_bytes = segment_bytes
         self._lock_fd = os.open(self.directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         self._base = -1  # base offset of the segment open in _fd
         self._fd = -1
         self._size = 0  # bytes known valid in the open segment
+        self._start = 0  # where its records start: after its preamble, if it has one
         self._next_offset = 0
 
     @property
@@ -78,13 +88,14 @@ class LocalLogWriter:
         if last != self._base:
             if len(segments) > 1:
                 self._check_follows(segments[-2], last)
-            self._open_segment(last, create=False)
+            self._open_segment(last, create=False, after_preamble=len(segments) > 1 and read_identity(
+                segment_path(self.directory, segments[-2])) is not None)
         size = os.fstat(self._fd).st_size
         if size == self._size and self._size:
             return
         # What this writer wrote or checked stays valid (others only append or cut torn tails past
         # it): scan only what others appended since, not the whole segment.
-        known = (self._size, self._next_offset) if 0 < self._size <= size else (0, -1)
+        known = (self._size, self._next_offset) if self._start < self._size <= size else (0, -1)
         end = scan_segment(path, last, known)
         if end.torn:
             os.ftruncate(self._fd, end.size)
@@ -97,20 +108,35 @@ class LocalLogWriter:
         if end.records_end > base:
             raise overlapping_segment(self.directory, previous, end.records_end, base)
 
-    def _open_segment(self, base_offset: int, create: bool) -> None:
+    def _open_segment(self, base_offset: int, create: bool, after_preamble: bool = False) -> None:
+        """Open the segment at ``base_offset``; a new one is made whole with its preamble first
+        (written and fsynced under a temporary name, then linked), so none exists without it."""
         if self._fd >= 0:
             os.close(self._fd)
+            self._fd = -1
         path = segment_path(self.directory, base_offset)
-        self._fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
-        self._base = base_offset
-        self._size = 0
-        self._next_offset = base_offset
         if create:
+            tmp = self.directory / f".{path.name}.{os.getpid()}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.write(fd, preamble(self._log_id, base_offset))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, path)
+            finally:
+                tmp.unlink()
             dir_fd = os.open(self.directory, os.O_RDONLY)
             try:
                 os.fsync(dir_fd)
             finally:
                 os.close(dir_fd)
+        self._start = records_start(self.directory, base_offset, self._log_id, after_preamble)
+        self._fd = os.open(path, os.O_RDWR)
+        self._base = base_offset
+        self._size = self._start
+        self._next_offset = base_offset
 
     def close(self) -> None:
         for fd in (self._fd, self._lock_fd):
