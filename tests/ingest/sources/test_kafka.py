@@ -24,7 +24,7 @@ from devtools.kafka_broker import TansuBroker
 from emitter.sinks import open_sink
 from ingest.batch import DUPLICATE_STEP
 from ingest.sources.kafka import KafkaSource
-from schemas.wire import step_event_to_wire
+from schemas.wire import decode_step, step_event_to_wire
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR
 from tests.support.events import step_event
@@ -183,6 +183,42 @@ def test_steps_a_producer_sent_twice_are_stored_and_counted_once(kafka_url: str,
     capsys.readouterr()
     assert main(["verify", "--data", str(tmp_path / "out")]) == 3
     assert "2 record(s)" in capsys.readouterr().out
+
+
+def test_steps_resent_after_a_broker_pause_are_stored_and_counted_once(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The chaos soak's case, literally: a realtime load generator produces while its broker is
+    paused (SIGSTOP) for longer than the producer's delivery timeout. The requests in flight are
+    stored when the broker resumes, but their acknowledgements timed out, so the sink's spool sends
+    them again. Every step is stored once, each copy is a dead letter for a duplicate, and ``verify``
+    says records were set aside (exit 3)."""
+    with TansuBroker() as broker:
+        url = broker.url("paused")
+        emitter = subprocess.Popen(
+            [sys.executable, "-m", "specmetrics.cli", "loadgen", "--sink", url, "--rows", "24000", "--engines", "2",
+             "--realtime", "--step-ms", "8", "--truth", str(tmp_path / "truth.json")], cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "SPECMETRICS_KAFKA_REQUEST_TIMEOUT_S": "1"},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(2.0)
+        broker.pause()
+        time.sleep(4.0)  # past the delivery timeout (twice the request timeout)
+        broker.resume()
+        _, stderr = emitter.communicate(timeout=180)
+        assert emitter.returncode == 0, stderr.decode()[-2000:]
+        assert ingest(url, tmp_path / "out") == 0
+    truth: Truth = json.loads((tmp_path / "truth.json").read_text())
+    table = read_rows(tmp_path / "out")
+    keys = pc.binary_join_element_wise(table["event_id"].cast("string"), table["request_id"], "|")
+    assert table.num_rows == pc.count_distinct(keys).as_py() == total_rows(truth)
+    letters = [json.loads(line) for f in sorted((tmp_path / "out" / DEAD_LETTER_DIR).glob("*.jsonl"))
+               for line in f.read_text().splitlines()]
+    assert letters and {letter["reason"] for letter in letters} == {DUPLICATE_STEP}
+    stored = set(table["event_id"].to_pylist())
+    resent = {decode_step(base64.b64decode(letter["payload_base64"])).event_id for letter in letters}
+    assert resent <= stored
+    capsys.readouterr()
+    assert main(["verify", "--data", str(tmp_path / "out")]) == 3
+    assert f"{len(letters)} record(s)" in capsys.readouterr().out
 
 
 def test_static_membership_reaches_the_consumer(kafka_url: str, tmp_path: Path,
