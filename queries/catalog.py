@@ -69,11 +69,14 @@ PUBLIC_VIEWS: tuple[str, ...] = (
     "acceptance_histogram",
     "request_outliers",
     "k_comparison",
+    "baseline_comparison",
+    "baselines",
 )
-#: Table macros users call: the time-window variant of each view, and the timeline.
+#: Table macros users call: the time-window variant of each view over events (baselines is reference
+#: data), and the timeline.
 PUBLIC_MACROS: tuple[str, ...] = (
     "request_steps_between",
-    *(f"{view}_between" for view in PUBLIC_VIEWS[1:]),
+    *(f"{view}_between" for view in PUBLIC_VIEWS[1:] if view != "baselines"),
     "acceptance_timeline",
 )
 LAYERS: tuple[str, ...] = ("definitions", "staging", "rollup", "intermediate", "metrics", "report")

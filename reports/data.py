@@ -139,6 +139,29 @@ QUALIFY count(*) OVER (PARTITION BY model) > 1
 ORDER BY model, rank_in_model, method, num_spec_tokens
 """
 
+#: Each configuration's per-position rates (pooled over its engines), with the published baseline of its
+#: model, method and K where there is one (the view baseline_comparison), NULL where there is none.
+_BASELINES = """
+WITH configurations AS (
+    SELECT model, method, num_spec_tokens, p.position,
+           rate_over_drafts(num_accepted_at(kind, k_valid, accepted, p.position, request_steps),
+                            num_drafts(kind, k_valid, request_steps)) AS rate,
+           rate_over_drafts(vllm_num_accepted_at(k_sched, accepted, p.position, request_steps),
+                            vllm_num_drafts(k_sched, request_steps)) AS vllm_rate
+    FROM {table} AS r, range(r.num_spec_tokens) AS p(position)
+    GROUP BY model, method, num_spec_tokens, p.position
+)
+SELECT c.model, c.method, c.num_spec_tokens, CAST(c.position AS INTEGER) AS position, c.rate, c.vllm_rate,
+       b.rate AS baseline_rate, c.rate - b.rate AS difference, b.model AS baseline_model,
+       b.drafter AS baseline_drafter
+FROM configurations AS c
+LEFT JOIN baselines AS b
+    ON model_key(c.model) = model_key(b.model) AND c.method = b.method
+    AND c.num_spec_tokens = b.num_spec_tokens AND c.position = b.position
+ORDER BY c.model, c.method, c.num_spec_tokens, c.position
+"""
+_PUBLISHED = "SELECT DISTINCT model, method, num_spec_tokens, dataset, sampling, source FROM baselines ORDER BY model"
+
 #: The engines whose context vLLM lowered to the drafter's; from the rows (rollups do not keep the
 #: lengths), where Parquet statistics skip every row group without a cap.
 _CONTEXT_CAPS = """
@@ -180,6 +203,8 @@ class ReportData:
     groups: list[Row]
     context_caps: list[Row]
     configurations: list[Row]
+    baselines: list[Row]
+    published: list[Row]
 
     @property
     def empty(self) -> bool:
@@ -222,6 +247,8 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
             groups=rows(_GROUPS),
             context_caps=list(run_query(con, _CONTEXT_CAPS, span).to_pylist()),
             configurations=rows(_CONFIGURATIONS),
+            baselines=rows(_BASELINES),
+            published=rows(_PUBLISHED),
         )
     finally:
         con.execute(f"DROP TABLE {table}")

@@ -2,8 +2,10 @@
 
 Both formats show the same things: the window, the headline (corrected vs vLLM-reported), what
 happened to speculation (outcome kinds), acceptance over time, per-position rates with both
-denominators, skip share by context length, K = 0 reasons, the per-engine/model table, and, where a
-model ran in more than one configuration, the configurations ranked by tokens per verification.
+denominators, skip share by context length, K = 0 reasons, the per-engine/model table, where a
+model ran in more than one configuration, the configurations ranked by tokens per verification, and
+each configuration's per-position rates against the published baseline of its model, method and K
+(or that none matches).
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ CONFIG_COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 CONFIG_NOTE = ("Each model's configurations over their engines, ranked by the tokens a request gets per "
                "verification. The acceptance rate falls as K rises, so ranking by it picks the wrong K.")
+BASELINE_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("model", "model", "text"), ("method", "method", "text"), ("num_spec_tokens", "K", "count"),
+    ("position", "position", "count"), ("rate", "acceptance", "pct"), ("vllm_rate", "vLLM acceptance", "pct"),
+    ("baseline_rate", "baseline", "pct"), ("difference", "difference", "pct"),
+    ("baseline_drafter", "baseline drafter", "text"),
+)
 CAP_NOTE = ("vLLM lowered these engines' context to their drafter's at start-up (Model Runner V2 cannot skip "
             "drafting for longer sequences): requests longer than the served context are refused.")
 
@@ -120,6 +128,13 @@ def markdown(data: ReportData, generated: datetime, chart_files: dict[str, str])
     if data.configurations:
         lines += ["", "## Configurations compared", "", CONFIG_NOTE, ""]
         lines += _md_rows(CONFIG_COLUMNS, data.configurations)
+    if data.baselines:
+        matched, text = _baseline_text(data)
+        lines += ["", "## Against published baselines"]
+        for sentence in text:
+            lines += ["", md_text(sentence)]
+        if matched:
+            lines += ["", *_md_rows(BASELINE_COLUMNS, matched)]
     if data.context_caps:
         lines += ["", "## Context capped by the drafter", "", CAP_NOTE, ""]
         lines += _md_rows(CAP_COLUMNS, data.context_caps)
@@ -160,6 +175,15 @@ def html(data: ReportData, generated: datetime, drawn: Sequence[Chart]) -> str:
             body.append(_html_rows("configurations-table", CONFIG_COLUMNS, data.configurations,
                                    lambda row: f"{row['model']}/{row['method']}/{row['num_spec_tokens']}"))
             body.append("</section>")
+        if data.baselines:
+            matched, text = _baseline_text(data)
+            body.append('<section id="baselines"><h2>Against published baselines</h2>')
+            body += [f"<p>{escape(sentence)}</p>" for sentence in text]
+            if matched:
+                body.append(_html_rows("baselines-table", BASELINE_COLUMNS, matched,
+                                       lambda row: f"{row['model']}/{row['method']}/{row['num_spec_tokens']}/"
+                                                   f"{row['position']}"))
+            body.append("</section>")
         if data.context_caps:
             body.append(f'<section id="context-caps"><h2>Context capped by the drafter</h2><p>{escape(CAP_NOTE)}</p>')
             body.append(_html_rows("context-caps-table", CAP_COLUMNS, data.context_caps))
@@ -177,6 +201,25 @@ _STYLE = (
     "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}"
     "td:first-child,th:first-child{text-align:left}figure{margin:1em 0}.empty{background:#fff3cd;padding:1em}"
 )
+
+
+def _baseline_text(data: ReportData) -> tuple[list[Row], list[str]]:
+    """The rows of the configurations a published baseline matches, and the sentences around them: what
+    the baselines are, and each configuration none matches."""
+    matched = [r for r in data.baselines if r["baseline_rate"] is not None]
+    keys = {(r["model"], r["method"], r["num_spec_tokens"]) for r in matched}
+    missing = sorted({(r["model"], r["method"], r["num_spec_tokens"]) for r in data.baselines} - keys)
+    sources = sorted({f"{p['dataset']}, {p['sampling']}; {p['source']}" for p in data.published})
+    text = [("Per position, the share of drafts that accepted it (vLLM's definition), corrected and as vLLM "
+             "reports it, next to the acceptance published for the same model, method and K "
+             f"({' / '.join(sources)}). Other prompts and sampling move these rates: a gap says where to "
+             "look, not that the drafter is broken.")] if matched else []
+    if missing:
+        published = ", ".join(f"{p['model']} ({p['method']}, K = {p['num_spec_tokens']})" for p in data.published)
+        text.append("No published baseline matches " + "; ".join(f"{model} ({method}, K = {k})"
+                                                              for model, method, k in missing)
+                    + f". Baselines exist for: {published}.")
+    return matched, text
 
 
 def _headline_note(data: ReportData) -> str | None:

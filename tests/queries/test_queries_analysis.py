@@ -81,6 +81,44 @@ def test_k_comparison(con: Any) -> None:
     ]
 
 
+def test_baseline_comparison_puts_a_configuration_next_to_its_models_published_baseline(
+        connect_rows: Any, outcomes: OutcomeRows) -> None:
+    """A Llama-3.1-8B-Instruct served from a local path with EAGLE-3 at K = 3 (two engines) matches the
+    published row; the same model at K = 5 and another model do not. Skips count as drafts for vLLM,
+    not for the corrected rates."""
+    o = outcomes
+    llama = {"model": "/models/Llama-3.1-8B-Instruct", "method": "eagle3", "num_spec_tokens": 3}
+    con = connect_rows([
+        *(o.drafted(3, 3, engine_instance="a", **llama) for _ in range(3)),
+        o.drafted(3, 3, engine_instance="b", **llama),
+        *(o.drafted(3, 1, engine_instance="b", **llama) for _ in range(2)),
+        *(o.drafted(3, 0, engine_instance="a", **llama) for _ in range(2)),
+        *(o.skipped(3, engine_instance="a", **llama) for _ in range(2)),
+        o.drafted(5, 5, engine_instance="c", **{**llama, "num_spec_tokens": 5}),
+        o.drafted(3, 3, engine_instance="d", model="m", method="eagle3", num_spec_tokens=3),
+    ])
+    got = rows(con, "SELECT * FROM baseline_comparison")
+    published = [0.7296, 0.5208, 0.3545]
+    corrected, vllm = [6 / 8, 4 / 8, 4 / 8], [6 / 10, 4 / 10, 4 / 10]
+    assert got == [
+        {"model": llama["model"], "method": "eagle3", "num_spec_tokens": 3, "position": i,
+         "rate": pytest.approx(corrected[i]), "vllm_rate": pytest.approx(vllm[i]),
+         "baseline_rate": pytest.approx(published[i]), "difference": pytest.approx(corrected[i] - published[i]),
+         "acceptance_length": pytest.approx(2.75), "baseline_acceptance_length": pytest.approx(2.60),
+         "baseline_model": "meta-llama/Llama-3.1-8B-Instruct",
+         "baseline_drafter": "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3",
+         "dataset": "MT-Bench (philschmid/mt-bench), 80 prompts, 256 output tokens",
+         "sampling": "greedy (temperature 0)",
+         "source": "vllm-project/vllm tests/v1/spec_decode/test_acceptance_length.py at 029ba37503c5"}
+        for i in range(3)
+    ]
+    # The same numbers as the per-position views, pooled over the two engines.
+    pooled = rows(con, "SELECT position, sum(num_accepted) / sum(num_drafts) AS rate FROM acceptance_per_position "
+                       f"WHERE model = '{llama['model']}' AND num_spec_tokens = 3 GROUP BY position ORDER BY position")
+    assert [r["rate"] for r in pooled] == [pytest.approx(r["rate"]) for r in got]
+    assert len(rows(con, "SELECT * FROM baselines")) == 4 * 3
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(drawn=st.lists(outcome(), min_size=1, max_size=40))
 def test_the_views_match_a_direct_count(connect_rows: Any, outcomes: OutcomeRows, drawn: list[dict[str, Any]]) -> None:

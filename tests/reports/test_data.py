@@ -162,3 +162,30 @@ def test_the_longest_context_the_contract_allows_gets_a_bucket_ending_past_it(tm
     finally:
         con.close()
     assert [(r["context_start"], r["context_end"]) for r in data.context] == [(2**31 - 256, 2**31)] == view
+
+
+def test_each_configuration_is_held_against_its_published_baseline_or_told_none_matches(
+        tmp_path: Path, outcomes: Any) -> None:
+    from reports.render import html, markdown
+
+    qwen = {"event_time": T, "model": "Qwen/Qwen3-8B", "method": "eagle3", "num_spec_tokens": 3}
+    rows = [outcomes.drafted(3, 3, **qwen), outcomes.drafted(3, 1, **qwen),
+            outcomes.drafted(2, 2, event_time=T, engine_instance="b", num_spec_tokens=2)]
+    con = connect(outcomes.write_tree(tmp_path / "data", rows))
+    try:
+        data = collect(con, Window(None, None))
+    finally:
+        con.close()
+    assert [(r["model"], r["position"], r["rate"], r["baseline_rate"]) for r in data.baselines] == [
+        ("Qwen/Qwen3-8B", 0, 1.0, 0.6541), ("Qwen/Qwen3-8B", 1, 0.5, 0.3993), ("Qwen/Qwen3-8B", 2, 0.5, 0.2020),
+        ("tiny-llama", 0, 1.0, None), ("tiny-llama", 1, 1.0, None)]
+    text = markdown(data, T, {})
+    assert "## Against published baselines" in text
+    assert "| Qwen/Qwen3-8B | eagle3 | 3 | 1 | 50.00% | 50.00% | 39.93% | 10.07% | " \
+           "RedHatAI/Qwen3-8B-speculator.eagle3 |" in text
+    assert "No published baseline matches tiny-llama (draft\\_model, K = 2). Baselines exist for: " \
+           "Qwen/Qwen3-8B (eagle3, K = 3), Qwen/Qwen3-VL-30B-A3B-Instruct-FP8 (eagle3, K = 3), " \
+           "meta-llama/Llama-3.1-8B-Instruct (eagle3, K = 3), openai/gpt-oss-20b (eagle3, K = 3)." in text
+    page = html(data, T, [])
+    assert '<table id="baselines-table">' in page and 'data-key="Qwen/Qwen3-8B/eagle3/3/2"' in page
+    assert "No published baseline matches tiny-llama (draft_model, K = 2)." in page

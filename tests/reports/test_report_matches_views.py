@@ -59,6 +59,14 @@ def check(con: Any) -> None:
                accepted_per_verified_slot, acceptance_rate, rank_in_model
         FROM k_comparison QUALIFY count(*) OVER (PARTITION BY model) > 1
         ORDER BY model, rank_in_model, method, num_spec_tokens"""))
+    matched = [r for r in data.baselines if r["baseline_rate"] is not None]
+    assert matched == approx(pooled(con, """
+        SELECT model, method, num_spec_tokens, position, rate, vllm_rate, baseline_rate, difference, baseline_model,
+               baseline_drafter
+        FROM baseline_comparison"""))
+    configurations = pooled(con, "SELECT DISTINCT model, method, num_spec_tokens FROM acceptance_per_position")
+    assert sorted({(r["model"], r["method"], r["num_spec_tokens"]) for r in data.baselines}) == \
+        sorted((r["model"], r["method"], r["num_spec_tokens"]) for r in configurations if r["num_spec_tokens"])
     assert {r["k_zero_reason"]: r["request_steps"] for r in data.k_zero} == {
         r["k_zero_reason"]: r["n"] for r in pooled(con, "SELECT k_zero_reason, sum(request_steps) AS n "
                                                          "FROM k_zero_reasons GROUP BY ALL")}

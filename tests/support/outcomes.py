@@ -124,8 +124,10 @@ class OutcomeRows:
         return root
 
 
-#: (engine_instance, method, K): groups of different K side by side.
-GROUPS = [("a", "draft_model", 1), ("a", "draft_model", 3), ("b", "ngram", 4)]
+#: (engine_instance, model, method, K): groups of different K side by side, and one whose model, method
+#: and K have a published baseline (the view baselines).
+GROUPS = [("a", DEFAULTS["model"], "draft_model", 1), ("a", DEFAULTS["model"], "draft_model", 3),
+          ("b", DEFAULTS["model"], "ngram", 4), ("c", "/models/Qwen3-8B", "eagle3", 3)]
 K_ZERO_REASONS = ["no_proposal", "length_trim", "grammar_truncated", "schedule", "unknown", "verify_budget",
                   "skip_drafts"]
 TIMES = [datetime(2025, 1, 1, 10, 5), datetime(2025, 1, 1, 11, 59), datetime(2025, 1, 2, 0, 0)]
@@ -134,7 +136,7 @@ TIMES = [datetime(2025, 1, 1, 10, 5), datetime(2025, 1, 1, 11, 59), datetime(202
 @st.composite
 def outcome(draw: st.DrawFn) -> dict[str, Any]:
     """Keyword arguments of one row that keeps the rules of schemas/validation.py."""
-    instance, method, k = draw(st.sampled_from(GROUPS))
+    instance, model, method, k = draw(st.sampled_from(GROUPS))
     kind = draw(st.sampled_from(["drafted", "skipped_for_length", "grammar_invalid", "grammar_rejected", "k_zero"]))
     k_invalid, k_zero_reason = 0, None
     if kind == "drafted":
@@ -166,7 +168,7 @@ def outcome(draw: st.DrawFn) -> dict[str, Any]:
             k_invalid = k_sched - k_valid
     accepted = 0 if kind == "k_zero" else draw(st.integers(0, k_valid))
     return {
-        "engine_instance": instance, "method": method, "num_spec_tokens": k, "kind": kind,
+        "engine_instance": instance, "model": model, "method": method, "num_spec_tokens": k, "kind": kind,
         "k_zero_reason": k_zero_reason, "k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_invalid,
         "accepted": accepted, "emitted": draw(st.integers(0, accepted + 1)),
         "event_time": draw(st.sampled_from(TIMES)), "request_id": draw(st.sampled_from(["r1", "r2", "r3"])),
