@@ -1,0 +1,75 @@
+"""The analysis views against the load generator's exact ground truth: one model at K = 3 and K = 5
+(two engines each, sync scheduling: a verified slot is a scheduled one), with a published baseline
+for K = 3, through the local log and ingest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from emitter.loadgen import EngineTruth
+from queries import connect, run_query
+from tests.support.ingest import ingest_once
+from tests.support.loadgen import write_load
+
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, dict[int, list[EngineTruth]]]]:
+    root = tmp_path_factory.mktemp("ground-truth")
+    truth = {k: list(write_load(root / "log", rows=20_000, engines=2, seed=k, batch_size=32, num_spec_tokens=k,
+                                acceptance=(0.8, 0.6, 0.5), drafter_max_len=1800, grammar_invalid_rate=0.05,
+                                k_zero_rate=0.05, scheduling="sync", model=MODEL, method="eagle3",
+                                engine_prefix=f"k{k}").values())
+             for k in (3, 5)}
+    ingest_once(root / "log", root / "data")
+    con = connect(root / "data")
+    yield con, truth
+    con.close()
+
+
+def test_k_comparison_equals_ground_truth(loaded: tuple[Any, dict[int, list[EngineTruth]]]) -> None:
+    con, truth = loaded
+    got = {r["num_spec_tokens"]: r for r in run_query(con, "FROM k_comparison").to_pylist()}
+    assert set(got) == {3, 5}
+    for k, engines in truth.items():
+        steps = sum(t.vllm_num_drafts for t in engines)  # no K = 0 here schedules a slot: every vLLM draft is verified
+        accepted = sum(t.vllm_num_accepted_tokens for t in engines)
+        slots = sum(t.vllm_num_draft_tokens for t in engines)  # sync: what is scheduled is valid or a placeholder
+        row = got[k]
+        assert (row["engines"], row["verify_steps"]) == (2, steps)
+        assert row["tokens_per_verify_step"] == pytest.approx(1 + accepted / steps)
+        assert row["accepted_per_verified_slot"] == pytest.approx(accepted / slots)
+        assert row["acceptance_rate"] == pytest.approx(sum(t.num_accepted_tokens for t in engines)
+                                                       / sum(t.num_draft_tokens for t in engines))
+    ranked = sorted(got.values(), key=lambda r: r["rank_in_model"])
+    assert [r["rank_in_model"] for r in ranked] == [1, 2]
+    assert ranked[0]["tokens_per_verify_step"] > ranked[1]["tokens_per_verify_step"]
+
+
+def test_wasted_verification_equals_ground_truth(loaded: tuple[Any, dict[int, list[EngineTruth]]]) -> None:
+    con, truth = loaded
+    got = {r["engine_id"]: r for r in run_query(con, "FROM wasted_verification").to_pylist()}
+    engines = [(k, t) for k, ts in truth.items() for t in ts]
+    assert len(got) == len(engines)
+    expected = sorted((t.vllm_num_draft_tokens, k * t.request_steps.get("skipped_for_length", 0)) for k, t in engines)
+    assert sorted((r["verified_slots"], r["placeholder_slots"]) for r in got.values()) == expected
+    assert all(r["pad_slots"] == 0 for r in got.values())  # sync: invalid drafts were cut, not padded
+    assert sum(r["placeholder_slots"] for r in got.values()) > 0
+
+
+def test_baseline_comparison_equals_ground_truth(loaded: tuple[Any, dict[int, list[EngineTruth]]]) -> None:
+    con, truth = loaded
+    got = run_query(con, "FROM baseline_comparison").to_pylist()
+    assert [(r["num_spec_tokens"], r["position"]) for r in got] == [(3, 0), (3, 1), (3, 2)]  # no baseline for K = 5
+    engines = truth[3]
+    drafts, vllm_drafts = sum(t.num_drafts for t in engines), sum(t.vllm_num_drafts for t in engines)
+    for r in got:
+        i = r["position"]
+        assert r["rate"] == pytest.approx(sum(t.accepted_per_pos[i] for t in engines) / drafts)
+        assert r["vllm_rate"] == pytest.approx(sum(t.vllm_accepted_per_pos[i] for t in engines) / vllm_drafts)
+        assert r["baseline_rate"] == [0.7296, 0.5208, 0.3545][i]
+    assert got[0]["acceptance_length"] == pytest.approx(1 + sum(t.num_accepted_tokens for t in engines) / drafts)
