@@ -53,8 +53,16 @@ def tree(tmp_path: Path, bad_record: bool = False) -> Path:
 
 
 def cli(*args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "specmetrics.cli", *args], cwd=ROOT,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    """The command in a child whose SIGINT has its default action, whatever the test run inherited: a
+    shell's background job ignores SIGINT, and a child started so would never see KeyboardInterrupt. A
+    handler in this process, unlike an ignored signal, is reset to the default in the child."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen([sys.executable, "-m", "specmetrics.cli", *args], cwd=ROOT,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def stopped(process: subprocess.Popen[bytes], ready: Callable[[], bool], sig: signal.Signals) -> int:
