@@ -180,6 +180,7 @@ class Ingester:
                 last_log, rows_at_log = now, self.stats.rows
         self.flush_all()
         self.wait()
+        self._store_orphans_the_source_lost()
         if progress:
             progress(self.stats)
         return self.stats
@@ -239,12 +240,36 @@ class Ingester:
             if self._resume_position(partition) not in (None, orphan.start_offset):
                 del self._orphans[partition]
 
-    def _store_orphans(self) -> str:
-        """The source lost records: what this ingester read of partitions it lost before may be the
-        only copy left. Each one nobody stored since is stored (its commit may be refused: the files
-        stay); says which."""
+    def _store_orphans_the_source_lost(self) -> None:
+        """Stopping with buffers of partitions this ingester lost: where the source now ends before
+        the last record one holds (a broker that lost its data, with this ingester never assigned
+        again), that buffer is the only copy left, and is stored. The others are their new owners'."""
+        if not self._orphans:
+            return
+        ends = self.source.ends(sorted(self._orphans))
+        gone = [p for p, orphan in self._orphans.items() if ends is not None and ends.get(p, 0) <= orphan.end_offset]
+        if gone:
+            self._source_went_back = True
+            logger.warning("partitions %s of %s end before what this ingester read of them (offsets %s) when it "
+                           "stops: the source lost them", sorted(gone), self.source.name,
+                           {p: (self._orphans[p].start_offset, self._orphans[p].end_offset) for p in sorted(gone)})
+            if kept := self._store_orphans(gone):
+                logger.warning("%s", kept.removeprefix("; "))
+        elif ends is None:
+            logger.warning("stopping with offsets %s of %s read but not stored, of partitions this ingester lost: "
+                           "left to their new owners (where the source ends could not be asked)",
+                           {p: (o.start_offset, o.end_offset) for p, o in sorted(self._orphans.items())},
+                           self.source.name)
+        self._orphans.clear()
+
+    def _store_orphans(self, partitions: list[int] | None = None) -> str:
+        """The source lost records: what this ingester read of partitions it lost before (of
+        ``partitions``; None: all) may be the only copy left. Each one nobody stored since is stored
+        (its commit may be refused: the files stay); says which."""
         stored = []
         for partition, orphan in sorted(self._orphans.items()):
+            if partitions is not None and partition not in partitions:
+                continue
             if self._resume_position(partition) in (None, orphan.start_offset):
                 self._buffers[partition] = orphan
                 self.flush(partition)
@@ -396,7 +421,8 @@ class Ingester:
             (future, next_offsets, work), self._in_flight = self._in_flight, None
             try:
                 future.result()
-                if not self.source.commit(next_offsets) and not self._source_went_back:
+                if not self.source.commit(next_offsets) and not self._source_went_back \
+                        and not self._source_lost(work):
                     self._commit_refused(next_offsets, work)
                     return
             finally:
@@ -417,6 +443,19 @@ class Ingester:
             self._locks.release_all()
             if self._dead_letter_topic is not None:
                 self._dead_letter_topic.close()
+
+    def _source_lost(self, work: _Flush) -> bool:
+        """The group refused the flush's commit, and the source now ends before the flush's last offset
+        (a broker that lost its data restarted and forgot the group): the flush is the only copy left
+        of what it holds, so its files stay."""
+        partition = work.name.partition
+        ends = self.source.ends([partition])
+        if ends is None or ends.get(partition, 0) > work.name.end:
+            return False
+        logger.warning("the group refused the commit of partition %d of %s offsets %d-%d, and the partition now ends "
+                       "at offset %d: the source lost what this flush holds, so its files stay (the only copy)",
+                       partition, self.source.name, work.name.start, work.name.end, ends.get(partition, 0))
+        return True
 
     def _commit_refused(self, next_offsets: dict[int, int], work: _Flush) -> None:
         """This ingester was evicted (or its group is rebalancing): the partition's next owner

@@ -113,5 +113,10 @@ class Source(ABC):
         The default: none known."""
         return {}
 
+    def ends(self, partitions: list[int]) -> dict[int, int] | None:
+        """The offset after the last record of each of ``partitions``, assigned to this reader or
+        not; None when the source cannot tell now. The default: cannot tell."""
+        return None
+
     def close(self) -> None:
         """Release resources. The default does nothing."""

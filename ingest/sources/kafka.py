@@ -186,6 +186,16 @@ class KafkaSource(Source):
                     lags[tp.partition] = max(0, highwater - self._consumer.position(tp, timeout_ms=self._timeout_ms))
         return lags
 
+    def ends(self, partitions: list[int]) -> dict[int, int] | None:
+        tps = [TopicPartition(self.address.topic, p) for p in partitions]
+        try:
+            ends = self._consumer.end_offsets(tps, timeout_ms=self._timeout_ms)
+        except KafkaError:
+            logger.warning("could not ask Kafka where partitions %s of %s end", partitions, self.address.topic,
+                           exc_info=True)
+            return None
+        return {tp.partition: int(end) for tp, end in ends.items()}
+
     def close(self) -> None:
         """Leave the group. The ingester is done: a revocation on the way out has nothing to flush."""
         self.listen(lambda committed: {}, lambda partitions: None, lambda partitions: None)
