@@ -139,6 +139,24 @@ QUALIFY count(*) OVER (PARTITION BY model) > 1
 ORDER BY model, rank_in_model, method, num_spec_tokens
 """
 
+#: Per group, the draft slots the target verified and those that held no draft (the view
+#: wasted_verification); only groups with some.
+_WASTED = """
+WITH slots AS (
+    SELECT engine_id, model, method, num_spec_tokens,
+           num_verified_slots(kind, k_sched, request_steps) AS verified_slots,
+           num_placeholder_slots(kind, k_valid, request_steps) AS placeholder_slots,
+           num_pad_slots(kind, k_sched, k_valid, request_steps) AS pad_slots
+    FROM {table}
+    GROUP BY engine_id, model, method, num_spec_tokens
+)
+SELECT *, placeholder_slots + pad_slots AS wasted_slots,
+       (placeholder_slots + pad_slots) / nullif(verified_slots, 0) AS wasted_share
+FROM slots
+WHERE placeholder_slots + pad_slots > 0
+ORDER BY wasted_share DESC, engine_id, model, method, num_spec_tokens
+"""
+
 #: Each configuration's per-position rates (pooled over its engines), with the published baseline of its
 #: model, method and K where there is one (the view baseline_comparison), NULL where there is none.
 _BASELINES = """
@@ -205,6 +223,7 @@ class ReportData:
     configurations: list[Row]
     baselines: list[Row]
     published: list[Row]
+    wasted: list[Row]
 
     @property
     def empty(self) -> bool:
@@ -249,6 +268,7 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
             configurations=rows(_CONFIGURATIONS),
             baselines=rows(_BASELINES),
             published=rows(_PUBLISHED),
+            wasted=rows(_WASTED),
         )
     finally:
         con.execute(f"DROP TABLE {table}")

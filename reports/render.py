@@ -3,7 +3,8 @@
 Both formats show the same things: the window, the headline (corrected vs vLLM-reported), what
 happened to speculation (outcome kinds), acceptance over time, per-position rates with both
 denominators, skip share by context length, K = 0 reasons, the per-engine/model table, where a
-model ran in more than one configuration, the configurations ranked by tokens per verification, and
+model ran in more than one configuration, the configurations ranked by tokens per verification, the
+draft slots verified that held no draft (where there are some), and
 each configuration's per-position rates against the published baseline of its model, method and K
 (or that none matches).
 """
@@ -54,6 +55,15 @@ BASELINE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("baseline_rate", "baseline", "pct"), ("difference", "difference", "pct"),
     ("baseline_drafter", "baseline drafter", "text"),
 )
+WASTED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("engine_id", "engine", "text"), ("model", "model", "text"), ("method", "method", "text"),
+    ("num_spec_tokens", "K", "count"), ("verified_slots", "draft slots verified", "count"),
+    ("placeholder_slots", "placeholders", "count"), ("pad_slots", "-1 pads", "count"),
+    ("wasted_share", "share with no draft", "pct"),
+)
+WASTED_NOTE = ("Draft slots the target verified that held no draft: placeholders of steps skipped for length, and "
+               "the -1 pads async scheduling puts in place of grammar-invalid drafts. vLLM counts them as rejected "
+               "drafts; here they are verification work spent on nothing.")
 CAP_NOTE = ("vLLM lowered these engines' context to their drafter's at start-up (Model Runner V2 cannot skip "
             "drafting for longer sequences): requests longer than the served context are refused.")
 
@@ -128,6 +138,9 @@ def markdown(data: ReportData, generated: datetime, chart_files: dict[str, str])
     if data.configurations:
         lines += ["", "## Configurations compared", "", CONFIG_NOTE, ""]
         lines += _md_rows(CONFIG_COLUMNS, data.configurations)
+    if data.wasted:
+        lines += ["", "## Verification that held no draft", "", WASTED_NOTE, ""]
+        lines += _md_rows(WASTED_COLUMNS, data.wasted)
     if data.baselines:
         matched, text = _baseline_text(data)
         lines += ["", "## Against published baselines"]
@@ -174,6 +187,10 @@ def html(data: ReportData, generated: datetime, drawn: Sequence[Chart]) -> str:
             body.append(f'<section id="configurations"><h2>Configurations compared</h2><p>{escape(CONFIG_NOTE)}</p>')
             body.append(_html_rows("configurations-table", CONFIG_COLUMNS, data.configurations,
                                    lambda row: f"{row['model']}/{row['method']}/{row['num_spec_tokens']}"))
+            body.append("</section>")
+        if data.wasted:
+            body.append(f'<section id="wasted"><h2>Verification that held no draft</h2><p>{escape(WASTED_NOTE)}</p>')
+            body.append(_html_rows("wasted-table", WASTED_COLUMNS, data.wasted))
             body.append("</section>")
         if data.baselines:
             matched, text = _baseline_text(data)

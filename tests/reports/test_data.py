@@ -189,3 +189,19 @@ def test_each_configuration_is_held_against_its_published_baseline_or_told_none_
     page = html(data, T, [])
     assert '<table id="baselines-table">' in page and 'data-key="Qwen/Qwen3-8B/eagle3/3/2"' in page
     assert "No published baseline matches tiny-llama (draft_model, K = 2)." in page
+
+
+def test_verification_that_held_no_draft_gets_a_section_in_both_formats(report_tree: Path) -> None:
+    from reports.render import html, markdown
+
+    con = connect(report_tree)
+    try:
+        data = collect(con, Window(None, None))
+    finally:
+        con.close()
+    # Engine a verified 3 + 3 drafts, 2 x 3 placeholders and 3 pads of 15 slots; engine b nothing wasted.
+    assert [(r["engine_id"], r["verified_slots"], r["placeholder_slots"], r["pad_slots"], r["wasted_share"])
+            for r in data.wasted] == [("a/dp0", 15, 6, 3, pytest.approx(9 / 15))]
+    assert "## Verification that held no draft" in markdown(data, T, {})
+    assert "| a/dp0 | tiny-llama | draft\\_model | 3 | 15 | 6 | 3 | 60.00% |" in markdown(data, T, {})
+    assert '<table id="wasted-table">' in html(data, T, [])

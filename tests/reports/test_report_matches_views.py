@@ -59,6 +59,9 @@ def check(con: Any) -> None:
                accepted_per_verified_slot, acceptance_rate, rank_in_model
         FROM k_comparison QUALIFY count(*) OVER (PARTITION BY model) > 1
         ORDER BY model, rank_in_model, method, num_spec_tokens"""))
+    assert data.wasted == approx(pooled(con, """
+        FROM wasted_verification WHERE wasted_slots > 0
+        ORDER BY wasted_share DESC, engine_id, model, method, num_spec_tokens"""))
     matched = [r for r in data.baselines if r["baseline_rate"] is not None]
     assert matched == approx(pooled(con, """
         SELECT model, method, num_spec_tokens, position, rate, vllm_rate, baseline_rate, difference, baseline_model,
