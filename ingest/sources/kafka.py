@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -187,14 +188,32 @@ class KafkaSource(Source):
         return lags
 
     def ends(self, partitions: list[int]) -> dict[int, int] | None:
+        """From fetches, not ListOffsets: Tansu answers a ListOffsets for the latest offset with less
+        than the partition's end (1 for a partition of 8 records), a fetch response with its end. A
+        consumer outside the group fetches each partition from its start once."""
         tps = [TopicPartition(self.address.topic, p) for p in partitions]
+        probe: KafkaConsumer | None = None
         try:
-            ends = self._consumer.end_offsets(tps, timeout_ms=self._timeout_ms)
+            probe = KafkaConsumer(bootstrap_servers=list(self.address.bootstrap_servers), group_id=None,
+                                  enable_auto_commit=False, auto_offset_reset="earliest",
+                                  **self.settings.client_config())
+            probe.assign(tps)
+            for tp in tps:
+                probe.seek(tp, 0)
+            deadline = time.monotonic() + self._timeout_ms / 1000
+            while any(probe.highwater(tp) is None for tp in tps) and time.monotonic() < deadline:
+                probe.poll(timeout_ms=100, max_records=1)
+            ends = {tp.partition: probe.highwater(tp) for tp in tps}
         except KafkaError:
             logger.warning("could not ask Kafka where partitions %s of %s end", partitions, self.address.topic,
                            exc_info=True)
             return None
-        return {tp.partition: int(end) for tp, end in ends.items()}
+        finally:
+            if probe is not None:
+                probe.close(autocommit=False)
+        if any(end is None for end in ends.values()):
+            return None
+        return {partition: int(end) for partition, end in ends.items() if end is not None}
 
     def close(self) -> None:
         """Leave the group. The ingester is done: a revocation on the way out has nothing to flush."""
