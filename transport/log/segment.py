@@ -128,7 +128,7 @@ def records_start(directory: Path, base_offset: int, log_id: str | None, after_p
     path = segment_path(directory, base_offset)
     identity = read_identity(path)
     if identity is None:
-        if not _starts_with_record(path, base_offset) and _starts_with_record(path, base_offset, PREAMBLE.size):
+        if _has_damaged_preamble(path, base_offset):
             logger.warning("%s bytes 0-%d are a damaged segment preamble: which log the segment belongs to is not "
                            "checked; its records are read", path, PREAMBLE.size - 1)
             return PREAMBLE.size
@@ -145,6 +145,12 @@ def records_start(directory: Path, base_offset: int, log_id: str | None, after_p
                            "or copy?); nothing of it is read. Move it out of the log and put the log's own "
                            "segment back")
     return PREAMBLE.size
+
+
+def _has_damaged_preamble(path: Path, base_offset: int) -> bool:
+    """No valid preamble (checked first), no record at the start, and the first record right where a
+    preamble ends: a preamble whose bytes were damaged."""
+    return not _starts_with_record(path, base_offset) and _starts_with_record(path, base_offset, PREAMBLE.size)
 
 
 def _starts_with_record(path: Path, offset: int, position: int = 0) -> bool:
@@ -279,7 +285,8 @@ def scan_segment(path: Path, base_offset: int, known: tuple[int, int] = (0, -1))
         if start:
             file.seek(start)
         data = file.read()
-    position = 0 if known[1] >= 0 or read_identity(path) is None else PREAMBLE.size
+    position = 0 if known[1] >= 0 else \
+        PREAMBLE.size if read_identity(path) is not None or _has_damaged_preamble(path, base_offset) else 0
     while True:
         position, offset = records_end(data, position, offset)
         if position == len(data):

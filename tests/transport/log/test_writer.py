@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.support.local_log import WRITER, payload, read_all
-from transport.log import LocalLogWriter, segment
+from transport.log import LocalLogReader, LocalLogWriter, segment
 from transport.log.segment import HEADER, list_segments, segment_path
 
 
@@ -107,3 +107,19 @@ def test_a_writer_catching_up_reads_only_what_the_others_appended(tmp_path: Path
     monkeypatch.setattr(segment, "parse", counting_parse)
     assert a.append([b"a"]) == (1003, 1003)
     assert parsed == [1000, 1001, 1002, 1003]  # b's three records and the end, not a's thousand
+
+
+def test_a_writer_appends_after_the_records_of_a_segment_whose_preamble_is_damaged(log_dir: Path) -> None:
+    """It finds where the records start as a reader does (right after the preamble's bytes), so the next
+    offset follows the last record: a segment of one record, whose bytes past it would otherwise count
+    as damaged records."""
+    writer = LocalLogWriter(log_dir)
+    writer.append([payload(0)])
+    writer.close()
+    segment = segment_path(log_dir, 0)
+    data = bytearray(segment.read_bytes())
+    data[20] ^= 0x01  # in the log's id
+    segment.write_bytes(bytes(data))
+    assert LocalLogWriter(log_dir).append([payload(1)]) == (1, 1)
+    assert [(r.offset, r.payload, r.error) for r in LocalLogReader(log_dir).read()] == \
+        [(0, payload(0), None), (1, payload(1), None)]
