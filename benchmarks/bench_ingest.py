@@ -1,12 +1,13 @@
 """Local log → durable Parquet, end to end, next to the ceiling: a plain pyarrow write of the
-same rows from memory, in the same run.
+same rows from memory, in the same run; and the same ingest into a table (``--table``: a Delta
+commit per flush).
 
 Pre-fills a local log with the load generator, runs ``specmetrics ingest --once`` logic over
-it, reads the rows back and writes them again with ``pyarrow.parquet.write_table`` (same
-codec and row groups). Rounds alternate the two; the best of each is reported. Prints one
-JSON line.
+it into a tree and into a table, reads the rows back and writes them again with
+``pyarrow.parquet.write_table`` (same codec and row groups). Rounds alternate the three; the
+best of each is reported. Prints one JSON line.
 
-    python -m benchmarks.bench_ingest [--rows 4000000] [--rounds 3]
+    python -m benchmarks.bench_ingest [--rows 4000000] [--rounds 3] [--flush-rows N]
 """
 
 from __future__ import annotations
@@ -52,28 +53,36 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=positive_int, default=4_000_000)
     parser.add_argument("--rounds", type=positive_int, default=3)
+    parser.add_argument("--flush-rows", type=positive_int, default=None,
+                        help="Rows per flush (default: the ingester's, 1,000,000); a table commits once per flush.")
     args = parser.parse_args(argv)
-    settings = IngestSettings()
+    settings = IngestSettings(**({"flush_rows": args.flush_rows} if args.flush_rows else {}))
+    table_settings = settings.model_copy(update={"table": True})
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         with LocalLogSink(root / "log") as sink:
             run_load(LoadSpec(rows=args.rows, engines=4, seed=1), sink)
         log_bytes = sum(p.stat().st_size for p in (root / "log").glob("*.log"))
-        ingest_times, write_times = [], []
+        ingest_times, table_times, write_times = [], [], []
         rows = 0
         for _ in range(args.rounds):
             seconds, rows = ingest_seconds(root / "log", root / "out", settings)
             ingest_times.append(seconds)
+            seconds, table_rows = ingest_seconds(root / "log", root / "table", table_settings)
+            assert table_rows == rows, (table_rows, rows)
+            table_times.append(seconds)
+            shutil.rmtree(root / "table")
             files = sorted((root / "out").glob(DATA_GLOB))
             table = pa.concat_tables(pq.read_table(f) for f in files)
             write_times.append(plain_write_seconds(table, root / "plain.parquet", settings))
             del table
         parquet_bytes = sum(f.stat().st_size for f in files)
-        e2e, ceiling = rows / min(ingest_times), rows / min(write_times)
+        e2e, ceiling, table = rows / min(ingest_times), rows / min(write_times), rows / min(table_times)
         print(json.dumps({
             "bench": "ingest_local_log_to_parquet", "rows": rows, "files": len(files),
             "e2e_rows_per_s": round(e2e), "plain_write_rows_per_s": round(ceiling),
-            "e2e_vs_plain_write": round(e2e / ceiling, 3),
+            "e2e_vs_plain_write": round(e2e / ceiling, 3), "table_rows_per_s": round(table),
+            "table_vs_tree": round(table / e2e, 3), "table_vs_plain_write": round(table / ceiling, 3),
             "parquet_bytes_per_row": round(parquet_bytes / rows, 2), "log_bytes_per_row": round(log_bytes / rows, 1),
             "compression": settings.compression, "flush_rows": settings.flush_rows,
         }))

@@ -23,6 +23,7 @@ was lost) is a dead letter, so that each step is stored and counted once.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -46,13 +47,14 @@ from ingest.output import (
     write_partitioned,
 )
 from ingest.partition_lock import PartitionLocks
-from ingest.recovery import recent_steps, resume_positions
+from ingest.recovery import recent_steps, resume_positions, table_resume_position
 from ingest.settings import IngestSettings
 from ingest.sources.base import LostRange, Source, SourceWentBack
 from schemas.arrow import REQUEST_STEP_SCHEMA
 from schemas.version import UnsupportedSchemaVersion
 from schemas.wire import InvalidRecord, decode_step
 from storage.layout import STATE_DIR, FileName
+from storage.table import CommitRefused, Table, is_table
 
 if TYPE_CHECKING:  # kafka-python is an optional dependency
     from ingest.dead_letter_topic import DeadLetterTopic
@@ -119,6 +121,7 @@ class Ingester:
         self._next: dict[int, int] = {}  # per owned partition: the next offset to consume
         self._buffers: dict[int, PartitionBuffer] = {}
         self._refused: set[int] = set()  # partitions whose commit was refused: nothing is stored until reassigned
+        self._rewound: dict[int, int] = {}  # partitions read again from this offset: records read before go
         self._read_at: dict[int, OrderedDict[str, int]] = {}  # per partition: recent steps' event id -> offset
         self._orphans: dict[int, PartitionBuffer] = {}  # buffers of partitions lost, until stored by someone
         self._source_went_back = False  # the source lost records: what is flushed stays, its commit refused or not
@@ -129,6 +132,7 @@ class Ingester:
         self._max_behind_us = int(self.settings.max_behind_s * 1_000_000)
         self._read_clock()
         self._locks = PartitionLocks(out / STATE_DIR, source.name)
+        self._table = _open_table(out, self.settings.table)
         source.listen(self._assigned, self._revoked, self._lost)
 
     def run(self, once: bool, progress: Callable[[IngestStats], None] | None = None,
@@ -204,7 +208,7 @@ class Ingester:
                 self._buffers[partition] = orphan
                 positions[partition] = position = orphan.end_offset + 1
             elif self.settings.dedupe_steps:
-                self._read_at[partition] = recent_steps(self.out, self.source.name, partition,
+                self._read_at[partition] = recent_steps(self._table or self.out, self.source.name, partition,
                                                         self.settings.dedupe_steps)
             if position is not None:
                 self._next[partition] = position
@@ -230,6 +234,8 @@ class Ingester:
         under its lock); with none, where its stored files end (None: no file)."""
         self._locks.acquire(partition)
         try:
+            if self._table is not None:
+                return table_resume_position(self._table, self.source.name, partition, committed)
             return resume_positions(self.out, self.source.name, {partition: committed})[partition]
         finally:
             self._locks.release(partition)
@@ -304,10 +310,16 @@ class Ingester:
             self._buffers.pop(partition, None)
             self._next.pop(partition, None)
             self._refused.discard(partition)
+            self._rewound.pop(partition, None)
 
     def _consume(self, partition: int, offset: int, payload: bytes, error: str | None = None) -> None:
         if partition in self._refused:
             return
+        if partition in self._rewound:
+            if offset != self._rewound[partition]:  # polled before the source was sought back
+                self.stats.redelivered += 1
+                return
+            del self._rewound[partition]
         buffer = self._buffers.get(partition)
         expected = buffer.end_offset + 1 if buffer else self._next.get(partition, offset)
         if offset < expected:
@@ -386,7 +398,7 @@ class Ingester:
         self.wait()
         if not self.settings.accept_loss:
             raise LostOffsets(self.source.name, loss)
-        self._submit(_Flush(FileName(self.source.name, loss.partition, loss.first, loss.last),
+        self._submit(_Flush(FileName(self.source.name, loss.partition, loss.first, loss.last, self._attempt()),
                             REQUEST_STEP_SCHEMA.empty_table(), np.zeros(0, dtype=np.int64), [], None, lost=loss))
         self.wait()
         if self._observer is not None:
@@ -402,11 +414,11 @@ class Ingester:
         buffer = self._buffers.pop(partition, None)
         if buffer is None:
             return
-        name = FileName(self.source.name, partition, buffer.start_offset, buffer.end_offset)
+        name = FileName(self.source.name, partition, buffer.start_offset, buffer.end_offset, self._attempt())
         table, event_time_us = buffer.build()
         self.wait()
-        if partition in self._refused:  # the commit of its previous flush was refused just now
-            return
+        if partition in self._refused or self._next.get(partition, name.start) != name.start:
+            return  # the commit of its previous flush was refused just now
         self._submit(_Flush(name, table, event_time_us, buffer.dead_letters, buffer.first_event_us))
 
     def _submit(self, work: _Flush) -> None:
@@ -421,13 +433,19 @@ class Ingester:
             (future, next_offsets, work), self._in_flight = self._in_flight, None
             try:
                 future.result()
-                if not self.source.commit(next_offsets) and not self._source_went_back \
+                if self._table is not None:
+                    if not self._commit_to_table(work):
+                        return
+                    if not self.source.commit(next_offsets):  # stored all the same: the table's log is the truth
+                        self._stop_storing(next_offsets, "the flush is committed to the table")
+                elif not self.source.commit(next_offsets) and not self._source_went_back \
                         and not self._source_lost(work):
                     self._commit_refused(next_offsets, work)
                     return
             finally:
                 self._locks.release(work.name.partition)
-            self._next.update(next_offsets)
+            if work.name.partition not in self._refused:
+                self._next.update(next_offsets)
             self.stats.files += sum(file.path.suffix == ".parquet" for file in work.written)
             self.stats.rows += work.table.num_rows
             self.stats.dead_letters += len(work.dead_letters)
@@ -457,16 +475,43 @@ class Ingester:
                        partition, self.source.name, work.name.start, work.name.end, ends.get(partition, 0))
         return True
 
+    def _attempt(self) -> str:
+        """A flush's own token in its file names, in a table (see storage.table); nothing in a tree."""
+        return os.urandom(6).hex() if self._table is not None else ""
+
+    def _commit_to_table(self, work: _Flush) -> bool:
+        """Commit the durable files of a flush to the table; whether it took them. Refused (another
+        writer committed the partition past where the flush starts), the flush's files go and the
+        partition is read again from where the table says it ends."""
+        assert self._table is not None
+        try:
+            self._table.commit(work.name, [file.path for file in work.written if file.path.suffix == ".parquet"])
+        except CommitRefused as refused:
+            remove_written(work.written)
+            partition = work.name.partition
+            self._forget([partition])
+            if refused.position is not None:
+                self._next[partition] = self._rewound[partition] = refused.position
+            self.source.seek({partition: refused.position})
+            logger.warning("%s; the flush's files removed, reading the partition again from offset %s", refused,
+                           refused.position)
+            return False
+        return True
+
     def _commit_refused(self, next_offsets: dict[int, int], work: _Flush) -> None:
         """This ingester was evicted (or its group is rebalancing): the partition's next owner
         reads it from its last commit, and may have done so already. The flush's files go, and
         nothing more of the partition is stored until it is assigned again."""
         removed = remove_written(work.written)
+        self._stop_storing(next_offsets, f"{len(removed)} file(s) of that flush removed, for the partition's next "
+                           "owner to write")
+
+    def _stop_storing(self, next_offsets: dict[int, int], outcome: str) -> None:
+        """Store nothing more of these partitions until they are assigned again: the group refused their commit."""
         self._forget(list(next_offsets))
         self._refused.update(next_offsets)
         logger.warning("the group refused the commit of %s (this ingester was evicted, or the group is rebalancing); "
-                       "%d file(s) of that flush removed, for the partition's next owner to write", next_offsets,
-                       len(removed))
+                       "%s", next_offsets, outcome)
 
     def _reap(self) -> None:
         """Commit the flush in flight if it is done, without waiting."""
@@ -474,6 +519,11 @@ class Ingester:
             self.wait()
 
     def _write(self, work: _Flush) -> None:
+        if self._table is not None and (work.lost is not None or not work.table.num_rows):
+            # Every commit to a table names a data file of the flush's offsets: it is what makes them stored.
+            at_us = work.first_event_us if work.first_event_us is not None else time.time_ns() // 1000
+            for path in write_partitioned(self.out, work.name, work.table, work.event_time_us, self._options, at_us):
+                work.written.append(WrittenFile.of(path))
         if work.lost is not None:
             path = write_lost_range(self.out, work.name, work.lost.reason)
             work.written.append(WrittenFile.of(path))
@@ -481,7 +531,7 @@ class Ingester:
                            work.name.end, work.name.source, work.name.partition, work.lost.reason, path)
             return
         letter_files = 1 if work.dead_letters else 0
-        if work.table.num_rows or not work.dead_letters:
+        if work.table.num_rows or not (work.dead_letters or self._table is not None):
             # Steps without outcomes alone still get a (row-less) file: verify finds covered offsets by file name.
             for path in write_partitioned(self.out, work.name, work.table, work.event_time_us, self._options,
                                           work.first_event_us, other_files=letter_files):
@@ -495,6 +545,18 @@ class Ingester:
                                work.name.source, letter.partition, letter.offset, letter.reason)
             if self._dead_letter_topic is not None:
                 self._dead_letter_topic.publish(self._dead_letter_topic.address.topic, work.dead_letters)
+
+
+def _open_table(out: Path, table: bool) -> Table | None:
+    """The table in ``out``: created where ``table`` is asked for, opened where one is (None: a tree)."""
+    if is_table(out):
+        return Table(out)
+    if not table:
+        return None
+    if any(out.glob("dt=*")):
+        raise ValueError(f"{out} holds a tree of Parquet files without a table's log: ingest the table into a new "
+                         "output directory")
+    return Table(out, create=True)
 
 
 def _iso(time_us: int) -> str:

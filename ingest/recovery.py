@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, ROLLUP_DIR, FileName
+from storage.table import Table
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +93,17 @@ def _resume_position(out: Path, source: str, partition: int, flushes: list[Store
                      committed: int | None) -> int | None:
     if flushes and not flushes[-1].stored_for_good(committed):
         _remove_flush(out, flushes.pop())
-    stored_end = flushes[-1].name.end + 1 if flushes else None
+    return _reconcile(out, source, partition, flushes[-1].name.end + 1 if flushes else None, committed)
+
+
+def table_resume_position(table: Table, source: str, partition: int, committed: int | None) -> int | None:
+    """Where to resume reading a partition of a table: its next offset as the table's log says, the
+    committed offset a hint as for a tree (a commit is atomic: no flush is ever incomplete)."""
+    return _reconcile(table.root, source, partition, table.position(source, partition), committed)
+
+
+def _reconcile(out: Path, source: str, partition: int, stored_end: int | None, committed: int | None) -> int | None:
+    """The resume position, given where the stored data of a partition ends and its committed offset."""
     if committed is not None and committed > (stored_end or 0):
         raise MissingStoredFiles(
             f"partition {partition} of {source}: the committed offset {committed} is past the end of the files "
@@ -111,11 +122,18 @@ def _resume_position(out: Path, source: str, partition: int, flushes: list[Store
     return stored_end
 
 
-def recent_steps(out: Path, source: str, partition: int, limit: int) -> OrderedDict[str, int]:
-    """The event ids of the last ``limit`` or so steps the partition's files hold, each with its
-    offset, oldest first: what the ingester remembers to set aside a step sent again after a restart."""
-    flushes = _stored_flushes(out, source, {partition}).get(partition, [])
-    files = [path for flush in reversed(flushes) for path in reversed(flush.paths) if path.suffix == ".parquet"]
+def recent_steps(out: Path | Table, source: str, partition: int, limit: int) -> OrderedDict[str, int]:
+    """The event ids of the last ``limit`` or so steps the partition's files (of a tree, or committed
+    to a table) hold, each with its offset, oldest first: what the ingester remembers to set aside a
+    step sent again after a restart."""
+    if isinstance(out, Table):
+        names = ((FileName.parse(file.path.name), file.path) for file in out.files())
+        files = [path for name, path in sorted(((n, p) for n, p in names if n is not None and n.source == source
+                                                and n.partition == partition),
+                                               key=lambda item: (item[0].end, item[0].start, item[1]), reverse=True)]
+    else:
+        flushes = _stored_flushes(out, source, {partition}).get(partition, [])
+        files = [path for flush in reversed(flushes) for path in reversed(flush.paths) if path.suffix == ".parquet"]
     steps: list[tuple[int, str]] = []
     for path in files:
         if len(steps) >= limit:

@@ -46,6 +46,7 @@ import pyarrow as pa
 from queries.guard import check_read_only
 from schemas.arrow import REQUEST_STEP_SCHEMA
 from storage.layout import DATA_GLOB, ROLLUP_DIR
+from storage.table import LOG_DIR
 from storage.tree_files import partition_files, select_files
 
 SOURCE_VIEW = "raw_request_steps"
@@ -229,7 +230,9 @@ _TREES: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, _Tree] = weakref.We
 
 
 def _listing(root: Path) -> frozenset[Path]:
-    return frozenset([*partition_files(root, None, None), *partition_files(root / ROLLUP_DIR, None, None)])
+    """The files whose coming or going changes what readers take: data, rollups, a table's commits."""
+    return frozenset([*partition_files(root, None, None), *partition_files(root / ROLLUP_DIR, None, None),
+                      *(root / LOG_DIR).glob("*.json")])
 
 
 def _create_sources(con: duckdb.DuckDBPyConnection, root: Path) -> tuple[_Tree, bool]:

@@ -30,6 +30,7 @@ from ingest.recovery import incomplete_flushes
 from queries.catalog import rollup_schema
 from queries.rollup import RollupCheck, check_rollups
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FileName
+from storage.table import is_table
 from storage.tree_files import LeftOut, select_files
 
 
@@ -78,6 +79,7 @@ class VerifyReport:
     incomplete_flushes: list[str] = field(default_factory=list)  # ingest.recovery.incomplete_flushes
     left_out: list[LeftOut] = field(default_factory=list)  # files readers do not read, with the reason
     set_aside: list[SetAside] = field(default_factory=list)  # dead letters, per source partition and reason
+    uncommitted: list[str] = field(default_factory=list)  # a table's data files no commit names: never read
 
     @property
     def clean(self) -> bool:
@@ -90,15 +92,28 @@ def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
     if not data.is_dir():
         raise FileNotFoundError(f"{data} is not a directory")
     files = select_files(data, rollup_schema=rollup_schema())
-    losses, set_aside = _dead_letters(data)
-    return VerifyReport(_coverage(data), *_duplicate_events(files.data, examples), check_rollups(data, files),
-                        lost=losses, incomplete_flushes=incomplete_flushes(data), left_out=list(files.left_out),
-                        set_aside=set_aside)
+    table = is_table(data)
+    stored = _stored_files(data, files.data if table else None)
+    losses, set_aside = _dead_letters(stored)
+    uncommitted = [path.relative_to(data).as_posix() for path in sorted(set(data.glob(DATA_GLOB)) - set(files.data))] \
+        if table else []
+    return VerifyReport(_coverage(stored), *_duplicate_events(files.data, examples), check_rollups(data, files),
+                        lost=losses, incomplete_flushes=[] if table else incomplete_flushes(data),
+                        left_out=list(files.left_out), set_aside=set_aside, uncommitted=uncommitted)
 
 
-def _coverage(data: Path) -> list[PartitionCoverage]:
+def _stored_files(data: Path, committed: Sequence[Path] | None) -> list[Path]:
+    """The data and dead-letter files whose names say which offsets were stored: of a tree, all; of
+    a table (``committed``: its data files), those of the flushes a commit names."""
+    dead_letters = sorted((data / DEAD_LETTER_DIR).glob("*.jsonl"))
+    if committed is None:
+        return [*data.glob(DATA_GLOB), *dead_letters]
+    names = {FileName.parse(path.name) for path in committed}
+    return [*committed, *(path for path in dead_letters if FileName.parse(path.name) in names)]
+
+
+def _coverage(files: list[Path]) -> list[PartitionCoverage]:
     ranges: dict[tuple[str, int], set[tuple[int, int]]] = defaultdict(set)
-    files = [*data.glob(DATA_GLOB), *(data / DEAD_LETTER_DIR).glob("*.jsonl")]
     for path in files:
         name = FileName.parse(path.name)
         if name is not None:
@@ -118,13 +133,13 @@ def _coverage(data: Path) -> list[PartitionCoverage]:
     return report
 
 
-def _dead_letters(data: Path) -> tuple[list[RecordedLoss], list[SetAside]]:
+def _dead_letters(files: list[Path]) -> tuple[list[RecordedLoss], list[SetAside]]:
     """What ``_dead_letter`` holds: the ranges recorded lost (a file of one ``"lost": true`` line), and
     the records set aside, grouped by source partition and reason. A line that is not JSON is skipped:
     the file's name still covers its offsets."""
     losses = []
     groups: dict[tuple[str, int, str], list[int]] = defaultdict(list)
-    for path in (data / DEAD_LETTER_DIR).glob("*.jsonl"):
+    for path in (path for path in files if path.suffix == ".jsonl"):
         with path.open("rb") as file:
             for raw in file:
                 try:
@@ -152,7 +167,8 @@ def _duplicate_events(files: Sequence[Path], examples: int) -> tuple[int, list[t
         rows = con.execute(
             """
             WITH positions AS (
-                SELECT DISTINCT event_id, regexp_extract(filename, '([^/]+)-\\d+-\\d{20}-\\d{20}\\.parquet$', 1) AS src,
+                SELECT DISTINCT event_id,
+                       regexp_extract(filename, '([^/]+)-\\d+-\\d{20}-\\d{20}(\\.[0-9a-f]{12})?\\.parquet$', 1) AS src,
                        log_partition, log_offset
                 FROM read_parquet(?, filename = true, hive_partitioning = false, union_by_name = true)
             ), copies AS (

@@ -32,7 +32,8 @@ DEAD_LETTER_DIR = "_dead_letter"
 STATE_DIR = "_state"
 #: Parquet key-value metadata, and dead-letter JSON field, holding how many files the flush wrote.
 FLUSH_FILES_KEY = "specmetrics.flush_files"
-_NAME = re.compile(r"^(?P<source>\w+)-(?P<partition>\d+)-(?P<start>\d{20})-(?P<end>\d{20})\.(parquet|jsonl)$")
+_NAME = re.compile(r"^(?P<source>\w+)-(?P<partition>\d+)-(?P<start>\d{20})-(?P<end>\d{20})"
+                   r"(\.(?P<attempt>[0-9a-f]{12}))?\.(parquet|jsonl)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,13 +44,15 @@ class FileName:
     partition: int
     start: int
     end: int
+    attempt: str = ""  # in a table (storage.table): which write of the flush, so that no two share a name
 
     def render(self, suffix: str) -> str:
-        return f"{self.source}-{self.partition}-{self.start:020d}-{self.end:020d}.{suffix}"
+        attempt = f".{self.attempt}" if self.attempt else ""
+        return f"{self.source}-{self.partition}-{self.start:020d}-{self.end:020d}{attempt}.{suffix}"
 
     @classmethod
     def parse(cls, name: str) -> FileName | None:
         m = _NAME.match(name)
         if m is None:
             return None
-        return cls(m["source"], int(m["partition"]), int(m["start"]), int(m["end"]))
+        return cls(m["source"], int(m["partition"]), int(m["start"]), int(m["end"]), m["attempt"] or "")

@@ -16,6 +16,9 @@ A data file is read when all of these hold (the footer is read, never the rows):
 5. of flushes of one source and partition whose offset ranges overlap, the one with the most
    rows is read (then the narrower range, then the earlier); a flush is the files of one name.
 
+Of a table (:mod:`storage.table`), the data files are those its log names, and no others; one
+missing, or not of the size its commit recorded, is left out with the reason.
+
 A rollup (``_rollup/`` + a data file's path) is read when its name is one the ingester writes,
 its schema is a rollup's, and its data file is not left out. Every file left out is named with
 the reason, for the readers to warn about and for ``specmetrics verify`` to list.
@@ -41,6 +44,7 @@ import pyarrow.parquet as pq
 
 from schemas.arrow import ADDED_COLUMNS, REQUEST_STEP_SCHEMA, schema_before
 from storage.layout import ROLLUP_DIR, FileName
+from storage.table import Table, is_table
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -102,13 +106,26 @@ class _Footer:
 def select_files(root: Path, since: datetime | None = None, until: datetime | None = None,
                  rollup_schema: pa.Schema | None = None) -> TreeFiles:
     """The data files (of the days from ``since`` to ``until``) readers take from the tree
-    ``root``, and the rollups when ``rollup_schema`` is given (see the module's rules)."""
+    ``root``, and the rollups when ``rollup_schema`` is given (see the module's rules). Of a
+    table (:mod:`storage.table`), the data files are those its log holds, and nothing else."""
     left_out: list[LeftOut] = []
-    footers = _read_footers(root, partition_files(root, since, until), left_out)
-    data = _without_copies(root, footers, left_out)
+    table = is_table(root)
+    if table:
+        data = []
+        for file in Table(root).files(since, until):
+            if (damage := file.damage()) is None:
+                data.append(file.path)
+            else:
+                left_out.append(LeftOut(_relative(root, file.path), damage))
+    else:
+        footers = _read_footers(root, partition_files(root, since, until), left_out)
+        data = _without_copies(root, footers, left_out)
     rollups: list[Path] = []
     if rollup_schema is not None:
         rejected = {root / f.path for f in left_out}
+        if table:  # a rollup of a file the log does not hold (any more)
+            rejected = {root / path.relative_to(root / ROLLUP_DIR)
+                        for path in partition_files(root / ROLLUP_DIR, since, until)}.difference(data)
         rollups = _rollups(root, since, until, rollup_schema.remove_metadata(), rejected, left_out)
     return TreeFiles(tuple(sorted(data)), tuple(sorted(rollups)), tuple(sorted(left_out, key=lambda f: f.path)))
 

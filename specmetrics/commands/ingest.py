@@ -48,6 +48,10 @@ def add_parser(subparsers: Any) -> None:
                         help="Offsets gone from the source (a deleted or truncated local log segment) are recorded "
                              "in the tree ('specmetrics verify' reports them) and ingesting goes on; without it the "
                              "ingester stores what came before them and exits with an error naming them.")
+    parser.add_argument("--table", action="store_true", default=None,
+                        help="Write a Delta Lake table: each flush is one commit of its files and source offsets, "
+                             "and only committed files are read (docs/storage.md). An output directory that "
+                             "holds a table is always written as one.")
     parser.add_argument("--metrics-port", type=int, default=None,
                         help="Serve the live corrected metrics for Prometheus on this port, path /metrics "
                              "(default: SPECMETRICS_INGEST_METRICS_PORT, or no endpoint); docs/metrics.md.")
@@ -61,7 +65,8 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in (("flush_rows", args.flush_rows), ("group", args.group),
                                    ("dead_letter_topic", args.dead_letter_topic),
-                                   ("accept_loss", args.accept_loss), ("metrics_port", args.metrics_port))
+                                   ("accept_loss", args.accept_loss), ("table", args.table),
+                                   ("metrics_port", args.metrics_port))
                  if v is not None}
     stats = ingest_source(args.source, args.out, once=args.once, settings=IngestSettings(**overrides),
                           show_progress=not args.quiet, heartbeat_file=args.heartbeat_file)

@@ -75,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  'specmetrics rollup --data {args.data} --rebuild' rewrites every rollup from the raw rows")
     for left_out in report.left_out:
         print(f"left out by readers: {left_out.path}: {left_out.reason}")
+    for path in report.uncommitted:
+        print(f"not in the table's log (never read): {path}")
     for group in report.set_aside:
         print(f"set aside: {group.source} partition {group.partition}: {group.records:,} record(s), offsets "
               f"{group.first}-{group.last}: {group.reason}")

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Each benchmark with small arguments, and the fields its last JSON line must hold.
 SMALL_RUNS: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "bench_wire": (["--steps", "5"], ("encode_rows_per_s", "vs_pydantic_json")),
-    "bench_ingest": (["--rows", "3000", "--rounds", "1"], ("e2e_rows_per_s", "e2e_vs_plain_write")),
+    "bench_ingest": (["--rows", "3000", "--rounds", "1", "--flush-rows", "1000"],
+                     ("e2e_rows_per_s", "e2e_vs_plain_write", "table_vs_tree")),
     "bench_truth": (["--rows", "3000"], ("matches_truth",)),
     "bench_kafka": (["--rows", "3000", "--rounds", "1", "--naive-rows", "500"], ("e2e_rows_per_s", "e2e_vs_naive")),
     "bench_hook_v2": (["--calls", "50"], ("hook_us_per_step",)),
@@ -66,7 +67,8 @@ def test_report_benchmark_refuses_fewer_rows_than_one_step_per_file(capsys: pyte
 
 
 @pytest.mark.parametrize(("name", "option"), [
-    ("bench_wire", "--steps"), ("bench_ingest", "--rows"), ("bench_ingest", "--rounds"), ("bench_truth", "--rows"),
+    ("bench_wire", "--steps"), ("bench_ingest", "--rows"), ("bench_ingest", "--rounds"),
+    ("bench_ingest", "--flush-rows"), ("bench_truth", "--rows"),
     ("bench_kafka", "--batch-size"), ("bench_report", "--rows"), ("bench_report", "--rounds"),
     ("bench_hook_v2", "--calls"), ("bench_hook", "--max-tokens"), ("bench_hook", "--k"),
     ("bench_churn", "--changes"), ("bench_churn", "--interval"),

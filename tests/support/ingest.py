@@ -17,6 +17,7 @@ from ingest.sources import LocalLogSource
 from schemas.codes import OUTCOME_DTYPE
 from schemas.wire import FIELDS, step_event_to_wire
 from storage.layout import DATA_GLOB, STATE_DIR
+from storage.table import Table, is_table
 from tests.support.events import step_event
 
 
@@ -35,7 +36,9 @@ def parquet_files(data_dir: Path) -> list[str]:
 
 
 def read_rows(data_dir: Path) -> pa.Table:
-    files = sorted(data_dir.glob(DATA_GLOB))
+    """The rows of the tree's data files, or of those a table's log holds."""
+    files = sorted(file.path for file in Table(data_dir).files()) if is_table(data_dir) else \
+        sorted(data_dir.glob(DATA_GLOB))
     return pa.concat_tables([pq.read_table(f) for f in files]) if files else pa.table({})
 
 

@@ -1,0 +1,144 @@
+"""The output as a Delta Lake table: a transaction log beside the data decides which files count.
+
+::
+
+    DATADIR/_delta_log/<version>.json        the log: each commit adds the files of one flush
+    DATADIR/dt=YYYY-MM-DD/hour=HH/<source>-<partition>-<first>-<last>.<attempt>.parquet
+
+A table is the tree of :mod:`storage.layout` with a log: data files are named and placed the same
+way (each write attempt of a flush with its own ``attempt`` token, so a writer that lost the
+partition never writes over a file another committed), dead letters and rollups lie where they
+lie in a tree. What differs is the truth:
+
+* a data file counts only once a commit names it; a file no commit names (a crashed or refused
+  writer's, or one dropped into the folders by hand) is never read;
+* each flush is one commit, carrying its source partition's next offset as the Delta
+  application transaction ``specmetrics/<source>/<partition>``. A commit is refused unless the
+  table's offset for the partition is where the flush starts (or the partition has none): two
+  writers of one partition cannot both commit the same offsets, and the writer that resumes
+  reads where to from the log, never from file names;
+* a dead-letter file counts when the commit of its flush names a data file of the same offsets
+  (every flush of a table commits at least one data file, without rows where it had none).
+
+``deltalake`` (delta-rs) writes and reads the log; Spark, Trino, DuckDB or Polars read the
+table as any Delta table (``dt`` and ``hour`` are its partition columns).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import DeltaTable
+from deltalake.exceptions import CommitFailedError
+from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
+
+from schemas.arrow import REQUEST_STEP_SCHEMA
+from storage.layout import FileName
+
+logger = logging.getLogger(__name__)
+
+LOG_DIR = "_delta_log"
+PARTITION_BY = ["dt", "hour"]
+#: The table's columns: the stored steps, then the partition keys (which the data files do not hold).
+TABLE_SCHEMA = pa.schema([*REQUEST_STEP_SCHEMA.remove_metadata(), pa.field("dt", pa.string()),
+                          pa.field("hour", pa.string())])
+
+
+class CommitRefused(RuntimeError):
+    """The table holds offsets of the partition past where the flush starts: another writer
+    committed them (this one was evicted, or the partition was resumed elsewhere)."""
+
+    def __init__(self, message: str, position: int | None) -> None:
+        super().__init__(message)
+        self.position = position  # the partition's next offset, as the table says now
+
+
+@dataclass(frozen=True, slots=True)
+class TableFile:
+    """A data file a commit names: its path (absolute), size in bytes and partition values."""
+
+    path: Path
+    size: int
+    dt: str
+    hour: str
+
+    def damage(self) -> str | None:
+        """What is wrong with the file as it lies on disk (None: there, with the committed size)."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return "named by the table's log, but missing"
+        return None if size == self.size else f"named by the table's log with {self.size} bytes, but has {size}"
+
+
+def is_table(root: Path) -> bool:
+    """Whether ``root`` holds a table (a transaction log), not a plain tree."""
+    return (root / LOG_DIR).is_dir()
+
+
+def app_id(source: str, partition: int) -> str:
+    """The application transaction id under which the table keeps a source partition's next offset."""
+    return f"specmetrics/{source}/{partition}"
+
+
+class Table:
+    """One Delta table of stored steps, opened (or created empty) at ``root``."""
+
+    def __init__(self, root: Path, create: bool = False) -> None:
+        self.root = root
+        if create and not is_table(root):
+            root.mkdir(parents=True, exist_ok=True)
+            DeltaTable.create(str(root), TABLE_SCHEMA, mode="ignore", partition_by=PARTITION_BY,
+                              name="request_outcomes")
+        self._delta = DeltaTable(str(root))
+
+    def position(self, source: str, partition: int) -> int | None:
+        """The partition's next offset as the latest commit says (None: nothing of it committed)."""
+        self._delta.update_incremental()
+        return self._delta.transaction_version(app_id(source, partition))
+
+    def commit(self, name: FileName, paths: Sequence[Path]) -> None:
+        """Commit the data files of the flush ``name`` (written under ``root``) as one commit that
+        sets the partition's next offset past the flush; :class:`CommitRefused` if the table holds
+        the partition past where the flush starts, or another writer committed it meanwhile."""
+        app = app_id(name.source, name.partition)
+        position = self.position(name.source, name.partition)
+        if position not in (None, name.start):
+            raise CommitRefused(f"the table's next offset of partition {name.partition} of {name.source} is "
+                                f"{position}, not {name.start} where the flush starts: another writer committed it",
+                                position)
+        now_ms = time.time_ns() // 1_000_000
+        actions: list[AddAction | RemoveAction] = []
+        for path in paths:
+            relative = path.relative_to(self.root)
+            dt, hour = (part.split("=", 1)[1] for part in relative.parts[:2])
+            actions.append(AddAction(relative.as_posix(), path.stat().st_size, {"dt": dt, "hour": hour}, now_ms, True,
+                                     "{}"))
+        try:
+            self._delta.create_write_transaction(
+                actions, "append", TABLE_SCHEMA, partition_by=PARTITION_BY,
+                commit_properties=CommitProperties(app_transactions=[Transaction(app, name.end + 1)]))
+        except CommitFailedError as exc:
+            raise CommitRefused(f"the commit of partition {name.partition} of {name.source} offsets {name.start}-"
+                                f"{name.end} lost to another writer's ({exc})",
+                                self.position(name.source, name.partition)) from None
+
+    def files(self, since: datetime | None = None, until: datetime | None = None) -> list[TableFile]:
+        """The data files the latest commit holds, of the days from ``since`` to ``until``."""
+        self._delta.update_incremental()
+        actions = pa.table(self._delta.get_add_actions(flatten=True))
+        first = None if since is None else f"{since:%Y-%m-%d}"
+        last = None if until is None else f"{until:%Y-%m-%d}"
+        files = []
+        for path, size, dt, hour in zip(actions["path"].to_pylist(), actions["size_bytes"].to_pylist(),
+                                        actions["partition.dt"].to_pylist(), actions["partition.hour"].to_pylist(),
+                                        strict=True):
+            if (first is None or dt >= first) and (last is None or dt <= last):
+                files.append(TableFile(self.root / path, size, dt, hour))
+        return files

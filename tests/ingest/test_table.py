@@ -1,0 +1,219 @@
+"""Ingesting into a table (``--table``, storage.table): each flush one commit with its offsets, and
+every reader takes the committed files only. The same numbers as a tree; a file dropped into the
+folders is neither read nor mistaken for a stored flush; exactly once under SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ingest import Ingester, IngestSettings
+from ingest.sources import LocalLogSource
+from queries import connect, run_query
+from specmetrics.cli import main
+from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR, FileName
+from storage.table import LOG_DIR, Table
+from tests.support.events import T0
+from tests.support.ingest import assert_rows_once, bad_outcomes_message, ingest_once, read_rows
+from tests.support.loadgen import write_load
+from transport.log import LocalLogWriter
+
+ROOT = Path(__file__).resolve().parents[2]
+NUMBERS = ("SELECT engine_id, count(*) AS rows, sum(accepted) AS accepted FROM request_steps GROUP BY engine_id "
+           "ORDER BY engine_id")
+ACCEPTANCE = "SELECT * FROM acceptance ORDER BY engine_id"
+
+
+def numbers(data: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    con = connect(data)
+    try:
+        return run_query(con, NUMBERS).to_pylist(), run_query(con, ACCEPTANCE).to_pylist()
+    finally:
+        con.close()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "specmetrics.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300, check=False)
+
+
+def report(data: Path, out: Path) -> str:
+    """The Markdown report of all of ``data``, without the time it was made."""
+    assert main(["report", "--data", str(data), "--out", str(out), "--format", "md"]) == 0
+    text = next(out.glob("*.md")).read_text()
+    return re.sub(r"report-\d{8}T\d{6}Z|Generated .* UTC", "", text)
+
+
+def test_a_table_holds_what_a_tree_holds_and_every_reader_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    truth = write_load(tmp_path / "log", rows=24_000, seed=5, engines=2, step_ms=40.0,
+                       start_time=T0 - timedelta(minutes=20))
+    ingest_once(tmp_path / "log", tmp_path / "tree", flush_rows=3_000)
+    stats = ingest_once(tmp_path / "log", tmp_path / "table", flush_rows=3_000, table=True)
+    assert stats.rows == sum(t.rows for t in truth.values()) == 24_000
+    table = Table(tmp_path / "table")
+    assert table.position("log", 0) == 24_000 // 64
+    assert len({file.path.name.split(".")[1] for file in table.files()}) == len(table.files())  # one attempt each
+    assert numbers(tmp_path / "table") == numbers(tmp_path / "tree")
+    accepted = {row["engine_id"]: row["num_accepted_tokens"] for row in numbers(tmp_path / "table")[1]}
+    assert accepted == {engine: t.num_accepted_tokens for engine, t in truth.items()}
+    assert main(["verify", "--data", str(tmp_path / "table")]) == 0
+    # The report builds rollups of the committed files, and reads them the second time.
+    reports = [report(tmp_path / data, tmp_path / f"report-{n}") for n, data in enumerate(("table", "table", "tree"))]
+    assert reports[1] == reports[2]
+    assert main(["verify", "--data", str(tmp_path / "table")]) == 0
+    assert "data files without a rollup yet: 0" in capsys.readouterr().out
+
+
+def test_a_forged_file_is_not_counted_and_no_real_row_is_skipped(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The case a tree gets wrong: a file with an ingester's name for the next offsets and foreign
+    rows is counted by readers, and the next ingest resumes after it, never storing those offsets."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=200_000, seed=8, engine_prefix="first")
+    ingest_once(log, data, flush_rows=20_000, table=True)
+    real = pq.read_table(Table(data).files()[0].path)
+    forged_rows = pa.concat_tables([real] * 2).slice(0, 3_200)
+    end = 200_000 // 64
+    forged = data / Table(data).files()[0].path.parent.relative_to(data) / \
+        FileName("log", 0, end, end + 99).render("parquet")
+    pq.write_table(forged_rows, forged)
+    assert numbers(data)[0] == [{"engine_id": "first-0/dp0", "rows": 200_000, "accepted": pytest.approx(
+        numbers(data)[0][0]["accepted"])}]
+    assert main(["verify", "--data", str(data)]) == 0
+    assert f"not in the table's log (never read): {forged.relative_to(data)}" in capsys.readouterr().out
+    write_load(log, rows=6_400, seed=9, engine_prefix="second")
+    assert ingest_once(log, data, flush_rows=20_000, table=True).rows == 6_400
+    assert_rows_once(data, 206_400)
+    assert [row["rows"] for row in numbers(data)[0]] == [200_000, 6_400]
+    assert forged.exists()
+
+
+def test_a_committed_file_missing_or_changed_fails_verify_and_readers_name_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=64 * 30, seed=12)
+    ingest_once(log, data, flush_rows=64 * 10, table=True)
+    assert main(["verify", "--data", str(data)]) == 0
+    first, second = sorted(file.path for file in Table(data).files())[:2]
+    first.unlink()
+    with second.open("ab") as file:
+        file.write(b"more")
+    assert numbers(data)[0][0]["rows"] == 64 * 10
+    assert f"left out {first.relative_to(data)}: named by the table's log, but missing" in caplog.text
+    assert main(["verify", "--data", str(data)]) == 1
+    out = capsys.readouterr().out
+    assert f"left out by readers: {second.relative_to(data)}: named by the table's log with " in out
+    assert out.rstrip().endswith("NOT clean")
+
+
+def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    log, data = tmp_path / "log", tmp_path / "data"
+    expected = sum(t.rows for t in write_load(log, rows=300_000, seed=11, engines=2).values())
+    rng = random.Random(17)
+    commits = []
+    for _ in range(10):
+        before = max(len(list((data / LOG_DIR).glob("*.json"))), 1)  # the first commit creates the table
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "specmetrics.cli", "ingest", "--source", log.as_uri(), "--out", str(data),
+             "--once", "--quiet", "--table", "--flush-rows", "6000"],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        while len(list((data / LOG_DIR).glob("*.json"))) <= before and proc.poll() is None:
+            time.sleep(0.002)
+        time.sleep(rng.uniform(0, 0.05))  # somewhere in the next flush: reading, writing or committing
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        commits.append(Table(data).position("log", 0))
+    assert commits == sorted(commits) and 0 < commits[0] and commits[-1] < expected // 64, commits
+    ingest_once(log, data, flush_rows=6_000, table=True)
+    assert Table(data).position("log", 0) == expected // 64
+    assert_rows_once(data, expected)
+    assert main(["verify", "--data", str(data)]) == 0
+
+
+def test_a_writer_whose_commit_is_refused_reads_on_from_where_the_table_ends(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Another writer commits the partition past where this one's flush starts (it resumed from the
+    same place and was quicker): this flush's files go, and reading goes on from the table's end."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=64 * 100, seed=2)
+    ingest_once(log, tmp_path / "tree", flush_rows=64 * 30)
+    early = [path for path in sorted((tmp_path / "tree").glob(DATA_GLOB)) if path.name.startswith("log-0-" + "0" * 20)]
+    source = LocalLogSource(log, data / STATE_DIR)
+    ingester = Ingester(source, data, IngestSettings(flush_rows=64 * 40, table=True))  # resumes at offset 0
+    try:
+        name = FileName("log", 0, 0, 29, "0123456789ab")
+        paths = []
+        for path in early:  # the other writer's flush of offsets 0-29
+            target = data / path.parent.relative_to(tmp_path / "tree") / name.render("parquet")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, target)
+            paths.append(target)
+        Table(data).commit(name, paths)
+        stats = ingester.run(once=True)
+    finally:
+        ingester.close()
+        source.close()
+    assert "not 0 where the flush starts: another writer committed it" in caplog.text
+    assert stats.rows == 64 * 70
+    assert_rows_once(data, 64 * 100)
+    assert Table(data).position("log", 0) == 100
+    assert sorted(read_rows(data)["log_offset"].unique().to_pylist()) == list(range(100))
+    committed = {file.path for file in Table(data).files()}
+    assert set(data.glob(DATA_GLOB)) == committed  # the refused flush's files went
+
+
+def test_dead_letters_count_with_the_commit_of_their_flush(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=64 * 4, seed=3)
+    writer = LocalLogWriter(log)
+    writer.append([bad_outcomes_message("unknown kind")])
+    writer.close()
+    stats = ingest_once(log, data, table=True)
+    assert (stats.rows, stats.dead_letters) == (64 * 4, 1)
+    letters = sorted((data / DEAD_LETTER_DIR).glob("*.jsonl"))
+    assert len(letters) == 1
+    # A dead-letter file of a flush no commit names (a writer killed before its commit) counts for nothing.
+    stray = FileName.parse(letters[0].name)
+    assert stray is not None
+    stray_name = FileName(stray.source, 0, 5, 9, "0123456789ab").render("jsonl")
+    shutil.copy(letters[0], data / DEAD_LETTER_DIR / stray_name)
+    assert main(["verify", "--data", str(data)]) == 3
+    out = capsys.readouterr().out
+    assert "set aside: log partition 0: 1 record(s), offsets 4-4" in out
+    assert "log             0             0            4        1     0         0" in out  # one flush, no gap
+
+
+def test_table_on_an_existing_tree_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=640, seed=4)
+    ingest_once(log, data, flush_rows=64 * 4)
+    before = sorted(data.rglob("*"))
+    done = cli("ingest", "--source", log.as_uri(), "--out", str(data), "--once", "--quiet", "--table")
+    assert done.returncode != 0
+    assert "holds a tree of Parquet files without a table's log" in done.stderr
+    assert sorted(data.rglob("*")) == before
+
+
+def test_a_table_resumes_from_its_log_whatever_the_offsets_hint_says(tmp_path: Path) -> None:
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=64 * 50, seed=6)
+    ingest_once(log, data, flush_rows=64 * 10, table=True)
+    write_load(log, rows=64 * 20, seed=7, engine_prefix="more")
+    (data / STATE_DIR / "log.offsets.json").unlink()  # the hint lost: the table's log says where
+    assert ingest_once(log, data, flush_rows=64 * 10, table=True).rows == 64 * 20
+    assert_rows_once(data, 64 * 70)

@@ -1,0 +1,91 @@
+"""A table's log decides what is stored (storage.table): a commit names a flush's files and sets its
+partition's next offset; a commit from where the table does not end is refused."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+
+from schemas.arrow import REQUEST_STEP_SCHEMA
+from storage.layout import FileName
+from storage.table import CommitRefused, Table, app_id, is_table
+
+
+def flush_file(root: Path, name: FileName, dt: str = "2026-12-01", hour: str = "07") -> Path:
+    path = root / f"dt={dt}" / f"hour={hour}" / name.render("parquet")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(REQUEST_STEP_SCHEMA.empty_table(), path)
+    return path
+
+
+def test_a_commit_names_the_flushs_files_and_sets_where_the_partition_ends(tmp_path: Path) -> None:
+    table = Table(tmp_path, create=True)
+    assert is_table(tmp_path)
+    assert table.position("log", 0) is None
+    first = FileName("log", 0, 0, 9, "0123456789ab")
+    committed = flush_file(tmp_path, first)
+    uncommitted = flush_file(tmp_path, FileName("log", 0, 10, 19, "0123456789ac"))
+    table.commit(first, [committed])
+    assert table.position("log", 0) == 10
+    assert table.position("log", 1) is None
+    assert [file.path for file in table.files()] == [committed]
+    assert uncommitted.exists()
+    # Spark and other Delta readers see the same: one file, the offset under the partition's app id.
+    delta = DeltaTable(str(tmp_path))
+    assert delta.file_uris() == [str(committed)]
+    assert delta.transaction_version(app_id("log", 0)) == 10
+    assert delta.schema().to_arrow().names[-2:] == ["dt", "hour"]
+
+
+def test_a_commit_from_where_the_table_does_not_end_is_refused_with_where_it_ends(tmp_path: Path) -> None:
+    table = Table(tmp_path, create=True)
+    table.commit(name := FileName("log", 2, 0, 9, "0123456789ab"), [flush_file(tmp_path, name)])
+    for start in (0, 5, 11):  # again, from inside the flush, past its end
+        late = FileName("log", 2, start, start + 9, "0123456789ac")
+        with pytest.raises(CommitRefused, match=f"next offset of partition 2 of log is 10, not {start}") as refused:
+            table.commit(late, [flush_file(tmp_path, late)])
+        assert refused.value.position == 10
+    assert len(table.files()) == 1
+    assert table.position("log", 2) == 10
+
+
+def test_two_writers_racing_for_the_same_offsets_commit_once(tmp_path: Path) -> None:
+    """Both read the table before either commits (the check passes for both): the log's own
+    conflict check refuses the second commit of the partition's application transaction."""
+    Table(tmp_path, create=True)
+    first, second, third = Table(tmp_path), Table(tmp_path), Table(tmp_path)
+    positions = iter([None, 10])  # what the second writer read before the first committed, then after
+    second.position = lambda source, partition: next(positions)  # type: ignore[method-assign]
+    name_a, name_b = FileName("log", 0, 0, 9, "0123456789ab"), FileName("log", 0, 0, 9, "0123456789ac")
+    path_a, path_b = flush_file(tmp_path, name_a), flush_file(tmp_path, name_b)
+    first.commit(name_a, [path_a])
+    with pytest.raises(CommitRefused, match="lost to another writer") as refused:
+        second.commit(name_b, [path_b])
+    assert refused.value.position == 10
+    assert [file.path for file in Table(tmp_path).files()] == [path_a]
+    # A writer of another partition, whose view of the log is as old, commits beside them.
+    third.position = lambda source, partition: None  # type: ignore[method-assign]
+    other = FileName("log", 1, 0, 4, "0123456789ad")
+    third.commit(other, [flush_file(tmp_path, other)])
+    assert (Table(tmp_path).position("log", 0), Table(tmp_path).position("log", 1)) == (10, 5)
+
+
+def test_files_of_a_window_of_days(tmp_path: Path) -> None:
+    table = Table(tmp_path, create=True)
+    for day, offset in (("2026-11-30", 0), ("2026-12-01", 10), ("2026-12-02", 20)):
+        name = FileName("log", 0, offset, offset + 9, f"0123456789{offset:02d}")
+        table.commit(name, [flush_file(tmp_path, name, dt=day)])
+    days = [file.dt for file in table.files(datetime(2026, 12, 1, 23), datetime(2026, 12, 2))]
+    assert sorted(days) == ["2026-12-01", "2026-12-02"]
+    assert sorted(file.dt for file in table.files(until=datetime(2026, 11, 30))) == ["2026-11-30"]
+
+
+def test_the_tables_columns_are_the_stored_steps_and_the_partition_keys(tmp_path: Path) -> None:
+    Table(tmp_path, create=True)
+    schema = DeltaTable(str(tmp_path)).schema().to_arrow()
+    assert pa.schema(schema).names == [*REQUEST_STEP_SCHEMA.names, "dt", "hour"]
