@@ -122,6 +122,7 @@ class Ingester:
         self._buffers: dict[int, PartitionBuffer] = {}
         self._refused: set[int] = set()  # partitions whose commit was refused: nothing is stored until reassigned
         self._rewound: dict[int, int] = {}  # partitions read again from this offset: records read before go
+        self._owned: set[int] = set()  # partitions assigned to this ingester now
         self._read_at: dict[int, OrderedDict[str, int]] = {}  # per partition: recent steps' event id -> offset
         self._orphans: dict[int, PartitionBuffer] = {}  # buffers of partitions lost, until stored by someone
         self._source_went_back = False  # the source lost records: what is flushed stays, its commit refused or not
@@ -192,6 +193,7 @@ class Ingester:
     def _assigned(self, committed: dict[int, int | None]) -> dict[int, int | None]:
         self.wait()  # a flush in flight holds its partition's lock, and may be of one assigned again
         positions = {partition: self._resume_position(partition, offset) for partition, offset in committed.items()}
+        self._owned.update(positions)
         orphans = {partition: self._orphans.pop(partition) for partition in positions if partition in self._orphans}
         self._drop_stored_orphans()
         for partition, stored_end in list(positions.items()):
@@ -288,6 +290,7 @@ class Ingester:
         for partition in partitions:
             self.flush(partition)
         self.wait()
+        self._owned.difference_update(partitions)
         self._forget(partitions)
 
     def _lost(self, partitions: list[int]) -> None:
@@ -298,6 +301,7 @@ class Ingester:
                        "committed of them is kept aside unwritten, for their new owner to store, or this ingester "
                        "if they come back", partitions, self.source.name)
         self._orphans.update((p, self._buffers[p]) for p in partitions if p in self._buffers)
+        self._owned.difference_update(partitions)
         self._forget(partitions)
         if self._in_flight is not None and not self._in_flight[1].keys().isdisjoint(partitions):
             (future, _, work), self._in_flight = self._in_flight, None
@@ -417,7 +421,7 @@ class Ingester:
         name = FileName(self.source.name, partition, buffer.start_offset, buffer.end_offset, self._attempt())
         table, event_time_us = buffer.build()
         self.wait()
-        if partition in self._refused or self._next.get(partition, name.start) != name.start:
+        if partition in self._refused or partition in self._rewound:
             return  # the commit of its previous flush was refused just now
         self._submit(_Flush(name, table, event_time_us, buffer.dead_letters, buffer.first_event_us))
 
@@ -490,9 +494,10 @@ class Ingester:
             remove_written(work.written)
             partition = work.name.partition
             self._forget([partition])
-            if refused.position is not None:
-                self._next[partition] = self._rewound[partition] = refused.position
-            self.source.seek({partition: refused.position})
+            if partition in self._owned:  # not a partition lost before, whose buffer was the only copy
+                if refused.position is not None:
+                    self._next[partition] = self._rewound[partition] = refused.position
+                self.source.seek({partition: refused.position})
             logger.warning("%s; the flush's files removed, reading the partition again from offset %s", refused,
                            refused.position)
             return False

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pyarrow as pa
 from deltalake import DeltaTable
-from deltalake.exceptions import CommitFailedError
+from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
 from schemas.arrow import REQUEST_STEP_SCHEMA
@@ -94,8 +94,13 @@ class Table:
         self.root = root
         if create and not is_table(root):
             root.mkdir(parents=True, exist_ok=True)
-            DeltaTable.create(str(root), TABLE_SCHEMA, mode="ignore", partition_by=PARTITION_BY,
-                              name="request_outcomes")
+            try:
+                DeltaTable.create(str(root), TABLE_SCHEMA, mode="ignore", partition_by=PARTITION_BY,
+                                  name="request_outcomes")
+            except DeltaError:
+                if not is_table(root):
+                    raise
+                # another writer created it at the same moment
         self._delta = DeltaTable(str(root))
 
     def position(self, source: str, partition: int) -> int | None:
