@@ -442,6 +442,11 @@ class Ingester:
                         return
                     if not self.source.commit(next_offsets):  # stored all the same: the table's log is the truth
                         self._stop_storing(next_offsets, "the flush is committed to the table")
+                elif is_table(self.out):
+                    name = work.name
+                    raise ValueError(f"{self.out} was made a table while this ingester wrote it as a tree: the flush "
+                                     f"of offsets {name.start}-{name.end} of partition {name.partition} is not "
+                                     "committed; start the ingester again, to write the table")
                 elif not self.source.commit(next_offsets) and not self._source_went_back \
                         and not self._source_lost(work):
                     self._commit_refused(next_offsets, work)

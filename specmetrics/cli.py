@@ -21,10 +21,11 @@ from specmetrics.commands import (
     schema,
     serve,
     sql,
+    table,
     verify,
 )
 
-COMMANDS = (demo, ingest, verify, rollup, sql, db, report, loadgen, schema, create_topics, health, serve)
+COMMANDS = (demo, ingest, verify, rollup, sql, db, table, report, loadgen, schema, create_topics, health, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

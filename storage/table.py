@@ -34,12 +34,18 @@ from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
-from deltalake import DeltaTable
+from deltalake import DeltaTable, Schema
 from deltalake.exceptions import CommitFailedError, DeltaError
-from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
+from deltalake.transaction import (
+    AddAction,
+    CommitProperties,
+    RemoveAction,
+    Transaction,
+    create_table_with_add_actions,
+)
 
 from schemas.arrow import REQUEST_STEP_SCHEMA
-from storage.layout import FileName
+from storage.layout import DEAD_LETTER_DIR, FileName
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +93,24 @@ def app_id(source: str, partition: int) -> str:
     return f"specmetrics/{source}/{partition}"
 
 
+def create_table(root: Path, paths: Sequence[Path], positions: dict[tuple[str, int], int]) -> None:
+    """Make ``root`` a table whose first commit names ``paths`` (data files under ``root``) and sets
+    each (source, partition)'s next offset: all of it or, when the commit fails, nothing."""
+    actions = [_add(root, path, int(time.time_ns() // 1_000_000)) for path in paths]
+    create_table_with_add_actions(
+        str(root), Schema.from_arrow(TABLE_SCHEMA), actions, mode="error", partition_by=PARTITION_BY,
+        name="request_outcomes",
+        commit_properties=CommitProperties(app_transactions=[Transaction(app_id(source, partition), position)
+                                                             for (source, partition), position in positions.items()]))
+
+
+def _add(root: Path, path: Path, now_ms: int) -> AddAction:
+    """The action that adds the data file ``path`` (in its ``dt=/hour=`` folder under ``root``)."""
+    relative = path.relative_to(root)
+    dt, hour = (part.split("=", 1)[1] for part in relative.parts[:2])
+    return AddAction(relative.as_posix(), path.stat().st_size, {"dt": dt, "hour": hour}, now_ms, True, "{}")
+
+
 class Table:
     """One Delta table of stored steps, opened (or created empty) at ``root``."""
 
@@ -119,12 +143,7 @@ class Table:
                                 f"{position}, not {name.start} where the flush starts: another writer committed it",
                                 position)
         now_ms = time.time_ns() // 1_000_000
-        actions: list[AddAction | RemoveAction] = []
-        for path in paths:
-            relative = path.relative_to(self.root)
-            dt, hour = (part.split("=", 1)[1] for part in relative.parts[:2])
-            actions.append(AddAction(relative.as_posix(), path.stat().st_size, {"dt": dt, "hour": hour}, now_ms, True,
-                                     "{}"))
+        actions: list[AddAction | RemoveAction] = [_add(self.root, path, now_ms) for path in paths]
         try:
             self._delta.create_write_transaction(
                 actions, "append", TABLE_SCHEMA, partition_by=PARTITION_BY,
@@ -147,3 +166,32 @@ class Table:
             if (first is None or dt >= first) and (last is None or dt <= last):
                 files.append(TableFile(self.root / path, size, dt, hour))
         return files
+
+    def vacuum(self, retention_hours: float, dry_run: bool) -> list[Path]:
+        """Remove (or with ``dry_run`` only list) the files no commit names that were last changed
+        more than ``retention_hours`` ago: data files of writers killed or refused before their
+        commit, or dropped into the folders, and the dead-letter files of such flushes. Younger
+        ones may belong to a flush about to be committed, and stay."""
+        self._delta.update_incremental()
+        data = [self.root / path for path in self._delta.vacuum(
+            retention_hours=int(retention_hours), dry_run=True, enforce_retention_duration=False, full=True)]
+        committed = {FileName.parse(file.path.name) for file in self.files()}
+        cutoff = time.time() - retention_hours * 3600
+        letters = [path for path in sorted((self.root / DEAD_LETTER_DIR).glob("*.jsonl"))
+                   if (name := FileName.parse(path.name)) is not None and name.attempt and name not in committed
+                   and path.stat().st_mtime < cutoff]
+        files = sorted([*data, *letters])
+        if not dry_run:
+            for path in files:
+                path.unlink(missing_ok=True)
+                logger.info("removed %s: no commit names it", path)
+        return files
+
+    def checkpoint(self) -> int:
+        """Write a checkpoint of the log at its latest version (readers then start from it, not from
+        every commit), and remove log entries past the table's log retention (30 days by default);
+        the version checkpointed."""
+        self._delta.update_incremental()
+        self._delta.create_checkpoint()
+        self._delta.cleanup_metadata()
+        return self._delta.version()

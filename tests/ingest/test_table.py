@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import random
-import re
 import shutil
 import signal
 import subprocess
@@ -14,7 +13,6 @@ import sys
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,39 +20,19 @@ import pytest
 
 from ingest import Ingester, IngestSettings
 from ingest.sources import LocalLogSource
-from queries import connect, run_query
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR, FileName
 from storage.table import LOG_DIR, Table
 from tests.support.events import T0
 from tests.support.ingest import assert_rows_once, bad_outcomes_message, ingest_once, read_rows
 from tests.support.loadgen import write_load
+from tests.support.readers import numbers, report
 from transport.log import LocalLogWriter
 
 ROOT = Path(__file__).resolve().parents[2]
-NUMBERS = ("SELECT engine_id, count(*) AS rows, sum(accepted) AS accepted FROM request_steps GROUP BY engine_id "
-           "ORDER BY engine_id")
-ACCEPTANCE = "SELECT * FROM acceptance ORDER BY engine_id"
-
-
-def numbers(data: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    con = connect(data)
-    try:
-        return run_query(con, NUMBERS).to_pylist(), run_query(con, ACCEPTANCE).to_pylist()
-    finally:
-        con.close()
-
-
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "specmetrics.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300, check=False)
-
-
-def report(data: Path, out: Path) -> str:
-    """The Markdown report of all of ``data``, without the time it was made."""
-    assert main(["report", "--data", str(data), "--out", str(out), "--format", "md"]) == 0
-    text = next(out.glob("*.md")).read_text()
-    return re.sub(r"report-\d{8}T\d{6}Z|Generated .* UTC", "", text)
 
 
 def test_a_table_holds_what_a_tree_holds_and_every_reader_says_so(

@@ -130,6 +130,8 @@ CASES: dict[tuple[str, int], Callable[[Path], int]] = {
     ("sql", 2): lambda tmp: main(["sql", "--data", str(tree(tmp)), "SELECT nothing FROM request_steps"]),
     ("db", 0): lambda tmp: main(["db", "export", str(tmp / "x.duckdb"), "--data", str(tree(tmp))]),
     ("db", 2): lambda tmp: main(["db", "export", str(tmp / "x.duckdb"), "--data", str(tmp)]),
+    ("table", 0): lambda tmp: main(["table", "convert", "--data", str(tree(tmp))]),
+    ("table", 2): lambda tmp: main(["table", "checkpoint", "--data", str(tree(tmp))]),
     ("report", 0): lambda tmp: main(["report", "--data", str(tree(tmp)), "--out", str(tmp / "r")]),
     ("report", 1): lambda tmp: main(["report", "--data", str(tree(tmp)), "--out", str(tmp / "r"),
                                      "--since", "2001-01-01T00:00:00", "--until", "2001-01-02T00:00:00"]),

@@ -1,0 +1,57 @@
+"""``specmetrics table convert|vacuum|checkpoint``: a tree made a table, and a table's upkeep."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ingest.convert import convert_tree
+from storage.table import Table, is_table
+
+#: Files no commit names are removed once they are this old (Delta's own default).
+RETENTION_HOURS = 168.0
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("table", help="Delta Lake tables: convert a tree into one, remove the files no "
+                                                 "commit names, checkpoint the log.")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    convert = actions.add_parser(
+        "convert", help="Make a tree written by 'specmetrics ingest' a table in place: one commit names the files "
+                        "readers take and each source partition's next offset. Stop its ingesters first.")
+    vacuum = actions.add_parser(
+        "vacuum", help="Remove the files no commit names (writers killed or refused before their commit, files "
+                       "dropped into the folders) older than --retention-hours.")
+    vacuum.add_argument("--retention-hours", type=float, default=RETENTION_HOURS,
+                        help=f"Keep files changed more recently than this (default {RETENTION_HOURS:g}: a flush "
+                             "being written is never removed).")
+    vacuum.add_argument("--dry-run", action="store_true", help="List the files, remove nothing.")
+    checkpoint = actions.add_parser(
+        "checkpoint", help="Checkpoint the log at its latest version, so readers start there; log entries past "
+                           "the retention (30 days) are removed.")
+    for action in (convert, vacuum, checkpoint):
+        action.add_argument("--data", required=True, type=Path, help="The output directory of 'specmetrics ingest'.")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "convert":
+        done = convert_tree(args.data)
+        print(f"{args.data} is a table: {done.files:,} data file(s) committed ({done.rowless} without rows, for "
+              f"flushes of dead letters only), {done.left_out} file(s) readers leave out not committed")
+        for (source, partition), position in sorted(done.positions.items()):
+            print(f"  {source} partition {partition}: next offset {position:,}")
+        return 0
+    if not is_table(args.data):
+        raise ValueError(f"{args.data} is not a table ('specmetrics table convert' makes a tree one)")
+    table = Table(args.data)
+    if args.action == "vacuum":
+        files = table.vacuum(args.retention_hours, args.dry_run)
+        verb = "would remove" if args.dry_run else "removed"
+        for path in files:
+            print(f"{verb} {path.relative_to(args.data)}")
+        print(f"{verb} {len(files)} file(s) no commit names, older than {args.retention_hours:g} h")
+        return 0
+    print(f"checkpointed {args.data} at version {table.checkpoint()}")
+    return 0
