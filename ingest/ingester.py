@@ -98,6 +98,7 @@ class _Flush:
     first_event_us: int | None
     written: list[WrittenFile] = field(default_factory=list)  # filled by the writer thread
     lost: LostRange | None = None  # a flush that records offsets gone from the source, and nothing else
+    refused: list[CommitRefused] = field(default_factory=list)  # a table that refused the flush's commit
 
 
 class Ingester:
@@ -306,7 +307,8 @@ class Ingester:
         if self._in_flight is not None and not self._in_flight[1].keys().isdisjoint(partitions):
             (future, _, work), self._in_flight = self._in_flight, None
             future.exception()  # waits; a failed write changes nothing, its data is dropped anyway
-            remove_written(work.written)
+            if self._table is None:  # a table's commit is made (it is the new owner's then) or its files are gone
+                remove_written(work.written)
             self._locks.release(work.name.partition)
 
     def _forget(self, partitions: list[int]) -> None:
@@ -489,24 +491,21 @@ class Ingester:
         return os.urandom(6).hex() if self._table is not None else ""
 
     def _commit_to_table(self, work: _Flush) -> bool:
-        """Commit the durable files of a flush to the table; whether it took them. Refused (another
-        writer committed the partition past where the flush starts), the flush's files go and the
-        partition is read again from where the table says it ends."""
-        assert self._table is not None
-        try:
-            self._table.commit(work.name, [file.path for file in work.written if file.path.suffix == ".parquet"])
-        except CommitRefused as refused:
-            remove_written(work.written)
-            partition = work.name.partition
-            self._forget([partition])
-            if partition in self._owned:  # not a partition lost before, whose buffer was the only copy
-                if refused.position is not None:
-                    self._next[partition] = self._rewound[partition] = refused.position
-                self.source.seek({partition: refused.position})
-            logger.warning("%s; the flush's files removed, reading the partition again from offset %s", refused,
-                           refused.position)
-            return False
-        return True
+        """Whether the table took the flush's commit (made by the writer thread). Refused (another
+        writer committed the partition past where the flush starts), the flush's files are gone and
+        the partition is read again from where the table says it ends."""
+        if not work.refused:
+            return True
+        refused = work.refused[0]
+        partition = work.name.partition
+        self._forget([partition])
+        if partition in self._owned:  # not a partition lost before, whose buffer was the only copy
+            if refused.position is not None:
+                self._next[partition] = self._rewound[partition] = refused.position
+            self.source.seek({partition: refused.position})
+        logger.warning("%s; the flush's files removed, reading the partition again from offset %s", refused,
+                       refused.position)
+        return False
 
     def _commit_refused(self, next_offsets: dict[int, int], work: _Flush) -> None:
         """This ingester was evicted (or its group is rebalancing): the partition's next owner
@@ -529,6 +528,17 @@ class Ingester:
             self.wait()
 
     def _write(self, work: _Flush) -> None:
+        """Write the flush's files durably, and commit them to the table if there is one (here, beside
+        the polling thread: a commit reads and writes the table's log)."""
+        self._write_files(work)
+        if self._table is not None:
+            try:
+                self._table.commit(work.name, [file.path for file in work.written if file.path.suffix == ".parquet"])
+            except CommitRefused as refused:
+                remove_written(work.written)
+                work.refused.append(refused)
+
+    def _write_files(self, work: _Flush) -> None:
         if self._table is not None and (work.lost is not None or not work.table.num_rows):
             # Every commit to a table names a data file of the flush's offsets: it is what makes them stored.
             at_us = work.first_event_us if work.first_event_us is not None else time.time_ns() // 1000
