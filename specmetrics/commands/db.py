@@ -1,4 +1,5 @@
-"""``specmetrics db export FILE``: the views over a Parquet tree as a DuckDB database file."""
+"""``specmetrics db export FILE``: the views over a Parquet tree as a DuckDB database file, or
+(``--dialect spark``) as Spark SQL statements for a cluster."""
 
 from __future__ import annotations
 
@@ -6,21 +7,38 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from queries.catalog import SOURCE_VIEW
 from queries.export import export_database
+from queries.spark import SPARK_VIEWS, spark_statements
+from storage.durable import write_atomically
 
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("db", help="DuckDB database files with the views, for other tools.")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     export = actions.add_parser(
-        "export", help="Write FILE.duckdb with every view and macro over the Parquet tree (no data is copied).")
-    export.add_argument("file", type=Path, help="The DuckDB file to write, e.g. specmetrics.duckdb.")
-    export.add_argument("--data", required=True, type=Path, help="The Parquet tree written by 'specmetrics ingest'.")
+        "export", help="Write FILE.duckdb with every view and macro over the Parquet tree (no data is copied); "
+                       "with --dialect spark, FILE.sql with the Spark views over a source view raw_request_steps.")
+    export.add_argument("file", type=Path, help="The file to write, e.g. specmetrics.duckdb or views.sql.")
+    export.add_argument("--data", type=Path, help="The Parquet tree written by 'specmetrics ingest' (DuckDB only).")
+    export.add_argument("--dialect", choices=("duckdb", "spark"), default="duckdb",
+                        help="duckdb (default): a database file; spark: the statements of "
+                             f"{', '.join(SPARK_VIEWS)} and the views they read, in Spark SQL (docs/queries.md).")
     export.add_argument("--force", action="store_true", help="Replace FILE if it exists.")
     export.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.dialect == "spark":
+        if args.file.exists() and not args.force:
+            raise FileExistsError(f"{str(args.file)!r} exists: pass --force to replace it")
+        statements = spark_statements()
+        write_atomically(args.file, "".join(f"{statement};\n\n" for statement in statements).encode())
+        print(f"wrote {args.file}: {len(statements)} Spark SQL views over a view named {SOURCE_VIEW} (the committed "
+              "data files; docs/queries.md shows how to make it)")
+        return 0
+    if args.data is None:
+        raise ValueError("--data is required with --dialect duckdb")
     path = export_database(args.data, args.file, force=args.force)
     print(f"wrote {path}: the views over {args.data.resolve()}; open it read-only, e.g. "
           f"duckdb -readonly {path} -c 'FROM acceptance_diff'")

@@ -36,21 +36,29 @@ WITH totals AS (
     FROM outcome_histogram_between(t0, t1)
     GROUP BY engine_id, model, method, num_spec_tokens
 )
+-- One row per definition, as a UNION ALL (not a LATERAL VALUES): the Spark views are these
+-- statements transpiled (queries/spark.py), and Spark takes no outer column in a VALUES list.
+, definitions AS (
+    SELECT engine_id, model, method, num_spec_tokens, 'corrected' AS definition, num_drafts, num_draft_tokens,
+           num_accepted_tokens
+    FROM totals
+    UNION ALL
+    SELECT engine_id, model, method, num_spec_tokens, 'vllm' AS definition, vllm_num_drafts, vllm_num_draft_tokens,
+           vllm_num_accepted_tokens
+    FROM totals
+)
 SELECT
-    t.engine_id,
-    t.model,
-    t.method,
-    t.num_spec_tokens,
-    d.definition,
-    d.num_drafts,
-    d.num_draft_tokens,
-    d.num_accepted_tokens,
-    acceptance_rate(d.num_accepted_tokens, d.num_draft_tokens) AS acceptance_rate,
-    mean_acceptance_length(d.num_accepted_tokens, d.num_drafts) AS mean_acceptance_length
-FROM totals AS t,
-     LATERAL (VALUES ('corrected', t.num_drafts, t.num_draft_tokens, t.num_accepted_tokens),
-                     ('vllm', t.vllm_num_drafts, t.vllm_num_draft_tokens, t.vllm_num_accepted_tokens))
-         AS d(definition, num_drafts, num_draft_tokens, num_accepted_tokens);
+    engine_id,
+    model,
+    method,
+    num_spec_tokens,
+    definition,
+    num_drafts,
+    num_draft_tokens,
+    num_accepted_tokens,
+    acceptance_rate(num_accepted_tokens, num_draft_tokens) AS acceptance_rate,
+    mean_acceptance_length(num_accepted_tokens, num_drafts) AS mean_acceptance_length
+FROM definitions;
 
 CREATE OR REPLACE VIEW acceptance_by_definition AS
 FROM acceptance_by_definition_between(NULL, NULL);

@@ -1,0 +1,93 @@
+"""Readers' start-up over many files: a table's log against a tree's footer scan, same files.
+
+Ingests a local log into a tree with one flush per ``--rows-per-file`` rows (``--files`` data
+files), converts a copy into a table (``specmetrics table convert``: one commit naming them all),
+then, in a fresh process per measurement (modules imported, no footer cached), times what every
+reader does first: choosing the files (``storage.tree_files.select_files``), then building the
+views over them (``queries.connect``, which chooses them again: footers are cached by then).
+Rounds alternate tree and table; the best of each is reported. Prints one JSON line.
+
+    python -m benchmarks.bench_table [--files 10000] [--rows-per-file 64] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.args import positive_int
+from emitter.loadgen import LoadSpec, run_load
+from emitter.sinks import LocalLogSink
+from ingest import Ingester, IngestSettings
+from ingest.convert import convert_tree
+from ingest.sources import LocalLogSource
+from storage.layout import STATE_DIR
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Run in a fresh process: the seconds select_files and connect take over the folder argv[1].
+_MEASURE = """
+import json, sys, time
+from pathlib import Path
+from queries import connect
+from storage.tree_files import select_files
+start = time.perf_counter()
+files = select_files(Path(sys.argv[1]))
+selected = time.perf_counter()
+connect(Path(sys.argv[1])).close()
+print(json.dumps({"files": len(files.data), "select_s": selected - start, "connect_s": time.perf_counter() - selected}))
+"""
+
+
+def measure(data: Path) -> dict[str, float]:
+    done = subprocess.run([sys.executable, "-c", _MEASURE, str(data)], cwd=ROOT, capture_output=True, text=True,
+                          check=True)
+    measured: dict[str, float] = json.loads(done.stdout)
+    return measured
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--files", type=positive_int, default=10_000)
+    parser.add_argument("--rows-per-file", type=positive_int, default=64, help="A multiple of 64 (rows per step).")
+    parser.add_argument("--rounds", type=positive_int, default=3)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        with LocalLogSink(root / "log") as sink:
+            run_load(LoadSpec(rows=args.files * args.rows_per_file, engines=4, seed=1), sink)
+        source = LocalLogSource(root / "log", root / "tree" / STATE_DIR)
+        ingester = Ingester(source, root / "tree", IngestSettings(flush_rows=args.rows_per_file))
+        try:
+            ingester.run(once=True)
+        finally:
+            ingester.close()
+            source.close()
+        shutil.copytree(root / "tree", root / "table")
+        start = time.perf_counter()
+        converted = convert_tree(root / "table")
+        convert_s = time.perf_counter() - start
+        tree: list[dict[str, float]] = []
+        table: list[dict[str, float]] = []
+        for _ in range(args.rounds):
+            tree.append(measure(root / "tree"))
+            table.append(measure(root / "table"))
+        assert {m["files"] for m in tree} == {m["files"] for m in table} == {converted.files}, (tree, table)
+        best = {name: {key: min(m[key] for m in runs) for key in ("select_s", "connect_s")}
+                for name, runs in (("tree", tree), ("table", table))}
+        print(json.dumps({
+            "bench": "table_reader_start", "files": converted.files, "convert_s": round(convert_s, 3),
+            "tree_select_s": round(best["tree"]["select_s"], 3), "table_select_s": round(best["table"]["select_s"], 3),
+            "tree_connect_s": round(best["tree"]["connect_s"], 3),
+            "table_connect_s": round(best["table"]["connect_s"], 3),
+            "table_vs_tree_select": round(best["table"]["select_s"] / best["tree"]["select_s"], 3),
+        }))
+
+
+if __name__ == "__main__":
+    main()
