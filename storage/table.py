@@ -104,11 +104,12 @@ def create_table(root: Path, paths: Sequence[Path], positions: dict[tuple[str, i
                                                              for (source, partition), position in positions.items()]))
 
 
-def _add(root: Path, path: Path, now_ms: int) -> AddAction:
-    """The action that adds the data file ``path`` (in its ``dt=/hour=`` folder under ``root``)."""
+def _add(root: Path, path: Path, now_ms: int, data_change: bool = True) -> AddAction:
+    """The action that adds the data file ``path`` (in its ``dt=/hour=`` folder under ``root``);
+    ``data_change`` False: rows that were in the table already (a compaction)."""
     relative = path.relative_to(root)
     dt, hour = (part.split("=", 1)[1] for part in relative.parts[:2])
-    return AddAction(relative.as_posix(), path.stat().st_size, {"dt": dt, "hour": hour}, now_ms, True, "{}")
+    return AddAction(relative.as_posix(), path.stat().st_size, {"dt": dt, "hour": hour}, now_ms, data_change, "{}")
 
 
 class Table:
@@ -166,6 +167,17 @@ class Table:
             if (first is None or dt >= first) and (last is None or dt <= last):
                 files.append(TableFile(self.root / path, size, dt, hour))
         return files
+
+    def replace(self, removed: Sequence[TableFile], added: Sequence[Path]) -> None:
+        """One commit that removes ``removed`` and adds ``added`` (data files under ``root``), the
+        partitions' offsets unchanged: the same rows in other files."""
+        now_ms = time.time_ns() // 1_000_000
+        actions: list[AddAction | RemoveAction] = [
+            RemoveAction(file.path.relative_to(self.root).as_posix(), False, now_ms, file.size,
+                         {"dt": file.dt, "hour": file.hour}) for file in removed]
+        actions.extend(_add(self.root, path, now_ms, data_change=False) for path in added)
+        self._delta.update_incremental()
+        self._delta.create_write_transaction(actions, "append", TABLE_SCHEMA, partition_by=PARTITION_BY)
 
     def vacuum(self, retention_hours: float, dry_run: bool) -> list[Path]:
         """Remove (or with ``dry_run`` only list) the files no commit names that were last changed

@@ -123,10 +123,9 @@ def select_files(root: Path, since: datetime | None = None, until: datetime | No
     rollups: list[Path] = []
     if rollup_schema is not None:
         rejected = {root / f.path for f in left_out}
-        if table:  # a rollup of a file the log does not hold (any more)
-            rejected = {root / path.relative_to(root / ROLLUP_DIR)
-                        for path in partition_files(root / ROLLUP_DIR, since, until)}.difference(data)
-        rollups = _rollups(root, since, until, rollup_schema.remove_metadata(), rejected, left_out)
+        # Of a table, a rollup of a file the log does not hold (any more: compacted) is not read, as that file.
+        kept = set(data) if table else None
+        rollups = _rollups(root, since, until, rollup_schema.remove_metadata(), rejected, left_out, kept)
     return TreeFiles(tuple(sorted(data)), tuple(sorted(rollups)), tuple(sorted(left_out, key=lambda f: f.path)))
 
 
@@ -309,12 +308,15 @@ def _relative(root: Path, path: Path) -> str:
 
 
 def _rollups(root: Path, since: datetime | None, until: datetime | None, schema: pa.Schema,
-             rejected: set[Path], left_out: list[LeftOut]) -> list[Path]:
-    """The rollups with an ingester's name and a rollup's schema whose data file is not ``rejected``."""
+             rejected: set[Path], left_out: list[LeftOut], kept: set[Path] | None) -> list[Path]:
+    """The rollups with an ingester's name and a rollup's schema whose data file is not ``rejected``
+    (and is in ``kept``, where given: others are passed over, not left out)."""
     rollups = []
     for path in partition_files(root / ROLLUP_DIR, since, until):
         relative = path.relative_to(root).as_posix()
         data_file = root / path.relative_to(root / ROLLUP_DIR)
+        if kept is not None and data_file not in kept:
+            continue
         place = _place(root / ROLLUP_DIR, path)
         if isinstance(place, str):
             left_out.append(LeftOut(relative, place))

@@ -1,4 +1,4 @@
-"""``specmetrics table convert|vacuum|checkpoint``: a tree made a table, and a table's upkeep."""
+"""``specmetrics table convert|optimize|vacuum|checkpoint``: a tree made a table, and a table's upkeep."""
 
 from __future__ import annotations
 
@@ -7,19 +7,29 @@ from pathlib import Path
 from typing import Any
 
 from ingest.convert import convert_tree
+from ingest.settings import IngestSettings
+from storage.compaction import compact
 from storage.table import Table, is_table
 
 #: Files no commit names are removed once they are this old (Delta's own default).
 RETENTION_HOURS = 168.0
+#: Rows of a merged file at most: the ingester's own flush size.
+TARGET_ROWS = IngestSettings.model_fields["flush_rows"].default
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser("table", help="Delta Lake tables: convert a tree into one, remove the files no "
-                                                 "commit names, checkpoint the log.")
+    parser = subparsers.add_parser("table", help="Delta Lake tables: convert a tree into one, merge small files, "
+                                                 "remove the files no commit names, checkpoint the log.")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     convert = actions.add_parser(
         "convert", help="Make a tree written by 'specmetrics ingest' a table in place: one commit names the files "
                         "readers take and each source partition's next offset. Stop its ingesters first.")
+    optimize = actions.add_parser(
+        "optimize", help="Merge runs of small committed files (per hour folder and source partition, offsets "
+                         "following each other) into files of up to --target-rows rows, in one commit; ingesters may "
+                         "run meanwhile.")
+    optimize.add_argument("--target-rows", type=int, default=TARGET_ROWS,
+                          help=f"Rows per merged file at most (default {TARGET_ROWS:,}: the ingester's flush).")
     vacuum = actions.add_parser(
         "vacuum", help="Remove the files no commit names (writers killed or refused before their commit, files "
                        "dropped into the folders) older than --retention-hours.")
@@ -30,7 +40,7 @@ def add_parser(subparsers: Any) -> None:
     checkpoint = actions.add_parser(
         "checkpoint", help="Checkpoint the log at its latest version, so readers start there; log entries past "
                            "the retention (30 days) are removed.")
-    for action in (convert, vacuum, checkpoint):
+    for action in (convert, optimize, vacuum, checkpoint):
         action.add_argument("--data", required=True, type=Path, help="The output directory of 'specmetrics ingest'.")
     parser.set_defaults(run=run)
 
@@ -46,6 +56,11 @@ def run(args: argparse.Namespace) -> int:
     if not is_table(args.data):
         raise ValueError(f"{args.data} is not a table ('specmetrics table convert' makes a tree one)")
     table = Table(args.data)
+    if args.action == "optimize":
+        merged = compact(table, args.target_rows)
+        print(f"merged {merged.merged_files:,} file(s) into {merged.new_files:,} ({merged.rows:,} rows); the files "
+              "merged stay on disk until 'specmetrics table vacuum'")
+        return 0
     if args.action == "vacuum":
         files = table.vacuum(args.retention_hours, args.dry_run)
         verb = "would remove" if args.dry_run else "removed"

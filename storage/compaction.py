@@ -1,0 +1,108 @@
+"""Small files of a table merged (``specmetrics table optimize``): fewer files for every reader to
+open, the same rows, one commit.
+
+A live stream that goes quiet is flushed every few seconds (``flush_idle_s``), so a table fills
+with small files, and every reader pays per file. Compaction merges, per ``dt``/``hour`` folder
+and source partition, runs of committed flushes whose offsets follow each other, up to
+``target_rows`` rows a file, into one file named for the whole run (with a new attempt token).
+The dead-letter files of the run's flushes are merged under the same name, since a dead-letter
+file counts when a committed data file has its name. One commit removes the run's files and adds
+the merged one; the partitions' offsets do not change, so ingesters writing meanwhile are not
+disturbed (their commits add other files). The removed files stay on disk until ``vacuum``
+(readers of an older version may still read them); their rollups are not read any more, and the
+next report builds the merged file's.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from storage.durable import write_atomically, write_durably
+from storage.layout import DEAD_LETTER_DIR, FileName
+from storage.table import Table, TableFile
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """What a compaction did: files merged into how many, and their rows."""
+
+    merged_files: int
+    new_files: int
+    rows: int
+
+
+def compact(table: Table, target_rows: int, compression: str = "zstd") -> Compaction:
+    """Merge the table's runs of small committed files (see the module docstring)."""
+    runs = _runs(table.files(), target_rows)
+    removed: list[TableFile] = []
+    added: list[Path] = []
+    rows = 0
+    for run in runs:
+        names = [_name(file) for file in run]
+        merged = FileName(names[0].source, names[0].partition, names[0].start, names[-1].end, os.urandom(6).hex())
+        data = pa.concat_tables([pq.read_table(file.path) for file in run], promote_options="default")
+        path = run[0].path.with_name(merged.render("parquet"))
+        write_durably(path, partial(_write, data, compression))
+        letters = [table.root / DEAD_LETTER_DIR / name.render("jsonl") for name in names]
+        lines = b"".join(letter.read_bytes() for letter in letters if letter.exists())
+        if lines:
+            write_atomically(table.root / DEAD_LETTER_DIR / merged.render("jsonl"), lines)
+        removed.extend(run)
+        added.append(path)
+        rows += data.num_rows
+    if added:
+        table.replace(removed, added)
+        logger.info("merged %d file(s) into %d (%d rows)", len(removed), len(added), rows)
+    return Compaction(len(removed), len(added), rows)
+
+
+def _runs(files: list[TableFile], target_rows: int) -> list[list[TableFile]]:
+    """Runs of two or more files of one folder and source partition whose offsets follow each other,
+    each of at most ``target_rows`` rows."""
+    folders: dict[FileName, int] = defaultdict(int)
+    for file in files:
+        folders[_name(file)] += 1
+    groups: dict[tuple[str, str, str, int], list[tuple[FileName, TableFile, int]]] = defaultdict(list)
+    for file in files:
+        name = _name(file)
+        # A flush with files in several hours keeps them: merged in one hour, its name would cover
+        # offsets whose rows lie in another file too.
+        rows = pq.read_metadata(file.path).num_rows if folders[name] == 1 else target_rows + 1
+        groups[file.dt, file.hour, name.source, name.partition].append((name, file, rows))
+    runs = []
+    for group in groups.values():
+        group.sort(key=lambda item: item[0].start)
+        run: list[TableFile] = []
+        run_rows, end = 0, -2
+        for name, file, file_rows in group:
+            if run and (name.start != end + 1 or run_rows + file_rows > target_rows):
+                runs.append(run)
+                run, run_rows = [], 0
+            end = name.end
+            if file_rows > target_rows:
+                continue
+            run.append(file)
+            run_rows += file_rows
+        runs.append(run)
+    return [run for run in runs if len(run) > 1]
+
+
+def _name(file: TableFile) -> FileName:
+    name = FileName.parse(file.path.name)
+    if name is None:
+        raise ValueError(f"{file.path}: a committed file without an ingester's name; not compacted")
+    return name
+
+
+def _write(table: pa.Table, compression: str, path: Path) -> None:
+    pq.write_table(table, path, compression=compression)
