@@ -21,6 +21,7 @@ SMALL_RUNS: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "bench_ingest": (["--rows", "3000", "--rounds", "1", "--flush-rows", "1000"],
                      ("e2e_rows_per_s", "e2e_vs_plain_write", "table_vs_tree")),
     "bench_truth": (["--rows", "3000"], ("matches_truth",)),
+    "bench_table": (["--files", "20", "--rounds", "1"], ("table_select_s", "tree_select_s", "table_vs_tree_select")),
     "bench_kafka": (["--rows", "3000", "--rounds", "1", "--naive-rows", "500"], ("e2e_rows_per_s", "e2e_vs_naive")),
     "bench_hook_v2": (["--calls", "50"], ("hook_us_per_step",)),
     "bench_hook": (["--k", "3", "--max-tokens", "4"], ("hook_vs_vllm", "hook_vs_engine_step")),
@@ -68,7 +69,7 @@ def test_report_benchmark_refuses_fewer_rows_than_one_step_per_file(capsys: pyte
 
 @pytest.mark.parametrize(("name", "option"), [
     ("bench_wire", "--steps"), ("bench_ingest", "--rows"), ("bench_ingest", "--rounds"),
-    ("bench_ingest", "--flush-rows"), ("bench_truth", "--rows"),
+    ("bench_ingest", "--flush-rows"), ("bench_truth", "--rows"), ("bench_table", "--files"),
     ("bench_kafka", "--batch-size"), ("bench_report", "--rows"), ("bench_report", "--rounds"),
     ("bench_hook_v2", "--calls"), ("bench_hook", "--max-tokens"), ("bench_hook", "--k"),
     ("bench_churn", "--changes"), ("bench_churn", "--interval"),
