@@ -30,6 +30,8 @@ TESTED_BY: dict[str, tuple[str, ...]] = {
     "reports/render.py": ("tests/reports/test_report_command.py", "tests/reports/test_report_browser.py"),
     "reports/writer.py": ("tests/reports/test_report_command.py",),
     "specmetrics/commands/ingest.py": ("tests/ingest/test_crash_recovery.py", "tests/monitoring/test_endpoint.py"),
+    "specmetrics/commands/db.py": ("tests/queries/test_export.py", "tests/queries/test_spark.py"),
+    "specmetrics/commands/table.py": ("tests/ingest/test_convert.py", "tests/storage/test_compaction.py"),
     "specmetrics/commands/loadgen.py": ("tests/specmetrics/test_cli.py", "tests/deploy/test_demo_stack.py"),
     "specmetrics/commands/report.py": ("tests/reports/test_report_command.py",),
     "specmetrics/commands/rollup.py": ("tests/queries/test_verify.py",),

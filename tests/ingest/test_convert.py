@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -16,7 +15,6 @@ from ingest.sources import LocalLogSource
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR, FileName
 from storage.table import LOG_DIR, Table, is_table
-from tests.support.events import T0
 from tests.support.ingest import assert_rows_once, bad_outcomes_message, ingest_once
 from tests.support.loadgen import write_load
 from tests.support.readers import numbers, report
@@ -133,41 +131,3 @@ def test_a_checkpoint_keeps_what_the_table_holds(tmp_path: Path, capsys: pytest.
     assert Table(data).position("log", 0) == 30
     assert numbers(data) == before
     assert main(["table", "vacuum", "--data", str(tmp_path / "nothing")]) == 2
-
-
-def test_optimize_merges_small_files_and_every_reader_says_the_same(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    log, data = tmp_path / "log", tmp_path / "data"
-    # 25 ms apart, 15 steps before an hour: flushes of 10 steps, of which offsets 10-19 in two hour folders
-    write_load(log, rows=64 * 100, seed=28, step_ms=25.0, start_time=T0 - timedelta(milliseconds=375))
-    append_bad_record(log)
-    ingest_once(log, data, flush_rows=64 * 10, table=True)
-    before, before_report = numbers(data), report(data, tmp_path / "before")
-    files_before = len(Table(data).files())
-    assert main(["verify", "--data", str(data)]) == 3
-    capsys.readouterr()
-
-    assert main(["table", "optimize", "--data", str(data), "--target-rows", str(64 * 40)]) == 0
-    assert "merged " in capsys.readouterr().out
-    files = Table(data).files()
-    names = [(file.hour, FileName.parse(file.path.name)) for file in files]
-    assert sorted((hour, name.start, name.end) for hour, name in names if name) == [
-        ("11", 0, 9), ("11", 10, 19), ("12", 10, 19), ("12", 20, 59), ("12", 60, 100)]  # 100: the dead letter
-    assert len(files) < files_before
-    assert max(pq.read_metadata(file.path).num_rows for file in files) <= 64 * 40
-    assert numbers(data) == before
-    assert report(data, tmp_path / "after") == before_report
-    assert main(["verify", "--data", str(data)]) == 3  # clean but for the dead letter, still counted once
-    out = capsys.readouterr().out
-    assert "set aside: log partition 0: 1 record(s), offsets 100-100" in out
-    assert "gap" not in out.split("\n", 3)[3] and "overlap:" not in out
-    assert main(["table", "optimize", "--data", str(data), "--target-rows", str(64 * 40)]) == 0
-    assert "merged 0 file(s)" in capsys.readouterr().out  # nothing more to merge
-
-    write_load(log, rows=64 * 10, seed=29, engine_prefix="more")
-    assert ingest_once(log, data, flush_rows=64 * 10).rows == 64 * 10
-    assert main(["table", "vacuum", "--data", str(data), "--retention-hours", "0"]) == 0
-    assert "removed " in capsys.readouterr().out
-    assert set(data.glob(DATA_GLOB)) == {file.path for file in Table(data).files()}
-    assert_rows_once(data, 64 * 110)
-    assert main(["verify", "--data", str(data)]) == 3
