@@ -29,6 +29,9 @@ class EngineTruth:
     accepted_per_pos: list[int] = field(default_factory=list)
     reached_per_pos: list[int] = field(default_factory=list)
     vllm_accepted_per_pos: list[int] = field(default_factory=list)
+    #: Per request id, when asked for (LoadSpec.request_truth): request-steps, corrected drafts, their
+    #: draft tokens and accepted tokens.
+    requests: dict[str, RequestTruth] | None = None
 
     def __post_init__(self) -> None:
         k = self.num_spec_tokens
@@ -36,7 +39,8 @@ class EngineTruth:
             if not getattr(self, name):
                 setattr(self, name, [0] * k)
 
-    def add_step(self, cols: dict[str, np.ndarray], skipped: bool) -> None:
+    def add_step(self, cols: dict[str, np.ndarray], skipped: bool, request_ids: list[str] | None = None) -> None:
+        """Count one step's outcomes (``request_ids``: each outcome's request, for :attr:`requests`)."""
         kind, k_sched, k_valid, accepted = cols["kind"], cols["k_sched"], cols["k_valid"], cols["accepted"]
         self.steps += 1
         self.skipped_steps += int(skipped)
@@ -61,10 +65,32 @@ class EngineTruth:
             self.accepted_per_pos[i] += int((accepted[corrected] > i).sum())
             self.reached_per_pos[i] += int((k_valid[corrected] > i).sum())
             self.vllm_accepted_per_pos[i] += int((accepted[vllm] > i).sum())
+        if self.requests is not None and request_ids is not None:
+            for request_id, draft, valid, taken in zip(request_ids, corrected.tolist(), k_valid.tolist(),
+                                                       accepted.tolist(), strict=True):
+                request = self.requests.setdefault(request_id, RequestTruth())
+                request.request_steps += 1
+                if draft:
+                    request.num_drafts += 1
+                    request.num_draft_tokens += valid
+                    request.num_accepted_tokens += taken
 
     @property
     def rows(self) -> int:
         return sum(self.request_steps.values())
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        counters = asdict(self)
+        if self.requests is None:
+            del counters["requests"]
+        return counters
+
+
+@dataclass
+class RequestTruth:
+    """Counters for one request, as the view request_acceptance defines them."""
+
+    request_steps: int = 0
+    num_drafts: int = 0
+    num_draft_tokens: int = 0
+    num_accepted_tokens: int = 0

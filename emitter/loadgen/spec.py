@@ -38,6 +38,9 @@ class LoadSpec(BaseModel):
     vllm_version: str = "loadgen"
     start_time: datetime = Field(default_factory=lambda: datetime.now(UTC), description="Event time of step 0.")
     step_ms: float = Field(default=25.0, gt=0, description="Event-time spacing of steps.")
+    request_truth: bool = Field(default=False, description="Also count per request in the ground truth "
+                                "(EngineTruth.requests), for checks of the per-request views; they grow with the "
+                                "requests, so off by default.")
 
     @model_validator(mode="after")
     def _check(self) -> LoadSpec:

@@ -15,16 +15,9 @@ from ingest.sources import LocalLogSource
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR, FileName
 from storage.table import LOG_DIR, Table, is_table
-from tests.support.ingest import assert_rows_once, bad_outcomes_message, ingest_once
+from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once
 from tests.support.loadgen import write_load
 from tests.support.readers import numbers, report
-from transport.log import LocalLogWriter
-
-
-def append_bad_record(log: Path) -> None:
-    writer = LocalLogWriter(log)
-    writer.append([bad_outcomes_message("unknown kind")])
-    writer.close()
 
 
 def test_a_converted_tree_reads_as_before_and_ingesting_goes_on_into_the_table(

@@ -24,10 +24,9 @@ from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR, FileName
 from storage.table import LOG_DIR, Table
 from tests.support.events import T0
-from tests.support.ingest import assert_rows_once, bad_outcomes_message, ingest_once, read_rows
+from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once, read_rows
 from tests.support.loadgen import write_load
 from tests.support.readers import numbers, report
-from transport.log import LocalLogWriter
 
 ROOT = Path(__file__).resolve().parents[2]
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -158,9 +157,7 @@ def test_a_writer_whose_commit_is_refused_reads_on_from_where_the_table_ends(
 def test_dead_letters_count_with_the_commit_of_their_flush(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=64 * 4, seed=3)
-    writer = LocalLogWriter(log)
-    writer.append([bad_outcomes_message("unknown kind")])
-    writer.close()
+    append_bad_record(log)
     stats = ingest_once(log, data, table=True)
     assert (stats.rows, stats.dead_letters) == (64 * 4, 1)
     letters = sorted((data / DEAD_LETTER_DIR).glob("*.jsonl"))

@@ -1,6 +1,6 @@
 """The analysis views against the load generator's exact ground truth: one model at K = 3 and K = 5
 (two engines each, sync scheduling: a verified slot is a scheduled one), with a published baseline
-for K = 3, through the local log and ingest."""
+for K = 3, through the local log and ingest; the per-request views against its per-request counts."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, dict
     truth = {k: list(write_load(root / "log", rows=20_000, engines=2, seed=k, batch_size=32, num_spec_tokens=k,
                                 acceptance=(0.8, 0.6, 0.5), drafter_max_len=1800, grammar_invalid_rate=0.05,
                                 k_zero_rate=0.05, scheduling="sync", model=MODEL, method="eagle3",
-                                engine_prefix=f"k{k}").values())
+                                engine_prefix=f"k{k}", request_truth=True).values())
              for k in (3, 5)}
     ingest_once(root / "log", root / "data")
     con = connect(root / "data")
@@ -73,3 +73,43 @@ def test_baseline_comparison_equals_ground_truth(loaded: tuple[Any, dict[int, li
         assert r["vllm_rate"] == pytest.approx(sum(t.vllm_accepted_per_pos[i] for t in engines) / vllm_drafts)
         assert r["baseline_rate"] == [0.7296, 0.5208, 0.3545][i]
     assert got[0]["acceptance_length"] == pytest.approx(1 + sum(t.num_accepted_tokens for t in engines) / drafts)
+
+
+def engine_truths(truth: dict[int, list[EngineTruth]]) -> dict[str, EngineTruth]:
+    """The ground truth per engine id (``k<K>-<index>/dp0``, as the load generator names them)."""
+    return {f"k{k}-{i}/dp0": t for k, engines in truth.items() for i, t in enumerate(engines)}
+
+
+def test_acceptance_histogram_equals_ground_truth(loaded: tuple[Any, dict[int, list[EngineTruth]]]) -> None:
+    con, truth = loaded
+    got = run_query(con, "FROM acceptance_histogram_between(NULL, NULL, buckets := 5)").to_pylist()
+    for engine_id, t in engine_truths(truth).items():
+        assert t.requests is not None
+        rated = [r.num_accepted_tokens / r.num_draft_tokens for r in t.requests.values() if r.num_draft_tokens]
+        counts = [0] * 5
+        for rate in rated:
+            counts[min(int(rate * 5), 4)] += 1
+        rows = sorted((r for r in got if r["engine_id"] == engine_id), key=lambda r: r["bucket"])
+        assert [r["bucket"] for r in rows] == [0, 1, 2, 3, 4]
+        assert [r["requests"] for r in rows] == counts
+        assert [r["share"] for r in rows] == pytest.approx([c / len(rated) for c in counts])
+        assert [r["lower_rate"] for r in rows] == pytest.approx([0, 0.2, 0.4, 0.6, 0.8])
+        assert sum(counts) == len(rated) > 40 and max(counts) < len(rated)  # requests spread over buckets
+
+
+def test_request_outliers_equal_ground_truth(loaded: tuple[Any, dict[int, list[EngineTruth]]]) -> None:
+    con, truth = loaded
+    got = run_query(con, "FROM request_outliers_between(NULL, NULL, margin := 0.1, min_drafts := 8)").to_pylist()
+    expected = {}
+    for engine_id, t in engine_truths(truth).items():
+        assert t.requests is not None
+        pooled = t.num_accepted_tokens / t.num_draft_tokens
+        for request_id, r in t.requests.items():
+            rate = r.num_accepted_tokens / r.num_draft_tokens if r.num_draft_tokens else None
+            if r.num_drafts >= 8 and rate is not None and abs(rate - pooled) >= 0.1:
+                expected[engine_id, request_id] = ("low" if rate < pooled else "high", rate, r.num_drafts,
+                                                   r.request_steps)
+    assert {(r["engine_id"], r["request_id"]): (r["direction"], pytest.approx(r["acceptance_rate"]), r["num_drafts"],
+                                                r["request_steps"]) for r in got} == expected
+    assert {direction for direction, *_ in expected.values()} == {"low", "high"}
+

@@ -15,9 +15,8 @@ from pyspark.sql import SparkSession
 from queries import connect, run_query
 from queries.spark import SPARK_VIEWS, create_spark_views, spark_statements
 from specmetrics.cli import main
-from tests.support.ingest import bad_outcomes_message, ingest_once
+from tests.support.ingest import append_bad_record, ingest_once
 from tests.support.loadgen import write_load
-from transport.log import LocalLogWriter
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +48,7 @@ def test_spark_computes_duckdbs_numbers_from_the_same_definitions(
     write_load(log, rows=20_000, seed=31, engines=2, num_spec_tokens=4, grammar_invalid_rate=0.1, k_zero_rate=0.1,
                drafter_max_len=600)
     write_load(log, rows=6_400, seed=32, engine_prefix="k2", num_spec_tokens=2)
-    writer = LocalLogWriter(log)
-    writer.append([bad_outcomes_message("unknown kind")])
-    writer.close()
+    append_bad_record(log)
     ingest_once(log, data, flush_rows=5_000, table=table)
     con = connect(data)
     try:

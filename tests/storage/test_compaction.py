@@ -14,16 +14,9 @@ from storage.compaction import compact
 from storage.layout import DATA_GLOB, FileName
 from storage.table import Table
 from tests.support.events import T0
-from tests.support.ingest import assert_rows_once, bad_outcomes_message, ingest_once
+from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once
 from tests.support.loadgen import write_load
 from tests.support.readers import numbers, report
-from transport.log import LocalLogWriter
-
-
-def append_bad_record(log: Path) -> None:
-    writer = LocalLogWriter(log)
-    writer.append([bad_outcomes_message("unknown kind")])
-    writer.close()
 
 
 def test_optimize_merges_small_files_and_every_reader_says_the_same(

@@ -19,6 +19,7 @@ from schemas.wire import FIELDS, step_event_to_wire
 from storage.layout import DATA_GLOB, STATE_DIR
 from storage.table import Table, is_table
 from tests.support.events import step_event
+from transport.log import LocalLogWriter
 
 
 def ingest_once(log_dir: Path, data_dir: Path, **settings: Any) -> IngestStats:
@@ -54,6 +55,13 @@ def bad_outcomes_message(mutate: str) -> bytes:
     message[FIELDS.index("outcomes")] = packed.tobytes()
     packed_message: bytes = msgpack.packb(message)
     return packed_message
+
+
+def append_bad_record(log_dir: Path) -> None:
+    """Append one step message whose outcomes break a rule (a dead letter) to the local log."""
+    writer = LocalLogWriter(log_dir)
+    writer.append([bad_outcomes_message("unknown kind")])
+    writer.close()
 
 
 def assert_rows_once(data_dir: Path, expected_rows: int) -> None:
