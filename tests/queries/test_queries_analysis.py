@@ -145,6 +145,19 @@ def test_the_views_match_a_direct_count(connect_rows: Any, outcomes: OutcomeRows
                           "WHERE requests > 0")
     assert {(r["engine_id"], r["method"], r["num_spec_tokens"], r["bucket"]): r["requests"] for r in histogram} \
         == dict(expected)
+    pooled: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0])  # tokens, accepted per group
+    for (*group, _), (_, tokens, accepted) in per_request.items():
+        pooled[tuple(group)][0] += tokens
+        pooled[tuple(group)][1] += accepted
+    outliers = {}
+    for (*group, request), (_, tokens, accepted) in per_request.items():
+        group_tokens, group_accepted = pooled[tuple(group)]
+        if tokens and abs(accepted / tokens - group_accepted / group_tokens) >= 0.1:
+            outliers[(*group, request)] = "low" if accepted / tokens < group_accepted / group_tokens else "high"
+    found = rows(con, "SELECT engine_id, method, num_spec_tokens, request_id, direction "
+                      "FROM request_outliers_between(NULL, NULL, margin := 0.1, min_drafts := 1)")
+    assert {(r["engine_id"], r["method"], r["num_spec_tokens"], r["request_id"]): r["direction"] for r in found} \
+        == outliers
     comparison = rows(con, "SELECT method, num_spec_tokens, verify_steps, tokens_per_verify_step FROM k_comparison")
     configs = {(r["method"], r["num_spec_tokens"]) for r in drawn}
     assert {(r["method"], r["num_spec_tokens"]): r["verify_steps"] for r in comparison} == \
