@@ -29,7 +29,7 @@ from ingest.recovery import incomplete_flushes
 from schemas.arrow import REQUEST_STEP_SCHEMA
 from storage.durable import write_durably
 from storage.layout import DEAD_LETTER_DIR, STATE_DIR, FileName
-from storage.table import create_table, is_table
+from storage.table import DataFile, create_table, is_table
 from storage.tree_files import select_files
 
 logger = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def convert_tree(data: Path) -> Conversion:
             assert name is not None  # readers take only files with an ingester's name
             key = (name.source, name.partition)
             positions[key] = max(positions.get(key, 0), name.end + 1)
-        create_table(data, committed, positions)
+        create_table(data, [DataFile.local(data, path) for path in committed], positions)
     return Conversion(len(committed), len(rowless), len(files.left_out), positions)
 
 

@@ -54,7 +54,7 @@ from schemas.arrow import REQUEST_STEP_SCHEMA
 from schemas.version import UnsupportedSchemaVersion
 from schemas.wire import InvalidRecord, decode_step
 from storage.layout import STATE_DIR, FileName
-from storage.table import CommitRefused, Table, is_table
+from storage.table import CommitRefused, DataFile, Table, is_table
 
 if TYPE_CHECKING:  # kafka-python is an optional dependency
     from ingest.dead_letter_topic import DeadLetterTopic
@@ -533,7 +533,8 @@ class Ingester:
         self._write_files(work)
         if self._table is not None:
             try:
-                self._table.commit(work.name, [file.path for file in work.written if file.path.suffix == ".parquet"])
+                self._table.commit(work.name, [DataFile.local(self.out, file.path) for file in work.written
+                                               if file.path.suffix == ".parquet"])
             except CommitRefused as refused:
                 remove_written(work.written)
                 work.refused.append(refused)

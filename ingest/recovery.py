@@ -99,10 +99,11 @@ def _resume_position(out: Path, source: str, partition: int, flushes: list[Store
 def table_resume_position(table: Table, source: str, partition: int, committed: int | None) -> int | None:
     """Where to resume reading a partition of a table: its next offset as the table's log says, the
     committed offset a hint as for a tree (a commit is atomic: no flush is ever incomplete)."""
-    return _reconcile(table.root, source, partition, table.position(source, partition), committed)
+    return _reconcile(table.url, source, partition, table.position(source, partition), committed)
 
 
-def _reconcile(out: Path, source: str, partition: int, stored_end: int | None, committed: int | None) -> int | None:
+def _reconcile(out: Path | str, source: str, partition: int, stored_end: int | None,
+               committed: int | None) -> int | None:
     """The resume position, given where the stored data of a partition ends and its committed offset."""
     if committed is not None and committed > (stored_end or 0):
         raise MissingStoredFiles(

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from storage.durable import write_atomically, write_durably
 from storage.layout import DEAD_LETTER_DIR, FileName
-from storage.table import Table, TableFile
+from storage.table import DataFile, Table, TableFile
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +43,10 @@ class Compaction:
 
 def compact(table: Table, target_rows: int, compression: str = "zstd") -> Compaction:
     """Merge the table's runs of small committed files (see the module docstring)."""
+    root = table.local_root()
     runs = _runs(table.files(), target_rows)
     removed: list[TableFile] = []
-    added: list[Path] = []
+    added: list[DataFile] = []
     rows = 0
     for run in runs:
         names = [_name(file) for file in run]
@@ -53,12 +54,12 @@ def compact(table: Table, target_rows: int, compression: str = "zstd") -> Compac
         data = pa.concat_tables([pq.read_table(file.path) for file in run], promote_options="default")
         path = run[0].path.with_name(merged.render("parquet"))
         write_durably(path, partial(_write, data, compression))
-        letters = [table.root / DEAD_LETTER_DIR / name.render("jsonl") for name in names]
+        letters = [root / DEAD_LETTER_DIR / name.render("jsonl") for name in names]
         lines = b"".join(letter.read_bytes() for letter in letters if letter.exists())
         if lines:
-            write_atomically(table.root / DEAD_LETTER_DIR / merged.render("jsonl"), lines)
+            write_atomically(root / DEAD_LETTER_DIR / merged.render("jsonl"), lines)
         removed.extend(run)
-        added.append(path)
+        added.append(DataFile.local(root, path))
         rows += data.num_rows
     if added:
         table.replace(removed, added)

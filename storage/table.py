@@ -46,6 +46,7 @@ from deltalake.transaction import (
 
 from schemas.arrow import REQUEST_STEP_SCHEMA
 from storage.layout import DEAD_LETTER_DIR, FileName
+from storage.location import S3Location
 
 logger = logging.getLogger(__name__)
 
@@ -66,13 +67,32 @@ class CommitRefused(RuntimeError):
 
 
 @dataclass(frozen=True, slots=True)
-class TableFile:
-    """A data file a commit names: its path (absolute), size in bytes and partition values."""
+class DataFile:
+    """A data file to commit: its path under the table's root (``dt=…/hour=…/<name>``) and size."""
 
-    path: Path
+    relative: str
+    size: int
+
+    @classmethod
+    def local(cls, root: Path, path: Path) -> DataFile:
+        return cls(path.relative_to(root).as_posix(), path.stat().st_size)
+
+
+@dataclass(frozen=True, slots=True)
+class TableFile:
+    """A data file a commit names: where it is (an absolute path, or an ``s3://`` URL), its path
+    under the table's root, size in bytes and partition values."""
+
+    location: str
+    relative: str
     size: int
     dt: str
     hour: str
+
+    @property
+    def path(self) -> Path:
+        """The file of a local table."""
+        return Path(self.location)
 
     def damage(self) -> str | None:
         """What is wrong with the file as it lies on disk (None: there, with the committed size)."""
@@ -83,8 +103,10 @@ class TableFile:
         return None if size == self.size else f"named by the table's log with {self.size} bytes, but has {size}"
 
 
-def is_table(root: Path) -> bool:
+def is_table(root: Path | S3Location) -> bool:
     """Whether ``root`` holds a table (a transaction log), not a plain tree."""
+    if isinstance(root, S3Location):
+        return bool(DeltaTable.is_deltatable(root.url, root.storage_options()))
     return (root / LOG_DIR).is_dir()
 
 
@@ -93,10 +115,10 @@ def app_id(source: str, partition: int) -> str:
     return f"specmetrics/{source}/{partition}"
 
 
-def create_table(root: Path, paths: Sequence[Path], positions: dict[tuple[str, int], int]) -> None:
-    """Make ``root`` a table whose first commit names ``paths`` (data files under ``root``) and sets
-    each (source, partition)'s next offset: all of it or, when the commit fails, nothing."""
-    actions = [_add(root, path, int(time.time_ns() // 1_000_000)) for path in paths]
+def create_table(root: Path, files: Sequence[DataFile], positions: dict[tuple[str, int], int]) -> None:
+    """Make ``root`` a table whose first commit names ``files`` and sets each (source, partition)'s
+    next offset: all of it or, when the commit fails, nothing."""
+    actions = [_add(file, int(time.time_ns() // 1_000_000)) for file in files]
     create_table_with_add_actions(
         str(root), Schema.from_arrow(TABLE_SCHEMA), actions, mode="error", partition_by=PARTITION_BY,
         name="request_outcomes",
@@ -104,36 +126,46 @@ def create_table(root: Path, paths: Sequence[Path], positions: dict[tuple[str, i
                                                              for (source, partition), position in positions.items()]))
 
 
-def _add(root: Path, path: Path, now_ms: int, data_change: bool = True) -> AddAction:
-    """The action that adds the data file ``path`` (in its ``dt=/hour=`` folder under ``root``);
-    ``data_change`` False: rows that were in the table already (a compaction)."""
-    relative = path.relative_to(root)
-    dt, hour = (part.split("=", 1)[1] for part in relative.parts[:2])
-    return AddAction(relative.as_posix(), path.stat().st_size, {"dt": dt, "hour": hour}, now_ms, data_change, "{}")
+def _add(file: DataFile, now_ms: int, data_change: bool = True) -> AddAction:
+    """The action that adds ``file``; ``data_change`` False: rows that were in the table already (a compaction)."""
+    dt, hour = (part.split("=", 1)[1] for part in file.relative.split("/")[:2])
+    return AddAction(file.relative, file.size, {"dt": dt, "hour": hour}, now_ms, data_change, "{}")
 
 
 class Table:
-    """One Delta table of stored steps, opened (or created empty) at ``root``."""
+    """One Delta table of stored steps, opened (or created empty) at ``root``: a local folder, or
+    ``s3://bucket/prefix`` (:class:`storage.location.S3Location`)."""
 
-    def __init__(self, root: Path, create: bool = False) -> None:
+    def __init__(self, root: Path | S3Location, create: bool = False) -> None:
         self.root = root
+        if isinstance(root, S3Location):
+            self.url, self._options = root.url, root.storage_options()
+        else:
+            self.url, self._options = str(root), {}
         if create and not is_table(root):
-            root.mkdir(parents=True, exist_ok=True)
+            if isinstance(root, Path):
+                root.mkdir(parents=True, exist_ok=True)
             try:
-                DeltaTable.create(str(root), TABLE_SCHEMA, mode="ignore", partition_by=PARTITION_BY,
-                                  name="request_outcomes")
+                DeltaTable.create(self.url, TABLE_SCHEMA, mode="ignore", partition_by=PARTITION_BY,
+                                  name="request_outcomes", storage_options=self._options or None)
             except DeltaError:
                 if not is_table(root):
                     raise
                 # another writer created it at the same moment
-        self._delta = DeltaTable(str(root))
+        self._delta = DeltaTable(self.url, storage_options=self._options or None)
+
+    def local_root(self) -> Path:
+        """The folder of a local table; an error for one on S3, for what is done on local ones only."""
+        if not isinstance(self.root, Path):
+            raise ValueError(f"{self.url}: not done yet for a table on S3")
+        return self.root
 
     def position(self, source: str, partition: int) -> int | None:
         """The partition's next offset as the latest commit says (None: nothing of it committed)."""
         self._delta.update_incremental()
         return self._delta.transaction_version(app_id(source, partition))
 
-    def commit(self, name: FileName, paths: Sequence[Path]) -> None:
+    def commit(self, name: FileName, files: Sequence[DataFile]) -> None:
         """Commit the data files of the flush ``name`` (written under ``root``) as one commit that
         sets the partition's next offset past the flush; :class:`CommitRefused` if the table holds
         the partition past where the flush starts, or another writer committed it meanwhile."""
@@ -144,7 +176,7 @@ class Table:
                                 f"{position}, not {name.start} where the flush starts: another writer committed it",
                                 position)
         now_ms = time.time_ns() // 1_000_000
-        actions: list[AddAction | RemoveAction] = [_add(self.root, path, now_ms) for path in paths]
+        actions: list[AddAction | RemoveAction] = [_add(file, now_ms) for file in files]
         try:
             self._delta.create_write_transaction(
                 actions, "append", TABLE_SCHEMA, partition_by=PARTITION_BY,
@@ -165,17 +197,17 @@ class Table:
                                         actions["partition.dt"].to_pylist(), actions["partition.hour"].to_pylist(),
                                         strict=True):
             if (first is None or dt >= first) and (last is None or dt <= last):
-                files.append(TableFile(self.root / path, size, dt, hour))
+                files.append(TableFile(f"{self.url}/{path}", path, size, dt, hour))
         return files
 
-    def replace(self, removed: Sequence[TableFile], added: Sequence[Path]) -> None:
+    def replace(self, removed: Sequence[TableFile], added: Sequence[DataFile]) -> None:
         """One commit that removes ``removed`` and adds ``added`` (data files under ``root``), the
         partitions' offsets unchanged: the same rows in other files."""
         now_ms = time.time_ns() // 1_000_000
         actions: list[AddAction | RemoveAction] = [
-            RemoveAction(file.path.relative_to(self.root).as_posix(), False, now_ms, file.size,
-                         {"dt": file.dt, "hour": file.hour}) for file in removed]
-        actions.extend(_add(self.root, path, now_ms, data_change=False) for path in added)
+            RemoveAction(file.relative, False, now_ms, file.size, {"dt": file.dt, "hour": file.hour})
+            for file in removed]
+        actions.extend(_add(file, now_ms, data_change=False) for file in added)
         self._delta.update_incremental()
         self._delta.create_write_transaction(actions, "append", TABLE_SCHEMA, partition_by=PARTITION_BY)
 
@@ -184,12 +216,13 @@ class Table:
         more than ``retention_hours`` ago: data files of writers killed or refused before their
         commit, or dropped into the folders, and the dead-letter files of such flushes. Younger
         ones may belong to a flush about to be committed, and stay."""
+        root = self.local_root()
         self._delta.update_incremental()
-        data = [self.root / path for path in self._delta.vacuum(
+        data = [root / path for path in self._delta.vacuum(
             retention_hours=int(retention_hours), dry_run=True, enforce_retention_duration=False, full=True)]
         committed = {FileName.parse(file.path.name) for file in self.files()}
         cutoff = time.time() - retention_hours * 3600
-        letters = [path for path in sorted((self.root / DEAD_LETTER_DIR).glob("*.jsonl"))
+        letters = [path for path in sorted((root / DEAD_LETTER_DIR).glob("*.jsonl"))
                    if (name := FileName.parse(path.name)) is not None and name.attempt and name not in committed
                    and path.stat().st_mtime < cutoff]
         files = sorted([*data, *letters])

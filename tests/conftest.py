@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from devtools.kafka_broker import TansuBroker
+from devtools.s3_server import SeaweedS3
 
 
 @pytest.fixture
@@ -26,6 +27,23 @@ def kafka_broker() -> Iterator[TansuBroker]:
     """The suite's broker (tests that restart a broker start their own)."""
     with TansuBroker() as broker:
         yield broker
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[SeaweedS3]:
+    """The suite's S3 server (SeaweedFS; tests that restart one start their own)."""
+    with SeaweedS3() as server:
+        yield server
+
+
+@pytest.fixture
+def s3_url(s3_server: SeaweedS3, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh bucket on the suite's S3 server, and the writer's settings in the environment."""
+    bucket = f"specmetrics-{uuid.uuid4().hex[:8]}"
+    s3_server.create_bucket(bucket)
+    for name, value in s3_server.environment().items():
+        monkeypatch.setenv(name, value)
+    return f"s3://{bucket}/data"
 
 
 @pytest.fixture

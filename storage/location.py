@@ -1,0 +1,140 @@
+"""Where an output lives: a local folder, or ``s3://bucket/prefix`` on an object store.
+
+The S3 endpoint, region and credentials come, in this order, from ``SPECMETRICS_S3_*`` (below),
+the standard AWS environment (``AWS_ENDPOINT_URL``, ``AWS_REGION`` or ``AWS_DEFAULT_REGION``,
+``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``) and the AWS config files
+(``~/.aws/credentials`` and ``~/.aws/config``, or ``AWS_SHARED_CREDENTIALS_FILE`` and
+``AWS_CONFIG_FILE``; the profile ``AWS_PROFILE``, else ``default``). Secrets are held as
+:class:`pydantic.SecretStr`: no repr, log line or error message shows them.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:
+    import pyarrow.fs
+
+S3_SCHEME = "s3://"
+
+
+class S3Settings(BaseSettings):
+    """Overrides of the AWS environment and files for the object store (``SPECMETRICS_S3_*``)."""
+
+    model_config = SettingsConfigDict(env_prefix="SPECMETRICS_S3_", frozen=True, extra="forbid",
+                                      hide_input_in_errors=True)
+
+    endpoint: str | None = Field(default=None, description="The store's URL (http://host:port for a local "
+                                 "SeaweedFS or MinIO); None: AWS_ENDPOINT_URL, else AWS S3 itself.")
+    region: str | None = Field(default=None, description="None: AWS_REGION, AWS_DEFAULT_REGION, the profile's "
+                               "region, else us-east-1.")
+    access_key_id: SecretStr | None = None
+    secret_access_key: SecretStr | None = None
+    session_token: SecretStr | None = None
+
+
+@dataclass(frozen=True)
+class S3Credentials:
+    """What a client of the store needs, resolved once (see the module docstring)."""
+
+    endpoint: str | None
+    region: str
+    access_key_id: SecretStr | None
+    secret_access_key: SecretStr | None
+    session_token: SecretStr | None
+
+    @classmethod
+    def resolve(cls, settings: S3Settings | None = None) -> S3Credentials:
+        settings = settings or S3Settings()
+        profile = os.environ.get("AWS_PROFILE", "default")
+        files = _profile(os.environ.get("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials"), profile)
+        config = _profile(os.environ.get("AWS_CONFIG_FILE", "~/.aws/config"),
+                          profile if profile == "default" else f"profile {profile}")
+
+        def secret(own: SecretStr | None, env: str, key: str) -> SecretStr | None:
+            value = own.get_secret_value() if own else os.environ.get(env) or files.get(key)
+            return SecretStr(value) if value else None
+
+        return cls(
+            endpoint=settings.endpoint or os.environ.get("AWS_ENDPOINT_URL") or config.get("endpoint_url"),
+            region=settings.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+            or config.get("region") or "us-east-1",
+            access_key_id=secret(settings.access_key_id, "AWS_ACCESS_KEY_ID", "aws_access_key_id"),
+            secret_access_key=secret(settings.secret_access_key, "AWS_SECRET_ACCESS_KEY", "aws_secret_access_key"),
+            session_token=secret(settings.session_token, "AWS_SESSION_TOKEN", "aws_session_token"),
+        )
+
+
+def _profile(path: str, section: str) -> dict[str, str]:
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(Path(path).expanduser())
+    except configparser.Error:
+        return {}
+    return dict(parser[section]) if parser.has_section(section) else {}
+
+
+@dataclass(frozen=True)
+class S3Location:
+    """``s3://bucket/prefix``: the output's root on the object store."""
+
+    bucket: str
+    prefix: str
+    credentials: S3Credentials
+
+    @classmethod
+    def parse(cls, url: str, credentials: S3Credentials | None = None) -> S3Location:
+        if not url.startswith(S3_SCHEME):
+            raise ValueError(f"not an S3 URL: {url!r} (s3://bucket/prefix)")
+        bucket, _, prefix = url.removeprefix(S3_SCHEME).partition("/")
+        if not bucket or ".." in prefix.split("/"):
+            raise ValueError(f"bad S3 URL {url!r}: expected s3://bucket/prefix")
+        return cls(bucket, prefix.strip("/"), credentials or S3Credentials.resolve())
+
+    @property
+    def url(self) -> str:
+        return f"{S3_SCHEME}{self.bucket}/{self.prefix}".rstrip("/")
+
+    def key(self, relative: str) -> str:
+        """The object of ``relative`` (a path under the root), as pyarrow's file system names it."""
+        return "/".join(part for part in (self.bucket, self.prefix, relative) if part)
+
+    def filesystem(self) -> pyarrow.fs.S3FileSystem:
+        from pyarrow.fs import S3FileSystem
+
+        c = self.credentials
+        endpoint = c.endpoint
+        scheme = "http" if endpoint and endpoint.startswith("http://") else "https"
+        return S3FileSystem(
+            access_key=c.access_key_id.get_secret_value() if c.access_key_id else None,
+            secret_key=c.secret_access_key.get_secret_value() if c.secret_access_key else None,
+            session_token=c.session_token.get_secret_value() if c.session_token else None,
+            region=c.region, scheme=scheme,
+            endpoint_override=endpoint.split("://", 1)[1] if endpoint else None,
+            connect_timeout=5, request_timeout=30,
+        )
+
+    def storage_options(self) -> dict[str, str]:
+        """The options delta-rs (object_store) takes for the store. Commits use the store's
+        conditional write (``If-None-Match``), so two writers never both create one log entry."""
+        c = self.credentials
+        options = {"AWS_REGION": c.region, "AWS_CONDITIONAL_PUT": "etag"}
+        if c.endpoint:
+            options["AWS_ENDPOINT_URL"] = c.endpoint
+            options["AWS_ALLOW_HTTP"] = str(c.endpoint.startswith("http://")).lower()
+        for key, value in (("AWS_ACCESS_KEY_ID", c.access_key_id), ("AWS_SECRET_ACCESS_KEY", c.secret_access_key),
+                           ("AWS_SESSION_TOKEN", c.session_token)):
+            if value is not None:
+                options[key] = value.get_secret_value()
+        return options
+
+
+def is_s3(target: str | Path) -> bool:
+    return str(target).startswith(S3_SCHEME)
