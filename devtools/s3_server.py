@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import random
-import signal
 import socket
 import subprocess
 import sys
@@ -71,12 +70,15 @@ class SeaweedS3:
             [str(weed_binary()), "server", f"-dir={self.data / 'store'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
              f"-master.port={master}", f"-volume.port={volume}", f"-filer.port={filer}", "-s3",
              f"-s3.port={self.port}", f"-s3.config={self.data / 's3.json'}", f"-s3.port.iceberg={iceberg}",
-             f"-s3.port.lance={lance}", "-master.telemetry=false"],
+             f"-s3.port.lance={lance}", "-master.telemetry=false", "-volume.preStopSeconds=0",
+             "-master.electionTimeout=1s", "-master.volumeSizeLimitMB=64", "-volume.max=0"],
             stdout=subprocess.DEVNULL, stderr=(self.data / "weed.log").open("ab"))
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"weed exited with code {self._process.returncode}: see {self.data / 'weed.log'}")
+                errors = [line for line in (self.data / "weed.log").read_text(errors="replace").splitlines()
+                          if line.startswith(("E", "F"))]
+                raise RuntimeError(f"weed exited with code {self._process.returncode}: {errors[-3:]}")
             try:
                 urllib.request.urlopen(self.endpoint, timeout=1)
             except urllib.error.HTTPError:  # it answers (403 without credentials): up
@@ -99,13 +101,10 @@ class SeaweedS3:
                 "SPECMETRICS_S3_ACCESS_KEY_ID": key, "SPECMETRICS_S3_SECRET_ACCESS_KEY": secret}
 
     def stop(self) -> None:
+        """Kill the server (a crash: what it acknowledged is in its files, which the next start reads)."""
         if self._process is not None:
-            self._process.send_signal(signal.SIGTERM)
-            try:
-                self._process.wait(30)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+            self._process.kill()
+            self._process.wait()
             self._process = None
 
     def __enter__(self) -> SeaweedS3:

@@ -54,6 +54,7 @@ from schemas.arrow import REQUEST_STEP_SCHEMA
 from schemas.version import UnsupportedSchemaVersion
 from schemas.wire import InvalidRecord, decode_step
 from storage.layout import STATE_DIR, FileName
+from storage.location import S3Location
 from storage.table import CommitRefused, DataFile, Table, is_table
 
 if TYPE_CHECKING:  # kafka-python is an optional dependency
@@ -104,10 +105,13 @@ class _Flush:
 class Ingester:
     """Runs one source into one output directory."""
 
-    def __init__(self, source: Source, out: Path, settings: IngestSettings | None = None,
-                 dead_letter_topic: DeadLetterTopic | None = None, observer: IngestObserver | None = None) -> None:
-        """``observer`` is told of every step as soon as it is validated (after each poll), of
-        offsets recorded lost, and of the source's lag (about once a second)."""
+    def __init__(self, source: Source, out: Path | S3Location, settings: IngestSettings | None = None,
+                 dead_letter_topic: DeadLetterTopic | None = None, observer: IngestObserver | None = None,
+                 state_dir: Path | None = None) -> None:
+        """``out``: a local folder, or an S3 prefix (always a table). ``state_dir``: where the
+        partition locks lie (default ``out/_state``; required for S3). ``observer`` is told of every
+        step as soon as it is validated (after each poll), of offsets recorded lost, and of the
+        source's lag (about once a second)."""
         self.source = source
         self._observer = observer
         self.out = out
@@ -133,7 +137,9 @@ class Ingester:
         self._max_ahead_us = int(self.settings.max_ahead_s * 1_000_000)
         self._max_behind_us = int(self.settings.max_behind_s * 1_000_000)
         self._read_clock()
-        self._locks = PartitionLocks(out / STATE_DIR, source.name)
+        if state_dir is None and not isinstance(out, Path):
+            raise ValueError("an ingester of an S3 output needs a local state folder")
+        self._locks = PartitionLocks(state_dir or out / STATE_DIR, source.name)  # type: ignore[operator]
         self._table = _open_table(out, self.settings.table)
         source.listen(self._assigned, self._revoked, self._lost)
 
@@ -211,7 +217,7 @@ class Ingester:
                 self._buffers[partition] = orphan
                 positions[partition] = position = orphan.end_offset + 1
             elif self.settings.dedupe_steps:
-                self._read_at[partition] = recent_steps(self._table or self.out, self.source.name, partition,
+                self._read_at[partition] = recent_steps(self._table or self._local_out, self.source.name, partition,
                                                         self.settings.dedupe_steps)
             if position is not None:
                 self._next[partition] = position
@@ -239,7 +245,7 @@ class Ingester:
         try:
             if self._table is not None:
                 return table_resume_position(self._table, self.source.name, partition, committed)
-            return resume_positions(self.out, self.source.name, {partition: committed})[partition]
+            return resume_positions(self._local_out, self.source.name, {partition: committed})[partition]
         finally:
             self._locks.release(partition)
 
@@ -444,7 +450,7 @@ class Ingester:
                         return
                     if not self.source.commit(next_offsets):  # stored all the same: the table's log is the truth
                         self._stop_storing(next_offsets, "the flush is committed to the table")
-                elif is_table(self.out):
+                elif isinstance(self.out, Path) and is_table(self.out):
                     name = work.name
                     raise ValueError(f"{self.out} was made a table while this ingester wrote it as a tree: the flush "
                                      f"of offsets {name.start}-{name.end} of partition {name.partition} is not "
@@ -457,7 +463,7 @@ class Ingester:
                 self._locks.release(work.name.partition)
             if work.name.partition not in self._refused:
                 self._next.update(next_offsets)
-            self.stats.files += sum(file.path.suffix == ".parquet" for file in work.written)
+            self.stats.files += sum(file.suffix == ".parquet" for file in work.written)
             self.stats.rows += work.table.num_rows
             self.stats.dead_letters += len(work.dead_letters)
             self.stats.lost_offsets += work.name.end - work.name.start + 1 if work.lost else 0
@@ -485,6 +491,11 @@ class Ingester:
                        "at offset %d: the source lost what this flush holds, so its files stay (the only copy)",
                        partition, self.source.name, work.name.start, work.name.end, ends.get(partition, 0))
         return True
+
+    @property
+    def _local_out(self) -> Path:
+        assert isinstance(self.out, Path)  # an S3 output is a table
+        return self.out
 
     def _attempt(self) -> str:
         """A flush's own token in its file names, in a table (see storage.table); nothing in a tree."""
@@ -533,8 +544,8 @@ class Ingester:
         self._write_files(work)
         if self._table is not None:
             try:
-                self._table.commit(work.name, [DataFile.local(self.out, file.path) for file in work.written
-                                               if file.path.suffix == ".parquet"])
+                self._table.commit(work.name, [DataFile(file.relative, file.size) for file in work.written
+                                               if file.suffix == ".parquet"])
             except CommitRefused as refused:
                 remove_written(work.written)
                 work.refused.append(refused)
@@ -543,24 +554,22 @@ class Ingester:
         if self._table is not None and (work.lost is not None or not work.table.num_rows):
             # Every commit to a table names a data file of the flush's offsets: it is what makes them stored.
             at_us = work.first_event_us if work.first_event_us is not None else time.time_ns() // 1000
-            for path in write_partitioned(self.out, work.name, work.table, work.event_time_us, self._options, at_us):
-                work.written.append(WrittenFile.of(path))
+            work.written.extend(write_partitioned(self.out, work.name, work.table, work.event_time_us, self._options,
+                                                  at_us))
         if work.lost is not None:
-            path = write_lost_range(self.out, work.name, work.lost.reason)
-            work.written.append(WrittenFile.of(path))
+            letters = write_lost_range(self.out, work.name, work.lost.reason)
+            work.written.append(letters)
             logger.warning("offsets %d-%d of %s partition %d are lost (%s); recorded in %s", work.name.start,
-                           work.name.end, work.name.source, work.name.partition, work.lost.reason, path)
+                           work.name.end, work.name.source, work.name.partition, work.lost.reason, letters.relative)
             return
         letter_files = 1 if work.dead_letters else 0
         if work.table.num_rows or not (work.dead_letters or self._table is not None):
             # Steps without outcomes alone still get a (row-less) file: verify finds covered offsets by file name.
-            for path in write_partitioned(self.out, work.name, work.table, work.event_time_us, self._options,
-                                          work.first_event_us, other_files=letter_files):
-                work.written.append(WrittenFile.of(path))
+            work.written.extend(write_partitioned(self.out, work.name, work.table, work.event_time_us, self._options,
+                                                  work.first_event_us, other_files=letter_files))
         if work.dead_letters:
             flush_files = len(work.written) + 1
-            work.written.append(WrittenFile.of(write_dead_letters(self.out, work.name, work.dead_letters,
-                                                                  flush_files)))
+            work.written.append(write_dead_letters(self.out, work.name, work.dead_letters, flush_files))
             for letter in work.dead_letters:
                 logger.warning("dead letter at %s partition %d offset %d: %s",
                                work.name.source, letter.partition, letter.offset, letter.reason)
@@ -568,8 +577,10 @@ class Ingester:
                 self._dead_letter_topic.publish(self._dead_letter_topic.address.topic, work.dead_letters)
 
 
-def _open_table(out: Path, table: bool) -> Table | None:
-    """The table in ``out``: created where ``table`` is asked for, opened where one is (None: a tree)."""
+def _open_table(out: Path | S3Location, table: bool) -> Table | None:
+    """The table in ``out``: created where ``table`` is asked for or on S3, opened where one is (None: a tree)."""
+    if isinstance(out, S3Location):
+        return Table(out, create=True)
     if is_table(out):
         return Table(out)
     if not table:

@@ -1,22 +1,26 @@
 """The ingester's writes into its output tree (laid out as :mod:`storage.layout` says): Parquet
-files split by event-time hour, dead letters, lost ranges, each written durably."""
+files split by event-time hour, dead letters, lost ranges, each written durably into a local folder,
+or as one object each under an S3 prefix (an object appears whole, or not at all, when its upload
+completes; an S3 output is always a table, so a file counts only once committed)."""
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest.batch import DeadLetter
-from storage.durable import write_atomically, write_durably
+from storage.durable import write_durably
 from storage.layout import DEAD_LETTER_DIR, FLUSH_FILES_KEY, FileName
+from storage.location import S3Location
 
 _HOUR_US = 3_600_000_000
 
@@ -29,9 +33,9 @@ class ParquetOptions:
 
 
 def write_partitioned(
-    out: Path, name: FileName, table: pa.Table, event_time_us: np.ndarray, options: ParquetOptions,
+    out: Path | S3Location, name: FileName, table: pa.Table, event_time_us: np.ndarray, options: ParquetOptions,
     empty_at_us: int | None = None, other_files: int = 0,
-) -> list[Path]:
+) -> list[WrittenFile]:
     """Write ``table`` split by event-time hour, one durable file per hour. A table without rows
     is written as one file without rows in the hour of ``empty_at_us`` (if given), so that its
     name still says which offsets the flush covered. Each file records the flush's file count:
@@ -40,23 +44,30 @@ def write_partitioned(
     unique_hours = np.unique(hours)
     flush_files = str(len(unique_hours) + other_files).encode()
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), FLUSH_FILES_KEY.encode(): flush_files})
-    paths = []
+    written = []
     for hour in unique_hours:
         part = table if len(unique_hours) == 1 else table.filter(pa.array(hours == hour))
         when = datetime.fromtimestamp(int(hour) * 3600, UTC)
         # %Y does not pad years before 1000 on glibc
-        path = out / f"dt={when.year:04d}-{when:%m-%d}" / f"hour={when:%H}" / name.render("parquet")
-        write_durably(path, partial(_write_parquet, part, options))
-        paths.append(path)
-    return paths
+        relative = f"dt={when.year:04d}-{when:%m-%d}/hour={when:%H}/{name.render('parquet')}"
+        written.append(write_file(out, relative, partial(_write_parquet, part, options)))
+    return written
 
 
-def _write_parquet(table: pa.Table, options: ParquetOptions, path: Path) -> None:
-    pq.write_table(table, path, compression=options.compression, compression_level=options.compression_level,
+def _write_parquet(table: pa.Table, options: ParquetOptions, where: Path | pa.NativeFile) -> None:
+    pq.write_table(table, where, compression=options.compression, compression_level=options.compression_level,
                    row_group_size=options.row_group_rows)
 
 
-def write_dead_letters(out: Path, name: FileName, letters: list[DeadLetter], flush_files: int = 1) -> Path:
+def _write_bytes(data: bytes, where: Path | pa.NativeFile) -> None:
+    if isinstance(where, Path):
+        where.write_bytes(data)
+    else:
+        where.write(data)
+
+
+def write_dead_letters(out: Path | S3Location, name: FileName, letters: list[DeadLetter],
+                       flush_files: int = 1) -> WrittenFile:
     """One JSON line per rejected record: reason and original bytes (base64), and the number of
     files of the flush (this one included)."""
     lines = (
@@ -67,46 +78,74 @@ def write_dead_letters(out: Path, name: FileName, letters: list[DeadLetter], flu
         })
         for letter in letters
     )
-    path = out / DEAD_LETTER_DIR / name.render("jsonl")
-    write_atomically(path, ("\n".join(lines) + "\n").encode())
-    return path
+    return write_file(out, f"{DEAD_LETTER_DIR}/{name.render('jsonl')}", partial(_write_bytes,
+                                                                             ("\n".join(lines) + "\n").encode()))
 
 
-def write_lost_range(out: Path, name: FileName, reason: str) -> Path:
+def write_lost_range(out: Path | S3Location, name: FileName, reason: str) -> WrittenFile:
     """One JSON line recording that offsets ``name.start`` to ``name.end`` are gone from the source
     (``"lost": true``); its name covers them, so the offsets stay accounted for without a gap."""
     line = json.dumps({"lost": True, "source": name.source, "partition": name.partition, "offset": name.start,
                        "last_offset": name.end, "reason": reason, FLUSH_FILES_KEY: 1})
-    path = out / DEAD_LETTER_DIR / name.render("jsonl")
-    write_atomically(path, (line + "\n").encode())
-    return path
+    return write_file(out, f"{DEAD_LETTER_DIR}/{name.render('jsonl')}", partial(_write_bytes, (line + "\n").encode()))
 
 
 @dataclass(frozen=True, slots=True)
 class WrittenFile:
-    """A file as this process wrote it: another writer that renames its own file onto the
-    same path gives that path another inode and modification time."""
+    """A file as this process wrote it, under its output's root: another writer that renames its
+    own file onto the same local path gives that path another inode and modification time."""
 
-    path: Path
-    inode: int
-    mtime_ns: int
+    root: Path | S3Location
+    relative: str
+    size: int
+    inode: int = 0
+    mtime_ns: int = 0
+
+    @property
+    def path(self) -> Path:
+        """The file of a local output."""
+        assert isinstance(self.root, Path)
+        return self.root / self.relative
+
+    @property
+    def suffix(self) -> str:
+        return PurePosixPath(self.relative).suffix
 
     @classmethod
-    def of(cls, path: Path) -> WrittenFile:
+    def of(cls, root: Path, path: Path) -> WrittenFile:
         stat = path.stat()
-        return cls(path, stat.st_ino, stat.st_mtime_ns)
+        return cls(root, path.relative_to(root).as_posix(), stat.st_size, stat.st_ino, stat.st_mtime_ns)
 
 
-def remove_written(files: list[WrittenFile]) -> list[Path]:
+def write_file(root: Path | S3Location, relative: str, write: Callable[[Path | pa.NativeFile], None]) -> WrittenFile:
+    """Write ``relative`` under ``root``: a local file durably (``write`` gets a temp path), an
+    object in one upload (``write`` gets the stream)."""
+    if isinstance(root, Path):
+        path = root / relative
+        write_durably(path, write)
+        return WrittenFile.of(root, path)
+    filesystem = root.filesystem()
+    with filesystem.open_output_stream(root.key(relative)) as stream:
+        write(stream)
+        size = stream.tell()
+    return WrittenFile(root, relative, size)
+
+
+def remove_written(files: list[WrittenFile]) -> list[str]:
     """Delete the files of a flush whose commit was refused, unless they were replaced since:
-    the partition's new owner may already have rewritten the same name, and that one stays."""
+    the partition's new owner may already have rewritten the same local name, and that one stays
+    (an object's name has the flush's own attempt token: none but its writer writes it)."""
     removed = []
     for file in files:
+        if isinstance(file.root, S3Location):
+            file.root.filesystem().delete_file(file.root.key(file.relative))
+            removed.append(file.relative)
+            continue
         try:
             stat = file.path.stat()
         except FileNotFoundError:  # removed since (an incomplete flush, see ingest.recovery)
             continue
         if (stat.st_ino, stat.st_mtime_ns) == (file.inode, file.mtime_ns):
             file.path.unlink(missing_ok=True)
-            removed.append(file.path)
+            removed.append(file.relative)
     return removed

@@ -23,8 +23,10 @@ from __future__ import annotations
 import json
 import logging
 from collections import OrderedDict, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from functools import partial
+from pathlib import Path, PurePosixPath
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -127,19 +129,23 @@ def recent_steps(out: Path | Table, source: str, partition: int, limit: int) -> 
     """The event ids of the last ``limit`` or so steps the partition's files (of a tree, or committed
     to a table) hold, each with its offset, oldest first: what the ingester remembers to set aside a
     step sent again after a restart."""
+    columns = ["log_offset", "event_id"]
+    readers: list[Callable[[], pa.Table]]
     if isinstance(out, Table):
-        names = ((FileName.parse(file.path.name), file.path) for file in out.files())
-        files = [path for name, path in sorted(((n, p) for n, p in names if n is not None and n.source == source
-                                                and n.partition == partition),
-                                               key=lambda item: (item[0].end, item[0].start, item[1]), reverse=True)]
+        stored = out
+        named = [(name, file) for file in stored.files() if (name := FileName.parse(PurePosixPath(file.relative).name))
+                 and name.source == source and name.partition == partition]
+        named.sort(key=lambda item: (item[0].end, item[0].start, item[1].relative), reverse=True)
+        readers = [partial(stored.read, file, columns) for _, file in named]
     else:
         flushes = _stored_flushes(out, source, {partition}).get(partition, [])
-        files = [path for flush in reversed(flushes) for path in reversed(flush.paths) if path.suffix == ".parquet"]
+        readers = [partial(pq.read_table, path, columns=columns) for flush in reversed(flushes)
+                   for path in reversed(flush.paths) if path.suffix == ".parquet"]
     steps: list[tuple[int, str]] = []
-    for path in files:
+    for read in readers:
         if len(steps) >= limit:
             break
-        table = pq.read_table(path, columns=["log_offset", "event_id"])
+        table = read()
         pairs = table.group_by(["log_offset", "event_id"]).aggregate([])
         steps.extend(zip(pairs["log_offset"].to_pylist(), map(str, pairs["event_id"].to_pylist()), strict=True))
     steps.sort()

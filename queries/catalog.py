@@ -39,14 +39,17 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
+from fsspec.implementations.arrow import ArrowFSWrapper
 
 from queries.guard import check_read_only
 from schemas.arrow import REQUEST_STEP_SCHEMA
 from storage.layout import DATA_GLOB, ROLLUP_DIR
-from storage.table import LOG_DIR
+from storage.location import S3Location, is_s3
+from storage.table import LOG_DIR, Table, is_table
 from storage.tree_files import partition_files, select_files
 
 SOURCE_VIEW = "raw_request_steps"
@@ -102,6 +105,8 @@ def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
     lists the tree again before each query and, when files came or went, selects again, so
     files the ingester adds later are seen.
     """
+    if is_s3(str(data_dir)):
+        return _connect_s3(S3Location.parse(str(data_dir)))
     root = Path(data_dir).expanduser()
     if not root.exists():
         raise FileNotFoundError(
@@ -124,6 +129,38 @@ def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
         con.close()
         raise
     return con
+
+
+def _connect_s3(location: S3Location) -> duckdb.DuckDBPyConnection:
+    """:func:`connect` over a table on S3: its committed files, read through pyarrow's S3 client."""
+    if not is_table(location):
+        raise FileNotFoundError(f"{location.url} holds no table: point at the output of 'specmetrics ingest --out "
+                                f"{location.url}'")
+    con = duckdb.connect(":memory:", config={"python_enable_replacements": False})
+    try:
+        con.register_filesystem(s3_filesystem(location))
+        tree, _ = _create_sources(con, location)
+        _TREES[con] = tree
+        create_views(con, rollup_files=False)
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("SET allowed_directories = ?", [[f"{location.url}/"]])
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+class _S3FileSystem(ArrowFSWrapper):  # type: ignore[misc]
+    """pyarrow's S3 client as an fsspec file system, for DuckDB to read ``s3://`` paths with."""
+
+    protocol = "s3"
+
+
+def s3_filesystem(location: S3Location) -> Any:
+    """The file system to register on a DuckDB connection that reads ``location``'s files."""
+    return _S3FileSystem(location.filesystem())
 
 
 def run_query(con: duckdb.DuckDBPyConnection, sql: str, params: Params | None = None) -> pa.Table:
@@ -221,25 +258,36 @@ def view_statements(con: duckdb.DuckDBPyConnection, layers: Sequence[str] = LAYE
 class _Tree:
     """The tree a connection reads, and its files as listed when the sources were made."""
 
-    root: Path
-    listing: frozenset[Path]
+    root: Path | S3Location
+    listing: frozenset[Path] | int | None
 
 
 #: The tree of each connection made by :func:`connect`.
 _TREES: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, _Tree] = weakref.WeakKeyDictionary()
 
 
-def _listing(root: Path) -> frozenset[Path]:
-    """The files whose coming or going changes what readers take: data, rollups, a table's commits."""
+def _listing(root: Path | S3Location) -> frozenset[Path] | int | None:
+    """The files whose coming or going changes what readers take: data, rollups, a table's commits
+    (on S3: the table's version)."""
+    if isinstance(root, S3Location):
+        return Table(root).version()
     return frozenset([*partition_files(root, None, None), *partition_files(root / ROLLUP_DIR, None, None),
                       *(root / LOG_DIR).glob("*.json")])
 
 
-def _create_sources(con: duckdb.DuckDBPyConnection, root: Path) -> tuple[_Tree, bool]:
+def _create_sources(con: duckdb.DuckDBPyConnection, root: Path | S3Location) -> tuple[_Tree, bool]:
     """Create (or replace) :data:`SOURCE_VIEW` over the data files readers take (or empty), and
     :data:`ROLLUP_SOURCE_VIEW` over the rollups readers take if there are any (else the caller
     makes an empty one once file_rollup exists); the tree as listed, and whether it has rollups."""
     listing = _listing(root)
+    if isinstance(root, S3Location):
+        committed = [file.location for file in Table(root).files()]
+        if committed:
+            _create_tree_view(con, committed, SOURCE_VIEW)
+            comment_source(con)
+        else:
+            create_empty_source(con)
+        return _Tree(root, listing), False
     files = select_files(root, rollup_schema=rollup_schema())
     files.warn()
     if files.data:
@@ -262,7 +310,7 @@ def _refresh_sources(con: duckdb.DuckDBPyConnection) -> None:
             create_empty_rollup_source(con)
 
 
-def _create_tree_view(con: duckdb.DuckDBPyConnection, files: Sequence[Path], view: str) -> None:
+def _create_tree_view(con: duckdb.DuckDBPyConnection, files: Sequence[Path | str], view: str) -> None:
     """Create or replace ``view`` over the hive-partitioned ``files``."""
     # The paths travel as values, never pasted into SQL.
     relation = con.read_parquet([str(path) for path in files], hive_partitioning=True, union_by_name=True)

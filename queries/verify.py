@@ -19,18 +19,21 @@ imports nothing from queries.
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath
 
 import duckdb
+from pyarrow.fs import FileSelector
 
 from ingest.recovery import incomplete_flushes
-from queries.catalog import rollup_schema
+from queries.catalog import rollup_schema, s3_filesystem
 from queries.rollup import RollupCheck, check_rollups
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FileName
-from storage.table import is_table
+from storage.location import S3Location
+from storage.table import Table, is_table
 from storage.tree_files import LeftOut, select_files
 
 
@@ -88,18 +91,52 @@ class VerifyReport:
             and self.rollups.clean and not self.lost and not self.incomplete_flushes and not self.left_out
 
 
+_DATA_FILE = re.compile(r"^dt=[^/]+/hour=[^/]+/[^/]+\.parquet$")
+
+
 def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
     if not data.is_dir():
         raise FileNotFoundError(f"{data} is not a directory")
     files = select_files(data, rollup_schema=rollup_schema())
     table = is_table(data)
     stored = _stored_files(data, files.data if table else None)
-    losses, set_aside = _dead_letters(stored)
+    losses, set_aside = _dead_letters(path.read_bytes() for path in stored if path.suffix == ".jsonl")
     uncommitted = [path.relative_to(data).as_posix() for path in sorted(set(data.glob(DATA_GLOB)) - set(files.data))] \
         if table else []
     return VerifyReport(_coverage(stored), *_duplicate_events(files.data, examples), check_rollups(data, files),
                         lost=losses, incomplete_flushes=[] if table else incomplete_flushes(data),
                         left_out=list(files.left_out), set_aside=set_aside, uncommitted=uncommitted)
+
+
+def verify_table_on_s3(location: S3Location, examples: int = 10) -> VerifyReport:
+    """:func:`verify_tree` of a table on S3: its committed files present with their committed size,
+    offsets covered once, events once, dead letters of committed flushes (reports build no rollups there)."""
+    if not is_table(location):
+        raise FileNotFoundError(f"{location.url} holds no table")
+    committed = Table(location).files()
+    filesystem = location.filesystem()
+    root = location.key("")
+    listed = {info.path.removeprefix(f"{root}/"): info.size
+              for info in filesystem.get_file_info(FileSelector(root, recursive=True)) if info.is_file}
+    left_out, present = [], []
+    for file in committed:
+        size = listed.get(file.relative)
+        if size == file.size:
+            present.append(file)
+        else:
+            reason = "missing" if size is None else f"{size} bytes"
+            left_out.append(LeftOut(file.relative, f"named by the table's log with {file.size} bytes, but {reason}"))
+    names = {FileName.parse(PurePosixPath(file.relative).name) for file in committed}
+    letters = [relative for relative in sorted(listed) if relative.startswith(f"{DEAD_LETTER_DIR}/")
+               and FileName.parse(PurePosixPath(relative).name) in names]
+    losses, set_aside = _dead_letters(filesystem.open_input_stream(location.key(relative)).read()
+                                      for relative in letters)
+    data_files = {file.relative for file in committed}
+    uncommitted = sorted(relative for relative in listed if _DATA_FILE.match(relative) and relative not in data_files)
+    coverage = _coverage([PurePosixPath(relative) for relative in [*(f.relative for f in present), *letters]])
+    return VerifyReport(coverage, *_duplicate_events([file.location for file in present], examples, location),
+                        RollupCheck([], [], []), lost=losses, left_out=left_out,
+                        set_aside=set_aside, uncommitted=uncommitted)
 
 
 def _stored_files(data: Path, committed: Sequence[Path] | None) -> list[Path]:
@@ -112,7 +149,7 @@ def _stored_files(data: Path, committed: Sequence[Path] | None) -> list[Path]:
     return [*committed, *(path for path in dead_letters if FileName.parse(path.name) in names)]
 
 
-def _coverage(files: list[Path]) -> list[PartitionCoverage]:
+def _coverage(files: Sequence[PurePath]) -> list[PartitionCoverage]:
     ranges: dict[tuple[str, int], set[tuple[int, int]]] = defaultdict(set)
     for path in files:
         name = FileName.parse(path.name)
@@ -133,36 +170,38 @@ def _coverage(files: list[Path]) -> list[PartitionCoverage]:
     return report
 
 
-def _dead_letters(files: list[Path]) -> tuple[list[RecordedLoss], list[SetAside]]:
+def _dead_letters(contents: Iterable[bytes]) -> tuple[list[RecordedLoss], list[SetAside]]:
     """What ``_dead_letter`` holds: the ranges recorded lost (a file of one ``"lost": true`` line), and
     the records set aside, grouped by source partition and reason. A line that is not JSON is skipped:
     the file's name still covers its offsets."""
     losses = []
     groups: dict[tuple[str, int, str], list[int]] = defaultdict(list)
-    for path in (path for path in files if path.suffix == ".jsonl"):
-        with path.open("rb") as file:
-            for raw in file:
-                try:
-                    line = json.loads(raw)
-                except ValueError:
-                    continue
-                if not isinstance(line, dict):
-                    continue
-                if line.get("lost") is True:
-                    losses.append(RecordedLoss(line["source"], line["partition"], line["offset"],
-                                               line["last_offset"], line["reason"]))
-                elif "offset" in line:
-                    groups[str(line.get("source")), int(line.get("partition", -1)), str(line.get("reason"))].append(
-                        int(line["offset"]))
+    for content in contents:
+        for raw in content.splitlines():
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(line, dict):
+                continue
+            if line.get("lost") is True:
+                losses.append(RecordedLoss(line["source"], line["partition"], line["offset"],
+                                           line["last_offset"], line["reason"]))
+            elif "offset" in line:
+                groups[str(line.get("source")), int(line.get("partition", -1)), str(line.get("reason"))].append(
+                    int(line["offset"]))
     set_aside = [SetAside(source, partition, reason, len(offsets), min(offsets), max(offsets))
                  for (source, partition, reason), offsets in sorted(groups.items())]
     return sorted(losses, key=lambda loss: (loss.source, loss.partition, loss.first)), set_aside
 
 
-def _duplicate_events(files: Sequence[Path], examples: int) -> tuple[int, list[tuple[str, int]]]:
+def _duplicate_events(files: Sequence[Path | str], examples: int,
+                      location: S3Location | None = None) -> tuple[int, list[tuple[str, int]]]:
     if not files:
         return 0, []
     con = duckdb.connect()
+    if location is not None:
+        con.register_filesystem(s3_filesystem(location))
     try:
         rows = con.execute(
             """

@@ -11,6 +11,7 @@ the standard AWS environment (``AWS_ENDPOINT_URL``, ``AWS_REGION`` or ``AWS_DEFA
 from __future__ import annotations
 
 import configparser
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,19 +108,7 @@ class S3Location:
         return "/".join(part for part in (self.bucket, self.prefix, relative) if part)
 
     def filesystem(self) -> pyarrow.fs.S3FileSystem:
-        from pyarrow.fs import S3FileSystem
-
-        c = self.credentials
-        endpoint = c.endpoint
-        scheme = "http" if endpoint and endpoint.startswith("http://") else "https"
-        return S3FileSystem(
-            access_key=c.access_key_id.get_secret_value() if c.access_key_id else None,
-            secret_key=c.secret_access_key.get_secret_value() if c.secret_access_key else None,
-            session_token=c.session_token.get_secret_value() if c.session_token else None,
-            region=c.region, scheme=scheme,
-            endpoint_override=endpoint.split("://", 1)[1] if endpoint else None,
-            connect_timeout=5, request_timeout=30,
-        )
+        return _filesystem(self.credentials)
 
     def storage_options(self) -> dict[str, str]:
         """The options delta-rs (object_store) takes for the store. Commits use the store's
@@ -134,6 +123,23 @@ class S3Location:
             if value is not None:
                 options[key] = value.get_secret_value()
         return options
+
+
+@functools.cache
+def _filesystem(c: S3Credentials) -> pyarrow.fs.S3FileSystem:
+    """One client per store and credentials (it keeps its connections)."""
+    from pyarrow.fs import S3FileSystem
+
+    endpoint = c.endpoint
+    scheme = "http" if endpoint and endpoint.startswith("http://") else "https"
+    return S3FileSystem(
+        access_key=c.access_key_id.get_secret_value() if c.access_key_id else None,
+        secret_key=c.secret_access_key.get_secret_value() if c.secret_access_key else None,
+        session_token=c.session_token.get_secret_value() if c.session_token else None,
+        region=c.region, scheme=scheme,
+        endpoint_override=endpoint.split("://", 1)[1] if endpoint else None,
+        connect_timeout=5, request_timeout=30,
+    )
 
 
 def is_s3(target: str | Path) -> bool:

@@ -27,6 +27,7 @@ table as any Delta table (``dt`` and ``hour`` are its partition columns).
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema
 from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import (
@@ -106,8 +108,35 @@ class TableFile:
 def is_table(root: Path | S3Location) -> bool:
     """Whether ``root`` holds a table (a transaction log), not a plain tree."""
     if isinstance(root, S3Location):
-        return bool(DeltaTable.is_deltatable(root.url, root.storage_options()))
+        try:
+            return bool(DeltaTable.is_deltatable(root.url, root.storage_options()))
+        except (DeltaError, OSError) as exc:
+            raise store_error(root, exc) from None
     return (root / LOG_DIR).is_dir()
+
+
+#: What the store's error codes mean, for the one line an operator reads.
+_STORE_CODES = {
+    "SignatureDoesNotMatch": "wrong credentials (the store does not accept the secret key)",
+    "InvalidAccessKeyId": "wrong credentials (the store does not know the access key)",
+    "AccessDenied": "access denied (the credentials may not do this)",
+    "NoSuchBucket": "the bucket does not exist",
+}
+
+
+def store_error(location: S3Location, exc: BaseException) -> OSError:
+    """The error of a failed request to the store, as one line naming the URL and the cause (the
+    client's chained message, colours and all, goes to the debug log)."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+    logger.debug("the store's answer: %s", text)
+    code = re.search(r"<Code>(\w+)</Code>", text)
+    if code:
+        reason = _STORE_CODES.get(code[1], code[1])
+    elif "Connection refused" in text or "tcp connect error" in text or "dns error" in text:
+        reason = f"cannot reach the store at {location.credentials.endpoint or 'AWS S3'}"
+    else:
+        reason = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return OSError(f"{location.url}: {reason}")
 
 
 def app_id(source: str, partition: int) -> str:
@@ -142,17 +171,22 @@ class Table:
             self.url, self._options = root.url, root.storage_options()
         else:
             self.url, self._options = str(root), {}
-        if create and not is_table(root):
-            if isinstance(root, Path):
-                root.mkdir(parents=True, exist_ok=True)
-            try:
-                DeltaTable.create(self.url, TABLE_SCHEMA, mode="ignore", partition_by=PARTITION_BY,
-                                  name="request_outcomes", storage_options=self._options or None)
-            except DeltaError:
-                if not is_table(root):
-                    raise
-                # another writer created it at the same moment
-        self._delta = DeltaTable(self.url, storage_options=self._options or None)
+        try:
+            if create and not is_table(root):
+                if isinstance(root, Path):
+                    root.mkdir(parents=True, exist_ok=True)
+                try:
+                    DeltaTable.create(self.url, TABLE_SCHEMA, mode="ignore", partition_by=PARTITION_BY,
+                                      name="request_outcomes", storage_options=self._options or None)
+                except DeltaError:
+                    if not is_table(root):
+                        raise
+                    # another writer created it at the same moment
+            self._delta = DeltaTable(self.url, storage_options=self._options or None)
+        except (DeltaError, OSError) as exc:
+            if isinstance(root, S3Location):
+                raise store_error(root, exc) from None
+            raise
 
     def local_root(self) -> Path:
         """The folder of a local table; an error for one on S3, for what is done on local ones only."""
@@ -160,9 +194,27 @@ class Table:
             raise ValueError(f"{self.url}: not done yet for a table on S3")
         return self.root
 
+    def _refresh(self) -> None:
+        """Read the log's entries since the last read."""
+        try:
+            self._delta.update_incremental()
+        except (DeltaError, OSError) as exc:
+            raise self._failed(exc) from None
+
+    def _failed(self, exc: BaseException) -> OSError:
+        """A failed read or write of the log, as one line."""
+        if isinstance(self.root, S3Location):
+            return store_error(self.root, exc)
+        return OSError(f"{self.url}: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}")
+
+    def version(self) -> int:
+        """The log's latest version: it changes with every commit."""
+        self._refresh()
+        return int(self._delta.version())
+
     def position(self, source: str, partition: int) -> int | None:
         """The partition's next offset as the latest commit says (None: nothing of it committed)."""
-        self._delta.update_incremental()
+        self._refresh()
         return self._delta.transaction_version(app_id(source, partition))
 
     def commit(self, name: FileName, files: Sequence[DataFile]) -> None:
@@ -185,10 +237,12 @@ class Table:
             raise CommitRefused(f"the commit of partition {name.partition} of {name.source} offsets {name.start}-"
                                 f"{name.end} lost to another writer's ({exc})",
                                 self.position(name.source, name.partition)) from None
+        except (DeltaError, OSError) as exc:  # the store failed: whether the commit landed, the log says on start
+            raise self._failed(exc) from None
 
     def files(self, since: datetime | None = None, until: datetime | None = None) -> list[TableFile]:
         """The data files the latest commit holds, of the days from ``since`` to ``until``."""
-        self._delta.update_incremental()
+        self._refresh()
         actions = pa.table(self._delta.get_add_actions(flatten=True))
         first = None if since is None else f"{since:%Y-%m-%d}"
         last = None if until is None else f"{until:%Y-%m-%d}"
@@ -199,6 +253,12 @@ class Table:
             if (first is None or dt >= first) and (last is None or dt <= last):
                 files.append(TableFile(f"{self.url}/{path}", path, size, dt, hour))
         return files
+
+    def read(self, file: TableFile, columns: list[str] | None = None) -> pa.Table:
+        """The rows of one of the table's data files."""
+        if isinstance(self.root, S3Location):
+            return pq.read_table(self.root.key(file.relative), columns=columns, filesystem=self.root.filesystem())
+        return pq.read_table(file.location, columns=columns)
 
     def replace(self, removed: Sequence[TableFile], added: Sequence[DataFile]) -> None:
         """One commit that removes ``removed`` and adds ``added`` (data files under ``root``), the

@@ -20,6 +20,7 @@ from monitoring.live import LiveMetrics
 from specmetrics.heartbeat import Heartbeat
 from specmetrics.progress import Progress
 from storage.layout import STATE_DIR
+from storage.location import S3Location, is_s3
 from transport.url import transport_address
 
 if TYPE_CHECKING:  # kafka-python is an optional dependency
@@ -36,7 +37,12 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("ingest", help="Ingest step events into hive-partitioned Parquet, exactly once.")
     parser.add_argument("--source", required=True,
                         help="What to read: file:///var/lib/specmetrics/log or kafka://host:9092/topic.")
-    parser.add_argument("--out", required=True, type=Path, help="Output directory of the Parquet tree.")
+    parser.add_argument("--out", required=True, help="Output directory of the Parquet tree, or s3://bucket/prefix "
+                        "for a table on S3 (endpoint, region and credentials: SPECMETRICS_S3_*, the AWS environment "
+                        "and files; docs/storage.md).")
+    parser.add_argument("--state-dir", type=Path, default=None,
+                        help="A local folder for the ingester's locks and offset hints (default: OUT/_state; for an "
+                             "S3 output, ~/.local/state/specmetrics/BUCKET/PREFIX).")
     parser.add_argument("--once", action="store_true", help="Stop at the end of the source instead of following it.")
     parser.add_argument("--flush-rows", type=int, default=None,
                         help="Flush at this many request-steps (a dead letter counts as one).")
@@ -68,16 +74,22 @@ def run(args: argparse.Namespace) -> int:
                                    ("accept_loss", args.accept_loss), ("table", args.table),
                                    ("metrics_port", args.metrics_port))
                  if v is not None}
-    stats = ingest_source(args.source, args.out, once=args.once, settings=IngestSettings(**overrides),
-                          show_progress=not args.quiet, heartbeat_file=args.heartbeat_file)
+    stats = ingest_source(args.source, output(args.out), once=args.once, settings=IngestSettings(**overrides),
+                          show_progress=not args.quiet, heartbeat_file=args.heartbeat_file, state_dir=args.state_dir)
     print(f"ingested {stats.rows:,} request-steps from {stats.records:,} records into {stats.files} file(s); "
           f"{stats.dead_letters} dead letter(s)" + (f"; {stats.lost_offsets:,} lost offset(s) recorded"
                                                     if stats.lost_offsets else ""))
     return 0
 
 
-def ingest_source(url: str, out: Path, once: bool, settings: IngestSettings | None = None,
-                  show_progress: bool = True, heartbeat_file: Path | None = None) -> IngestStats:
+def output(target: str) -> Path | S3Location:
+    """``--out``: an S3 prefix, or a local folder."""
+    return S3Location.parse(target) if is_s3(target) else Path(target)
+
+
+def ingest_source(url: str, out: Path | S3Location, once: bool, settings: IngestSettings | None = None,
+                  show_progress: bool = True, heartbeat_file: Path | None = None,
+                  state_dir: Path | None = None) -> IngestStats:
     """Run one ingester; SIGTERM and SIGINT flush and commit before it returns. With
     ``heartbeat_file``, that file is rewritten every second while the ingest loop runs.
 
@@ -87,6 +99,9 @@ def ingest_source(url: str, out: Path, once: bool, settings: IngestSettings | No
     resumes where the stored files end, so what was buffered and not flushed is read again
     and nothing twice."""
     settings = settings or IngestSettings()
+    if state_dir is None:
+        state_dir = out / STATE_DIR if isinstance(out, Path) else \
+            Path("~/.local/state/specmetrics").expanduser() / out.bucket / out.prefix
     heartbeat = Heartbeat(heartbeat_file) if heartbeat_file else None
     stopping = False
 
@@ -103,7 +118,7 @@ def ingest_source(url: str, out: Path, once: bool, settings: IngestSettings | No
         while True:
             records_before = totals.records
             try:
-                _ingest(url, out, once, settings, totals, live, lambda: stopping,
+                _ingest(url, out, state_dir, once, settings, totals, live, lambda: stopping,
                         (lambda s: progress.update(totals.records + s.records)) if show_progress else None,
                         (lambda s: heartbeat.beat(asdict(s))) if heartbeat else None)
                 break
@@ -140,13 +155,13 @@ def _metrics_endpoint(settings: IngestSettings) -> tuple[LiveMetrics | None, Met
     return live, server
 
 
-def _ingest(url: str, out: Path, once: bool, settings: IngestSettings, totals: IngestStats,
-            observer: IngestObserver | None, should_stop: Callable[[], bool],
+def _ingest(url: str, out: Path | S3Location, state_dir: Path, once: bool, settings: IngestSettings,
+            totals: IngestStats, observer: IngestObserver | None, should_stop: Callable[[], bool],
             progress: Callable[[IngestStats], None] | None, alive: Callable[[IngestStats], None] | None) -> None:
     """One source and ingester, from start to close; what it committed is added to ``totals``."""
-    source = open_source(url, out / STATE_DIR, settings.group)
+    source = open_source(url, state_dir, settings.group)
     try:
-        ingester = Ingester(source, out, settings, _dead_letter_topic(url, settings), observer)
+        ingester = Ingester(source, out, settings, _dead_letter_topic(url, settings), observer, state_dir)
         try:
             ingester.run(once, progress, should_stop=should_stop, alive=alive)
         finally:

@@ -20,7 +20,8 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "sql", help="Run a read-only SQL query against the views over a Parquet tree; without one, an interactive "
                     "session (statements end with ';', .views lists the views).")
-    parser.add_argument("--data", required=True, type=Path, help="The Parquet tree written by 'specmetrics ingest'.")
+    parser.add_argument("--data", required=True, help="The Parquet tree written by 'specmetrics ingest', or "
+                                                      "s3://bucket/prefix for a table on S3.")
     parser.add_argument("--format", choices=FORMATS, default="table", help="Output format (default: table).")
     parser.add_argument("--param", action="append", default=[], metavar="VALUE",
                         help="A value bound to the next '?' in the query (repeatable; never pasted into SQL).")

@@ -10,9 +10,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from queries.verify import VerifyReport, verify_tree
+from queries.verify import VerifyReport, verify_table_on_s3, verify_tree
 from specmetrics.tables import text_table
 from storage.layout import DEAD_LETTER_DIR
+from storage.location import S3Location, is_s3
 
 
 def add_parser(subparsers: Any) -> None:
@@ -22,7 +23,8 @@ def add_parser(subparsers: Any) -> None:
                        "to the raw rows, flushes missing some of their files, files readers leave out (exit "
                        "code 1 when any); records set aside as dead letters (exit code 3 when the tree is "
                        "otherwise clean); counts data files without a rollup yet.")
-    parser.add_argument("--data", required=True, type=Path, help="The tree written by 'specmetrics ingest'.")
+    parser.add_argument("--data", required=True, help="The tree written by 'specmetrics ingest', or s3://bucket/prefix "
+                                                      "for a table on S3.")
     parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
     parser.set_defaults(run=run)
 
@@ -39,7 +41,7 @@ def exit_code(report: VerifyReport) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    report = verify_tree(args.data)
+    report = verify_table_on_s3(S3Location.parse(args.data)) if is_s3(args.data) else verify_tree(Path(args.data))
     if not report.partitions:
         print(f"nothing to verify: no ingested files under {args.data}")
         return NOT_CLEAN
@@ -85,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         print("NOT clean")
     elif records:
         print(f"clean, but {records:,} record(s) set aside as dead letters (their bytes are in "
-              f"{args.data / DEAD_LETTER_DIR})")
+              f"{args.data.rstrip('/')}/{DEAD_LETTER_DIR})")
     else:
         print("clean")
     return exit_code(report)

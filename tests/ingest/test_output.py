@@ -16,10 +16,10 @@ def test_a_refused_flush_removes_its_files_but_not_what_a_new_owner_wrote_since(
     ours, rewritten, gone = (tmp_path / name for name in ("a.parquet", "b.parquet", "c.parquet"))
     for path in (ours, rewritten, gone):
         write_atomically(path, b"evicted ingester")
-    written = [WrittenFile.of(path) for path in (ours, rewritten, gone)]
+    written = [WrittenFile.of(tmp_path, path) for path in (ours, rewritten, gone)]
     write_atomically(rewritten, b"new owner")  # the same name, renamed into place by the partition's new owner
     gone.unlink()  # removed since: its flush was incomplete when the new owner took the partition
-    assert remove_written(written) == [ours]
+    assert remove_written(written) == ["a.parquet"]
     assert not ours.exists() and rewritten.read_bytes() == b"new owner"
 
 

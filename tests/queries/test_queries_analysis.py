@@ -4,6 +4,7 @@ verification yields. Against numbers computed by hand, and against a direct coun
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from typing import Any
 
@@ -122,7 +123,7 @@ def test_baseline_comparison_puts_a_configuration_next_to_its_models_published_b
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(drawn=st.lists(outcome(), min_size=1, max_size=40))
 def test_the_views_match_a_direct_count(connect_rows: Any, outcomes: OutcomeRows, drawn: list[dict[str, Any]]) -> None:
-    con = connect_rows([outcomes.row(**kw) for kw in drawn], name=f"drawn-{id(drawn)}")
+    con = connect_rows([outcomes.row(**kw) for kw in drawn], name=f"drawn-{uuid.uuid4().hex}")
     per_request: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0, 0])  # drafts, tokens, accepted
     per_config: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0, 0])  # verify steps, accepted, slots
     for r in drawn:

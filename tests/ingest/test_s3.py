@@ -1,0 +1,172 @@
+"""Ingesting into a table on S3 (SeaweedFS started by the suite): the same numbers as on disk,
+exactly once under SIGKILL and a server restart, a forged object neither read nor mistaken for a
+stored flush, and a clear error with nothing committed for wrong credentials, a missing bucket or
+an unreachable endpoint."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from devtools.s3_server import SeaweedS3
+from ingest import Ingester, IngestSettings
+from ingest.sources import LocalLogSource
+from queries.verify import verify_table_on_s3
+from specmetrics.cli import main
+from storage.layout import FileName
+from storage.location import S3Location
+from storage.table import Table, is_table
+from tests.support.ingest import append_bad_record, ingest_once
+from tests.support.loadgen import write_load
+from tests.support.readers import numbers
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def ingest_to_s3(log: Path, url: str, state: Path, **settings: object) -> int:
+    source = LocalLogSource(log, state)
+    ingester = Ingester(source, S3Location.parse(url), IngestSettings(**settings), state_dir=state)
+    try:
+        return ingester.run(once=True).rows
+    finally:
+        ingester.close()
+        source.close()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "specmetrics.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300, check=False)
+
+
+def rows_once(url: str) -> int:
+    """The rows the table holds, checking each (event id, request id) is there once."""
+    [(rows, distinct)] = main_query(url, "SELECT count(*), count(DISTINCT (event_id, request_id)) FROM request_steps")
+    assert rows == distinct
+    return int(rows)
+
+
+def main_query(url: str, sql: str) -> list[tuple[object, ...]]:
+    from queries import connect, run_query
+
+    con = connect(url)
+    try:
+        return [tuple(row.values()) for row in run_query(con, sql).to_pylist()]
+    finally:
+        con.close()
+
+
+def test_a_table_on_s3_holds_what_a_local_one_holds(s3_url: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "log"
+    write_load(log, rows=30_000, seed=41, engines=2)
+    append_bad_record(log)
+    assert ingest_to_s3(log, s3_url, tmp_path / "state", flush_rows=7_000) == 30_016
+    ingest_once(log, tmp_path / "local", flush_rows=7_000, table=True)
+    assert numbers(s3_url) == numbers(tmp_path / "local")  # type: ignore[arg-type]
+    report = verify_table_on_s3(S3Location.parse(s3_url))
+    assert report.clean and [(p.first, p.last) for p in report.partitions] == [(0, 469)]
+    assert [(g.records, g.first) for g in report.set_aside] == [(1, 469)]
+    assert main(["verify", "--data", s3_url]) == 3
+    assert main(["sql", "--data", s3_url, "SELECT count(*) AS n FROM request_steps"]) == 0
+    assert "30016" in capsys.readouterr().out.replace(",", "")
+
+
+def test_a_forged_object_is_not_read_and_no_real_row_is_skipped(s3_url: str, tmp_path: Path) -> None:
+    log, location = tmp_path / "log", S3Location.parse(s3_url)
+    write_load(log, rows=6_400, seed=42)
+    ingest_to_s3(log, s3_url, tmp_path / "state", flush_rows=3_200)
+    first = Table(location).files()[0]
+    forged = first.relative.rsplit("/", 1)[0] + "/" + FileName("log", 0, 100, 149).render("parquet")
+    pq.write_table(Table(location).read(first), location.key(forged), filesystem=location.filesystem())
+    assert rows_once(s3_url) == 6_400
+    assert verify_table_on_s3(location).uncommitted == [forged]
+    write_load(log, rows=6_400, seed=43, engine_prefix="more")
+    assert ingest_to_s3(log, s3_url, tmp_path / "state", flush_rows=3_200) == 6_400
+    assert rows_once(s3_url) == 12_800
+    assert Table(location).position("log", 0) == 200
+
+
+def test_sigkill_during_uploads_and_commits_loses_and_duplicates_nothing(s3_url: str, tmp_path: Path) -> None:
+    log, location = tmp_path / "log", S3Location.parse(s3_url)
+    expected = sum(t.rows for t in write_load(log, rows=120_000, seed=44, engines=2).values())
+    rng = random.Random(44)
+    positions = []
+    for _ in range(10):
+        before = Table(location).position("log", 0) if is_table(location) else None
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "specmetrics.cli", "ingest", "--source", log.as_uri(), "--out", s3_url,
+             "--state-dir", str(tmp_path / "state"), "--once", "--quiet", "--flush-rows", "3000"],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline and \
+                (not is_table(location) or Table(location).position("log", 0) == before):
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0, 0.1))  # somewhere in a later flush: reading, uploading or committing
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        positions.append(Table(location).position("log", 0))
+    assert positions == sorted(positions) and positions[-1] < expected // 64, positions
+    assert ingest_to_s3(log, s3_url, tmp_path / "state", flush_rows=3_000) > 0
+    assert rows_once(s3_url) == expected
+    assert verify_table_on_s3(location).clean
+
+
+def test_an_s3_server_restarted_mid_ingest_loses_and_duplicates_nothing(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "log"
+    expected = sum(t.rows for t in write_load(log, rows=150_000, seed=45, engines=2).values())
+    with SeaweedS3(tmp_path / "seaweed") as server:
+        server.create_bucket("restarted")
+        for name, value in server.environment().items():
+            monkeypatch.setenv(name, value)
+        url = "s3://restarted/data"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "specmetrics.cli", "ingest", "--source", log.as_uri(), "--out", url,
+             "--state-dir", str(tmp_path / "state"), "--once", "--quiet", "--flush-rows", "2000"],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+        location = S3Location.parse(url)
+        deadline = time.monotonic() + 60
+        while not is_table(location) or (Table(location).position("log", 0) or 0) < 200:
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        server.stop()
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 2, stderr  # a clear error, not a silent exit 0
+        assert "specmetrics ingest: error:" in stderr and "secret" not in stderr
+        server.start()
+        assert ingest_to_s3(log, url, tmp_path / "state", flush_rows=2_000) > 0
+        assert rows_once(url) == expected
+        assert verify_table_on_s3(location).clean
+
+
+@pytest.mark.parametrize("fault", ["wrong secret", "missing bucket", "unreachable endpoint"])
+def test_a_bad_store_is_one_clear_error_and_nothing_is_committed(
+        s3_url: str, s3_server: SeaweedS3, tmp_path: Path, fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "log"
+    write_load(log, rows=640, seed=46)
+    writer = S3Location.parse(s3_url)  # with the writer's settings, as the fixture set them
+    url = s3_url
+    if fault == "wrong secret":
+        monkeypatch.setenv("SPECMETRICS_S3_SECRET_ACCESS_KEY", "not-the-secret-at-all")
+    elif fault == "missing bucket":
+        url = f"s3://missing-{uuid.uuid4().hex[:8]}/data"
+    else:
+        monkeypatch.setenv("SPECMETRICS_S3_ENDPOINT", "http://127.0.0.1:9")
+    done = cli("ingest", "--source", log.as_uri(), "--out", url, "--state-dir", str(tmp_path / "state"), "--once",
+               "--quiet")
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("specmetrics ingest: error: "), done.stderr
+    assert "not-the-secret-at-all" not in done.stderr and "writer-secret" not in done.stderr
+    assert not is_table(writer)
