@@ -7,28 +7,35 @@ it into a tree and into a table, reads the rows back and writes them again with
 ``pyarrow.parquet.write_table`` (same codec and row groups). Rounds alternate the three; the
 best of each is reported. Prints one JSON line.
 
-    python -m benchmarks.bench_ingest [--rows 4000000] [--rounds 3] [--flush-rows N]
+    python -m benchmarks.bench_ingest [--rows 4000000] [--rounds 3] [--flush-rows N] [--s3]
+
+``--s3`` also ingests into a table on S3 each round (SeaweedFS on loopback, started here).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shutil
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.args import positive_int
+from devtools.s3_server import SeaweedS3
 from emitter.loadgen import LoadSpec, run_load
 from emitter.sinks import LocalLogSink
 from ingest import Ingester, IngestSettings
 from ingest.observer import IngestObserver
 from ingest.sources import LocalLogSource
 from storage.layout import DATA_GLOB, STATE_DIR
+from storage.location import S3Location
 
 
 def ingest_seconds(log_dir: Path, out: Path, settings: IngestSettings,
@@ -37,6 +44,20 @@ def ingest_seconds(log_dir: Path, out: Path, settings: IngestSettings,
     start = time.perf_counter()
     source = LocalLogSource(log_dir, out / STATE_DIR)
     ingester = Ingester(source, out, settings, observer=observer)
+    stats = ingester.run(once=True)
+    ingester.close()
+    source.close()
+    return time.perf_counter() - start, stats.rows
+
+
+def s3_ingest_seconds(log_dir: Path, server: SeaweedS3, state: Path, settings: IngestSettings) -> tuple[float, int]:
+    """Ingest into a table in a fresh bucket of ``server``."""
+    bucket = f"bench-{uuid.uuid4().hex[:8]}"
+    server.create_bucket(bucket)
+    shutil.rmtree(state, ignore_errors=True)
+    start = time.perf_counter()
+    source = LocalLogSource(log_dir, state)
+    ingester = Ingester(source, S3Location.parse(f"s3://{bucket}/data"), settings, state_dir=state)
     stats = ingester.run(once=True)
     ingester.close()
     source.close()
@@ -55,15 +76,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=positive_int, default=3)
     parser.add_argument("--flush-rows", type=positive_int, default=None,
                         help="Rows per flush (default: the ingester's, 1,000,000); a table commits once per flush.")
+    parser.add_argument("--s3", action="store_true", help="Also ingest into a table on S3 (SeaweedFS on loopback).")
     args = parser.parse_args(argv)
     settings = IngestSettings(**({"flush_rows": args.flush_rows} if args.flush_rows else {}))
     table_settings = settings.model_copy(update={"table": True})
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         root = Path(tmp)
+        server = stack.enter_context(SeaweedS3(root / "seaweed")) if args.s3 else None
+        if server is not None:
+            os.environ.update(server.environment())
         with LocalLogSink(root / "log") as sink:
             run_load(LoadSpec(rows=args.rows, engines=4, seed=1), sink)
         log_bytes = sum(p.stat().st_size for p in (root / "log").glob("*.log"))
-        ingest_times, table_times, write_times = [], [], []
+        ingest_times, table_times, write_times, s3_times = [], [], [], []
         rows = 0
         for _ in range(args.rounds):
             seconds, rows = ingest_seconds(root / "log", root / "out", settings)
@@ -72,19 +97,25 @@ def main(argv: list[str] | None = None) -> None:
             assert table_rows == rows, (table_rows, rows)
             table_times.append(seconds)
             shutil.rmtree(root / "table")
+            if server is not None:
+                seconds, s3_rows = s3_ingest_seconds(root / "log", server, root / "s3-state", table_settings)
+                assert s3_rows == rows, (s3_rows, rows)
+                s3_times.append(seconds)
             files = sorted((root / "out").glob(DATA_GLOB))
             table = pa.concat_tables(pq.read_table(f) for f in files)
             write_times.append(plain_write_seconds(table, root / "plain.parquet", settings))
             del table
         parquet_bytes = sum(f.stat().st_size for f in files)
         e2e, ceiling, table = rows / min(ingest_times), rows / min(write_times), rows / min(table_times)
+        s3 = {"s3_rows_per_s": round(rows / min(s3_times)),
+              "s3_vs_local_table": round(rows / min(s3_times) / table, 3)} if s3_times else {}
         print(json.dumps({
             "bench": "ingest_local_log_to_parquet", "rows": rows, "files": len(files),
             "e2e_rows_per_s": round(e2e), "plain_write_rows_per_s": round(ceiling),
             "e2e_vs_plain_write": round(e2e / ceiling, 3), "table_rows_per_s": round(table),
             "table_vs_tree": round(table / e2e, 3), "table_vs_plain_write": round(table / ceiling, 3),
             "parquet_bytes_per_row": round(parquet_bytes / rows, 2), "log_bytes_per_row": round(log_bytes / rows, 1),
-            "compression": settings.compression, "flush_rows": settings.flush_rows,
+            "compression": settings.compression, "flush_rows": settings.flush_rows, **s3,
         }))
 
 

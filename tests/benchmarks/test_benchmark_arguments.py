@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Each benchmark with small arguments, and the fields its last JSON line must hold.
 SMALL_RUNS: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "bench_wire": (["--steps", "5"], ("encode_rows_per_s", "vs_pydantic_json")),
-    "bench_ingest": (["--rows", "3000", "--rounds", "1", "--flush-rows", "1000"],
-                     ("e2e_rows_per_s", "e2e_vs_plain_write", "table_vs_tree")),
+    "bench_ingest": (["--rows", "3000", "--rounds", "1", "--flush-rows", "1000", "--s3"],
+                     ("e2e_rows_per_s", "e2e_vs_plain_write", "table_vs_tree", "s3_vs_local_table")),
     "bench_truth": (["--rows", "3000"], ("matches_truth",)),
     "bench_table": (["--files", "20", "--rounds", "1"], ("table_select_s", "tree_select_s", "table_vs_tree_select")),
     "bench_kafka": (["--rows", "3000", "--rounds", "1", "--naive-rows", "500"], ("e2e_rows_per_s", "e2e_vs_naive")),
