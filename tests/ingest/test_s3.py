@@ -27,7 +27,7 @@ from storage.location import S3Location
 from storage.table import Table, is_table
 from tests.support.ingest import append_bad_record, ingest_once
 from tests.support.loadgen import write_load
-from tests.support.readers import numbers
+from tests.support.readers import numbers, report
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,12 +72,13 @@ def test_a_table_on_s3_holds_what_a_local_one_holds(s3_url: str, tmp_path: Path,
     assert ingest_to_s3(log, s3_url, tmp_path / "state", flush_rows=7_000) == 30_016
     ingest_once(log, tmp_path / "local", flush_rows=7_000, table=True)
     assert numbers(s3_url) == numbers(tmp_path / "local")  # type: ignore[arg-type]
-    report = verify_table_on_s3(S3Location.parse(s3_url))
-    assert report.clean and [(p.first, p.last) for p in report.partitions] == [(0, 469)]
-    assert [(g.records, g.first) for g in report.set_aside] == [(1, 469)]
+    checked = verify_table_on_s3(S3Location.parse(s3_url))
+    assert checked.clean and [(p.first, p.last) for p in checked.partitions] == [(0, 469)]
+    assert [(g.records, g.first) for g in checked.set_aside] == [(1, 469)]
     assert main(["verify", "--data", s3_url]) == 3
     assert main(["sql", "--data", s3_url, "SELECT count(*) AS n FROM request_steps"]) == 0
     assert "30016" in capsys.readouterr().out.replace(",", "")
+    assert report(s3_url, tmp_path / "s3-report") == report(tmp_path / "local", tmp_path / "local-report")  # type: ignore[arg-type]
 
 
 def test_a_forged_object_is_not_read_and_no_real_row_is_skipped(s3_url: str, tmp_path: Path) -> None:
