@@ -5,6 +5,7 @@ an unreachable endpoint."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -171,3 +172,21 @@ def test_a_bad_store_is_one_clear_error_and_nothing_is_committed(
     assert lines[-1].startswith("specmetrics ingest: error: "), done.stderr
     assert "not-the-secret-at-all" not in done.stderr and "writer-secret" not in done.stderr
     assert not is_table(writer)
+
+
+def test_two_ingesters_of_one_kafka_group_share_one_table_on_s3(s3_url: str, kafka_url: str, tmp_path: Path) -> None:
+    truth = tmp_path / "truth.json"
+    assert main(["loadgen", "--sink", kafka_url, "--rows", "60000", "--engines", "6", "--seed", "47",
+                 "--truth", str(truth)]) == 0
+    expected = sum(sum(engine["request_steps"].values()) for engine in json.loads(truth.read_text()).values())
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "specmetrics.cli", "ingest", "--source", kafka_url, "--out", s3_url, "--state-dir",
+         str(tmp_path / f"state-{i}"), "--once", "--quiet", "--flush-rows", "3000"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True) for i in range(2)]
+    outputs = [proc.communicate(timeout=180) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], outputs
+    rows_by_ingester = [int(out.split()[1].replace(",", "")) for out, _ in outputs]
+    assert min(rows_by_ingester) > 0, rows_by_ingester  # both committed to the one table
+    assert rows_once(s3_url) == sum(rows_by_ingester) == expected
+    assert verify_table_on_s3(S3Location.parse(s3_url)).clean
