@@ -7,7 +7,10 @@ scan). Checks that the rollups equal their recomputation from the raw rows (``sp
 verify``'s check) and that the four ways agree on the headline and per-group numbers, then
 prints one JSON line.
 
-    python -m benchmarks.bench_report [--rows 100000000] [--rounds 2] [--dir /var/tmp/specmetrics-bench]
+    python -m benchmarks.bench_report [--rows 100000000] [--rounds 2] [--dir /var/tmp/specmetrics-bench] [--table]
+
+``--table`` also times the report over the same files made a table (hard links of the tree's files and
+rollups, then ``specmetrics table convert``): the files chosen from the log, not from footers.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -26,9 +31,11 @@ import duckdb
 
 from benchmarks.args import positive_int
 from benchmarks.report_rows import BATCH, FILES, build_tree, whole_steps
+from ingest.convert import convert_tree
 from queries import connect
 from queries.rollup import build_missing, check_rollups, rollups_cover
 from reports import Window, collect
+from storage.table import is_table
 
 NEEDED = ("engine_id", "model", "method", "num_spec_tokens", "event_time", "kind", "k_zero_reason", "k_sched",
           "k_valid", "k_invalid", "accepted", "batch_max_seq_len")
@@ -120,6 +127,16 @@ def polars_report(root: Path) -> dict[str, Any]:
                    [(r["engine_id"], r["d"], r["v"]) for r in groups.iter_rows(named=True)])
 
 
+def linked_table(tree: Path, target: Path) -> Path:
+    """The tree's files and rollups hard-linked under ``target`` and made a table (once; kept)."""
+    if is_table(target):
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(tree, target, copy_function=os.link)
+    convert_tree(target)
+    return target
+
+
 def best(fn: Callable[[Path], dict[str, Any]], root: Path, rounds: int) -> tuple[float, dict[str, Any]]:
     times, result = [], {}
     for _ in range(rounds):
@@ -136,6 +153,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=positive_int, default=2)
     parser.add_argument("--dir", type=Path, default=Path("/var/tmp/specmetrics-bench"),
                         help="Where the generated tree is kept between runs (~1 GB at 100M rows).")
+    parser.add_argument("--table", action="store_true", help="Also time the report over the files as a table.")
     args = parser.parse_args(argv)
     rows = whole_steps(args.rows)
     if rows == 0:
@@ -159,6 +177,15 @@ def main(argv: list[str] | None = None) -> None:
     polars_s, by_polars = best(polars_report, root, args.rounds)
     pandas_s, by_pandas = best(pandas_report, root, args.rounds)
     agree = got == by_raw == by_polars == by_pandas
+    table: dict[str, Any] = {}
+    if args.table:
+        table_root = linked_table(root, args.dir / f"rows-{rows}-table")
+        table_s, by_table = best(report, table_root, args.rounds)
+        table_raw_s, by_table_raw = best(report_raw, table_root, args.rounds)
+        agree = agree and by_table == by_table_raw == got
+        table = {"table_report_s": round(table_s, 3), "table_report_raw_s": round(table_raw_s, 3),
+                 "table_over_tree": round(table_s / report_s, 3),
+                 "table_raw_over_tree_raw": round(table_raw_s / raw_s, 3)}
     print(json.dumps({
         "rows": rows, "floor_s": round(floor_s, 3), "report_s": round(report_s, 3),
         "report_raw_s": round(raw_s, 3), "polars_s": round(polars_s, 3), "pandas_s": round(pandas_s, 3),
@@ -167,7 +194,7 @@ def main(argv: list[str] | None = None) -> None:
         "rollups_built": built, "rollup_build_s": round(rollup_build_s, 2) if built else None,
         "rollups_verified_s": round(verify_s, 2), "results_agree": agree,
         "targets_met": agree and report_s <= 2 * floor_s and report_s < 3 and pandas_s >= 5 * report_s
-        and polars_s > report_s,
+        and polars_s > report_s, **table,
     }))
     if not agree:
         raise SystemExit(f"the four ways disagree:\nreport {got}\nraw {by_raw}\npolars {by_polars}\n"

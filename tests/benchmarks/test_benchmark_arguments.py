@@ -49,13 +49,14 @@ def test_each_benchmark_runs_on_small_inputs(name: str) -> None:
 
 
 def test_report_benchmark_rounds_any_row_count_to_whole_steps(tmp_path: Path) -> None:
-    done = run_benchmark("bench_report", "--rows", "5000", "--rounds", "1", "--dir", str(tmp_path))
+    done = run_benchmark("bench_report", "--rows", "5000", "--rounds", "1", "--dir", str(tmp_path), "--table")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "--rows 5,000 rounded down to 4,480: 10 files of whole 64-request steps" in done.stderr
     result = json_lines(done.stdout)[-1]
     assert result["rows"] == 4_480
-    assert result["results_agree"] is True
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows-4480"]
+    assert result["results_agree"] is True  # the report over the table too
+    assert "table_over_tree" in result
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows-4480", "rows-4480-table"]
 
 
 def test_report_benchmark_refuses_fewer_rows_than_one_step_per_file(capsys: pytest.CaptureFixture[str]) -> None:
