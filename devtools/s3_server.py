@@ -20,6 +20,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 WRITER = ("specmetrics-writer", "writer-secret-for-tests")
 ADMIN = ("specmetrics-admin", "admin-secret-for-tests")
@@ -81,18 +82,41 @@ class SeaweedS3:
                 raise RuntimeError(f"weed exited with code {self._process.returncode}: {errors[-3:]}")
             try:
                 urllib.request.urlopen(self.endpoint, timeout=1)
-            except urllib.error.HTTPError:  # it answers (403 without credentials): up
-                return self
+            except urllib.error.HTTPError:  # it answers (403 without credentials): up, and soon writable
+                return self._writable(deadline)
             except OSError:
                 time.sleep(0.2)
         raise RuntimeError(f"SeaweedFS S3 did not answer on {self.endpoint} within 60 s")
 
+    def _writable(self, deadline: float) -> SeaweedS3:
+        """Wait until an object can be written into every bucket: the gateway answers before its volume
+        server has joined, and after a restart before each bucket's volumes are back (writes and reads
+        then fail with InternalError). The probe lies outside any prefix a test uses."""
+        from pyarrow.fs import FileSelector, FileType
+
+        while True:
+            try:
+                self.create_bucket("seaweed-ready")
+                admin = self._admin()
+                listed = admin.get_file_info(FileSelector(""))
+                for bucket in [info.path for info in listed if info.type == FileType.Directory]:
+                    admin.open_output_stream(f"{bucket}/.seaweed-probe").close()
+                    admin.open_input_stream(f"{bucket}/.seaweed-probe").read()
+                return self
+            except OSError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
+
     def create_bucket(self, bucket: str) -> None:
+        self._admin().create_dir(bucket)
+
+    def _admin(self) -> Any:
         from pyarrow.fs import S3FileSystem
 
         key, secret = ADMIN
-        S3FileSystem(access_key=key, secret_key=secret, endpoint_override=self.endpoint.split("://")[1],
-                     scheme="http", region="us-east-1", allow_bucket_creation=True).create_dir(bucket)
+        return S3FileSystem(access_key=key, secret_key=secret, endpoint_override=self.endpoint.split("://")[1],
+                            scheme="http", region="us-east-1", allow_bucket_creation=True)
 
     def environment(self) -> dict[str, str]:
         """The writer's settings, as an ingester or reader takes them (SPECMETRICS_S3_*)."""
@@ -100,10 +124,18 @@ class SeaweedS3:
         return {"SPECMETRICS_S3_ENDPOINT": self.endpoint, "SPECMETRICS_S3_REGION": "us-east-1",
                 "SPECMETRICS_S3_ACCESS_KEY_ID": key, "SPECMETRICS_S3_SECRET_ACCESS_KEY": secret}
 
-    def stop(self) -> None:
-        """Kill the server (a crash: what it acknowledged is in its files, which the next start reads)."""
+    def stop(self, graceful: bool = False) -> None:
+        """Stop the server: killed (at the end of the tests), or ``graceful``, as an operator restarts
+        it (SIGTERM; a SIGKILL mid-upload can leave SeaweedFS an object whose data it lost)."""
         if self._process is not None:
-            self._process.kill()
+            if graceful:
+                self._process.terminate()
+                try:
+                    self._process.wait(60)
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+            else:
+                self._process.kill()
             self._process.wait()
             self._process = None
 

@@ -142,7 +142,7 @@ def test_an_s3_server_restarted_mid_ingest_loses_and_duplicates_nothing(tmp_path
         while not is_table(location) or (Table(location).position("log", 0) or 0) < 200:
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.05)
-        server.stop()
+        server.stop(graceful=True)
         _, stderr = proc.communicate(timeout=120)
         assert proc.returncode == 2, stderr  # a clear error, not a silent exit 0
         assert "specmetrics ingest: error:" in stderr and "secret" not in stderr
