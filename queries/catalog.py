@@ -99,51 +99,40 @@ Params = Sequence[object] | Mapping[str, object]
 
 
 def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with every view over the Parquet tree under ``data_dir``.
+    """An in-memory DuckDB connection with every view over the Parquet tree under ``data_dir``
+    (or the table at ``s3://bucket/prefix``).
 
     The sources read the files :func:`storage.tree_files.select_files` takes. :func:`run_query`
     lists the tree again before each query and, when files came or went, selects again, so
     files the ingester adds later are seen.
     """
+    root: Path | S3Location
     if is_s3(str(data_dir)):
-        return _connect_s3(S3Location.parse(str(data_dir)))
-    root = Path(data_dir).expanduser()
-    if not root.exists():
-        raise FileNotFoundError(
-            f"data directory {str(root)!r} does not exist: point at the ingester's output "
-            f"(DATADIR/{DATA_GLOB})"
-        )
-    if not root.is_dir():
-        raise NotADirectoryError(f"data directory {str(root)!r} is not a directory")
-    root = root.resolve()
+        root = S3Location.parse(str(data_dir))
+        if not is_table(root):
+            raise FileNotFoundError(f"{root.url} holds no table: point at the output of 'specmetrics ingest --out "
+                                    f"{root.url}'")
+        allowed = f"{root.url}/"
+    else:
+        local = Path(data_dir).expanduser()
+        if not local.exists():
+            raise FileNotFoundError(
+                f"data directory {str(local)!r} does not exist: point at the ingester's output "
+                f"(DATADIR/{DATA_GLOB})"
+            )
+        if not local.is_dir():
+            raise NotADirectoryError(f"data directory {str(local)!r} is not a directory")
+        root = local.resolve()
+        allowed = str(root)
     con = duckdb.connect(":memory:", config={"python_enable_replacements": False})
     try:
+        if isinstance(root, S3Location):  # a table on S3: read through pyarrow's S3 client
+            con.register_filesystem(s3_filesystem(root))
         tree, has_rollups = _create_sources(con, root)
         _TREES[con] = tree
         create_views(con, rollup_files=has_rollups)
         con.execute("SET TimeZone = 'UTC'")  # event times are UTC; so are naive window bounds
-        con.execute("SET allowed_directories = ?", [[str(root)]])
-        con.execute("SET enable_external_access = false")
-        con.execute("SET lock_configuration = true")
-    except BaseException:
-        con.close()
-        raise
-    return con
-
-
-def _connect_s3(location: S3Location) -> duckdb.DuckDBPyConnection:
-    """:func:`connect` over a table on S3: its committed files, read through pyarrow's S3 client."""
-    if not is_table(location):
-        raise FileNotFoundError(f"{location.url} holds no table: point at the output of 'specmetrics ingest --out "
-                                f"{location.url}'")
-    con = duckdb.connect(":memory:", config={"python_enable_replacements": False})
-    try:
-        con.register_filesystem(s3_filesystem(location))
-        tree, _ = _create_sources(con, location)
-        _TREES[con] = tree
-        create_views(con, rollup_files=False)
-        con.execute("SET TimeZone = 'UTC'")
-        con.execute("SET allowed_directories = ?", [[f"{location.url}/"]])
+        con.execute("SET allowed_directories = ?", [[allowed]])
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
     except BaseException:

@@ -268,7 +268,7 @@ class Table:
             RemoveAction(file.relative, False, now_ms, file.size, {"dt": file.dt, "hour": file.hour})
             for file in removed]
         actions.extend(_add(file, now_ms, data_change=False) for file in added)
-        self._delta.update_incremental()
+        self._refresh()
         self._delta.create_write_transaction(actions, "append", TABLE_SCHEMA, partition_by=PARTITION_BY)
 
     def vacuum(self, retention_hours: float, dry_run: bool) -> list[Path]:
@@ -277,7 +277,7 @@ class Table:
         commit, or dropped into the folders, and the dead-letter files of such flushes. Younger
         ones may belong to a flush about to be committed, and stay."""
         root = self.local_root()
-        self._delta.update_incremental()
+        self._refresh()
         data = [root / path for path in self._delta.vacuum(
             retention_hours=int(retention_hours), dry_run=True, enforce_retention_duration=False, full=True)]
         committed = {FileName.parse(file.path.name) for file in self.files()}
@@ -296,7 +296,7 @@ class Table:
         """Write a checkpoint of the log at its latest version (readers then start from it, not from
         every commit), and remove log entries past the table's log retention (30 days by default);
         the version checkpointed."""
-        self._delta.update_incremental()
+        self._refresh()
         self._delta.create_checkpoint()
         self._delta.cleanup_metadata()
         return self._delta.version()
