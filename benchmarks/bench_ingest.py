@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="Rows per flush (default: the ingester's, 1,000,000); a table commits once per flush.")
     parser.add_argument("--s3", action="store_true", help="Also ingest into a table on S3 (SeaweedFS on loopback).")
     args = parser.parse_args(argv)
-    settings = IngestSettings(**({"flush_rows": args.flush_rows} if args.flush_rows else {}))
+    settings = IngestSettings(table=False, **({"flush_rows": args.flush_rows} if args.flush_rows else {}))
     table_settings = settings.model_copy(update={"table": True})
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         root = Path(tmp)

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
         with LocalLogSink(root / "log") as sink:
             run_load(LoadSpec(rows=args.files * args.rows_per_file, engines=4, seed=1), sink)
         source = LocalLogSource(root / "log", root / "tree" / STATE_DIR)
-        ingester = Ingester(source, root / "tree", IngestSettings(flush_rows=args.rows_per_file))
+        ingester = Ingester(source, root / "tree", IngestSettings(flush_rows=args.rows_per_file, table=False))
         try:
             ingester.run(once=True)
         finally:

@@ -38,14 +38,7 @@ import pyarrow as pa
 
 from ingest.batch import DUPLICATE_STEP, DeadLetter, PartitionBuffer
 from ingest.observer import IngestObserver
-from ingest.output import (
-    ParquetOptions,
-    WrittenFile,
-    remove_written,
-    write_dead_letters,
-    write_lost_range,
-    write_partitioned,
-)
+from ingest.output import ParquetOptions, write_dead_letters, write_lost_range, write_partitioned
 from ingest.partition_lock import PartitionLocks
 from ingest.recovery import recent_steps, resume_positions, table_resume_position
 from ingest.settings import IngestSettings
@@ -53,6 +46,7 @@ from ingest.sources.base import LostRange, Source, SourceWentBack
 from schemas.arrow import REQUEST_STEP_SCHEMA
 from schemas.version import UnsupportedSchemaVersion
 from schemas.wire import InvalidRecord, decode_step
+from storage.files import WrittenFile, remove_written
 from storage.layout import STATE_DIR, FileName
 from storage.location import S3Location
 from storage.table import CommitRefused, DataFile, Table, is_table
@@ -578,7 +572,8 @@ class Ingester:
 
 
 def _open_table(out: Path | S3Location, table: bool) -> Table | None:
-    """The table in ``out``: created where ``table`` is asked for or on S3, opened where one is (None: a tree)."""
+    """The table in ``out``: opened where one is, created in a new output where ``table`` is asked for
+    and always on S3 (None: a tree, which an existing tree stays)."""
     if isinstance(out, S3Location):
         return Table(out, create=True)
     if is_table(out):
@@ -586,8 +581,9 @@ def _open_table(out: Path | S3Location, table: bool) -> Table | None:
     if not table:
         return None
     if any(out.glob("dt=*")):
-        raise ValueError(f"{out} holds a tree of Parquet files without a table's log: ingest the table into a new "
-                         "output directory")
+        logger.warning("%s holds a tree of Parquet files, which is written as a tree; 'specmetrics table convert %s' "
+                    "makes it a table", out, out)
+        return None
     return Table(out, create=True)
 
 

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest.batch import DeadLetter
-from storage.durable import write_durably
+from storage.files import WrittenFile, write_bytes, write_file
 from storage.layout import DEAD_LETTER_DIR, FLUSH_FILES_KEY, FileName
 from storage.location import S3Location
 
@@ -59,13 +58,6 @@ def _write_parquet(table: pa.Table, options: ParquetOptions, where: Path | pa.Na
                    row_group_size=options.row_group_rows)
 
 
-def _write_bytes(data: bytes, where: Path | pa.NativeFile) -> None:
-    if isinstance(where, Path):
-        where.write_bytes(data)
-    else:
-        where.write(data)
-
-
 def write_dead_letters(out: Path | S3Location, name: FileName, letters: list[DeadLetter],
                        flush_files: int = 1) -> WrittenFile:
     """One JSON line per rejected record: reason and original bytes (base64), and the number of
@@ -78,7 +70,7 @@ def write_dead_letters(out: Path | S3Location, name: FileName, letters: list[Dea
         })
         for letter in letters
     )
-    return write_file(out, f"{DEAD_LETTER_DIR}/{name.render('jsonl')}", partial(_write_bytes,
+    return write_file(out, f"{DEAD_LETTER_DIR}/{name.render('jsonl')}", partial(write_bytes,
                                                                              ("\n".join(lines) + "\n").encode()))
 
 
@@ -87,65 +79,4 @@ def write_lost_range(out: Path | S3Location, name: FileName, reason: str) -> Wri
     (``"lost": true``); its name covers them, so the offsets stay accounted for without a gap."""
     line = json.dumps({"lost": True, "source": name.source, "partition": name.partition, "offset": name.start,
                        "last_offset": name.end, "reason": reason, FLUSH_FILES_KEY: 1})
-    return write_file(out, f"{DEAD_LETTER_DIR}/{name.render('jsonl')}", partial(_write_bytes, (line + "\n").encode()))
-
-
-@dataclass(frozen=True, slots=True)
-class WrittenFile:
-    """A file as this process wrote it, under its output's root: another writer that renames its
-    own file onto the same local path gives that path another inode and modification time."""
-
-    root: Path | S3Location
-    relative: str
-    size: int
-    inode: int = 0
-    mtime_ns: int = 0
-
-    @property
-    def path(self) -> Path:
-        """The file of a local output."""
-        assert isinstance(self.root, Path)
-        return self.root / self.relative
-
-    @property
-    def suffix(self) -> str:
-        return PurePosixPath(self.relative).suffix
-
-    @classmethod
-    def of(cls, root: Path, path: Path) -> WrittenFile:
-        stat = path.stat()
-        return cls(root, path.relative_to(root).as_posix(), stat.st_size, stat.st_ino, stat.st_mtime_ns)
-
-
-def write_file(root: Path | S3Location, relative: str, write: Callable[[Path | pa.NativeFile], None]) -> WrittenFile:
-    """Write ``relative`` under ``root``: a local file durably (``write`` gets a temp path), an
-    object in one upload (``write`` gets the stream)."""
-    if isinstance(root, Path):
-        path = root / relative
-        write_durably(path, write)
-        return WrittenFile.of(root, path)
-    filesystem = root.filesystem()
-    with filesystem.open_output_stream(root.key(relative)) as stream:
-        write(stream)
-        size = stream.tell()
-    return WrittenFile(root, relative, size)
-
-
-def remove_written(files: list[WrittenFile]) -> list[str]:
-    """Delete the files of a flush whose commit was refused, unless they were replaced since:
-    the partition's new owner may already have rewritten the same local name, and that one stays
-    (an object's name has the flush's own attempt token: none but its writer writes it)."""
-    removed = []
-    for file in files:
-        if isinstance(file.root, S3Location):
-            file.root.filesystem().delete_file(file.root.key(file.relative))
-            removed.append(file.relative)
-            continue
-        try:
-            stat = file.path.stat()
-        except FileNotFoundError:  # removed since (an incomplete flush, see ingest.recovery)
-            continue
-        if (stat.st_ino, stat.st_mtime_ns) == (file.inode, file.mtime_ns):
-            file.path.unlink(missing_ok=True)
-            removed.append(file.relative)
-    return removed
+    return write_file(out, f"{DEAD_LETTER_DIR}/{name.render('jsonl')}", partial(write_bytes, (line + "\n").encode()))

@@ -38,9 +38,11 @@ class IngestSettings(BaseSettings):
     dedupe_steps: int = Field(default=100_000, ge=0, description="Remember the event ids of this many recent steps "
                               "per partition: a step read again at a later offset (a producer's resend after a lost "
                               "acknowledgement) is set aside as a dead letter and the first copy kept; 0: off.")
-    table: bool = Field(default=False, description="Write a Delta Lake table (storage.table): each flush one "
-                        "commit of its files and its source offsets, which readers and a resuming ingester take "
-                        "from the table's log. An output directory that holds a table is always written as one.")
+    table: bool = Field(default=True, description="Write a new output directory as a Delta Lake table "
+                        "(storage.table): each flush one commit of its files and its source offsets, which readers "
+                        "and a resuming ingester take from the table's log; False: a tree of Parquet files. An "
+                        "existing output keeps its layout: a table is written as a table, a tree as a tree "
+                        "('specmetrics table convert' makes it a table).")
     log_interval_s: float = Field(default=30.0, gt=0, description="How often rows/s and lag are logged.")
     metrics_port: int | None = Field(default=None, ge=0, le=65535, description="Serve the live corrected metrics "
                                      "for Prometheus on this port (/metrics; 0: any free port); None: no endpoint.")

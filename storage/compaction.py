@@ -20,12 +20,12 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage.durable import write_atomically, write_durably
+from storage.files import read_bytes, write_bytes, write_file
 from storage.layout import DEAD_LETTER_DIR, FileName
 from storage.table import DataFile, Table, TableFile
 
@@ -43,23 +43,22 @@ class Compaction:
 
 def compact(table: Table, target_rows: int, compression: str = "zstd") -> Compaction:
     """Merge the table's runs of small committed files (see the module docstring)."""
-    root = table.local_root()
-    runs = _runs(table.files(), target_rows)
+    runs = _runs(table, target_rows)
     removed: list[TableFile] = []
     added: list[DataFile] = []
     rows = 0
     for run in runs:
         names = [_name(file) for file in run]
         merged = FileName(names[0].source, names[0].partition, names[0].start, names[-1].end, os.urandom(6).hex())
-        data = pa.concat_tables([pq.read_table(file.path) for file in run], promote_options="default")
-        path = run[0].path.with_name(merged.render("parquet"))
-        write_durably(path, partial(_write, data, compression))
-        letters = [root / DEAD_LETTER_DIR / name.render("jsonl") for name in names]
-        lines = b"".join(letter.read_bytes() for letter in letters if letter.exists())
+        data = pa.concat_tables([table.read(file) for file in run], promote_options="default")
+        relative = PurePosixPath(run[0].relative).with_name(merged.render("parquet")).as_posix()
+        written = write_file(table.root, relative, partial(_write, data, compression))
+        letters = [read_bytes(table.root, f"{DEAD_LETTER_DIR}/{name.render('jsonl')}") for name in names]
+        lines = b"".join(letter for letter in letters if letter)
         if lines:
-            write_atomically(root / DEAD_LETTER_DIR / merged.render("jsonl"), lines)
+            write_file(table.root, f"{DEAD_LETTER_DIR}/{merged.render('jsonl')}", partial(write_bytes, lines))
         removed.extend(run)
-        added.append(DataFile.local(root, path))
+        added.append(DataFile(written.relative, written.size))
         rows += data.num_rows
     if added:
         table.replace(removed, added)
@@ -67,9 +66,10 @@ def compact(table: Table, target_rows: int, compression: str = "zstd") -> Compac
     return Compaction(len(removed), len(added), rows)
 
 
-def _runs(files: list[TableFile], target_rows: int) -> list[list[TableFile]]:
-    """Runs of two or more files of one folder and source partition whose offsets follow each other,
-    each of at most ``target_rows`` rows."""
+def _runs(table: Table, target_rows: int) -> list[list[TableFile]]:
+    """Runs of two or more of the table's files of one folder and source partition whose offsets
+    follow each other, each of at most ``target_rows`` rows."""
+    files = table.files()
     folders: dict[FileName, int] = defaultdict(int)
     for file in files:
         folders[_name(file)] += 1
@@ -78,7 +78,7 @@ def _runs(files: list[TableFile], target_rows: int) -> list[list[TableFile]]:
         name = _name(file)
         # A flush with files in several hours keeps them: merged in one hour, its name would cover
         # offsets whose rows lie in another file too.
-        rows = pq.read_metadata(file.path).num_rows if folders[name] == 1 else target_rows + 1
+        rows = table.rows(file) if folders[name] == 1 else target_rows + 1
         groups[file.dt, file.hour, name.source, name.partition].append((name, file, rows))
     runs = []
     for group in groups.values():
@@ -99,11 +99,11 @@ def _runs(files: list[TableFile], target_rows: int) -> list[list[TableFile]]:
 
 
 def _name(file: TableFile) -> FileName:
-    name = FileName.parse(file.path.name)
+    name = FileName.parse(PurePosixPath(file.relative).name)
     if name is None:
-        raise ValueError(f"{file.path}: a committed file without an ingester's name; not compacted")
+        raise ValueError(f"{file.location}: a committed file without an ingester's name; not compacted")
     return name
 
 
-def _write(table: pa.Table, compression: str, path: Path) -> None:
-    pq.write_table(table, path, compression=compression)
+def _write(table: pa.Table, compression: str, where: Path | pa.NativeFile) -> None:
+    pq.write_table(table, where, compression=compression)

@@ -32,7 +32,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -47,6 +47,7 @@ from deltalake.transaction import (
 )
 
 from schemas.arrow import REQUEST_STEP_SCHEMA
+from storage.files import list_folder, remove
 from storage.layout import DEAD_LETTER_DIR, FileName
 from storage.location import S3Location
 
@@ -271,26 +272,34 @@ class Table:
         self._refresh()
         self._delta.create_write_transaction(actions, "append", TABLE_SCHEMA, partition_by=PARTITION_BY)
 
-    def vacuum(self, retention_hours: float, dry_run: bool) -> list[Path]:
+    def vacuum(self, retention_hours: float, dry_run: bool) -> list[str]:
         """Remove (or with ``dry_run`` only list) the files no commit names that were last changed
         more than ``retention_hours`` ago: data files of writers killed or refused before their
         commit, or dropped into the folders, and the dead-letter files of such flushes. Younger
-        ones may belong to a flush about to be committed, and stay."""
-        root = self.local_root()
+        ones may belong to a flush about to be committed, and stay. Their paths under the root."""
         self._refresh()
-        data = [root / path for path in self._delta.vacuum(
-            retention_hours=int(retention_hours), dry_run=True, enforce_retention_duration=False, full=True)]
-        committed = {FileName.parse(file.path.name) for file in self.files()}
+        try:
+            data = list(self._delta.vacuum(retention_hours=int(retention_hours), dry_run=True,
+                                           enforce_retention_duration=False, full=True))
+        except (DeltaError, OSError) as exc:
+            raise self._failed(exc) from None
+        committed = {FileName.parse(PurePosixPath(file.relative).name) for file in self.files()}
         cutoff = time.time() - retention_hours * 3600
-        letters = [path for path in sorted((root / DEAD_LETTER_DIR).glob("*.jsonl"))
-                   if (name := FileName.parse(path.name)) is not None and name.attempt and name not in committed
-                   and path.stat().st_mtime < cutoff]
+        letters = [file.relative for file in list_folder(self.root, DEAD_LETTER_DIR)
+                   if (name := FileName.parse(PurePosixPath(file.relative).name)) is not None and name.attempt
+                   and name not in committed and file.mtime_s < cutoff]
         files = sorted([*data, *letters])
         if not dry_run:
-            for path in files:
-                path.unlink(missing_ok=True)
-                logger.info("removed %s: no commit names it", path)
+            for relative in files:
+                remove(self.root, relative)
+                logger.info("removed %s: no commit names it", relative)
         return files
+
+    def rows(self, file: TableFile) -> int:
+        """The rows of one of the table's data files, from its footer."""
+        if isinstance(self.root, S3Location):
+            return int(pq.read_metadata(self.root.key(file.relative), filesystem=self.root.filesystem()).num_rows)
+        return int(pq.read_metadata(file.location).num_rows)
 
     def checkpoint(self) -> int:
         """Write a checkpoint of the log at its latest version (readers then start from it, not from

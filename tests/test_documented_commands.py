@@ -198,23 +198,31 @@ def python_module_problems(name: str, text: str) -> list[str]:
 
 
 @cache
-def compose_file() -> tuple[frozenset[str], frozenset[str]]:
-    """The services and profiles of docker-compose.yml."""
+def compose_file(*paths: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The services and profiles of the compose files (docker-compose.yml where none is named)."""
     import yaml
 
-    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text(encoding="utf-8"))["services"]
+    services: dict[str, dict[str, Any]] = {}
+    for path in paths or ("docker-compose.yml",):
+        services |= yaml.safe_load((ROOT / path).read_text(encoding="utf-8"))["services"]
     profiles = {profile for service in services.values() for profile in service.get("profiles", [])}
     return frozenset(services), frozenset(profiles)
 
 
 def compose_error(argv: list[str]) -> str | None:
     """Why ``docker compose`` would refuse ``argv`` (the words after ``docker compose``) here."""
-    services, profiles = compose_file()
+    files = [argv[i + 1] for i, word in enumerate(argv[:-1]) if word in ("-f", "--file")]
+    if missing := [path for path in files if not (ROOT / path).is_file()]:
+        return f"no compose file {missing[0]!r} in the repository"
+    services, profiles = compose_file(*files)
     words = iter(argv)
     for word in words:
+        if word in ("-f", "--file"):
+            next(words, "")
+            continue
         if word == "--profile":
             if (profile := next(words, "")) not in profiles and not PLACEHOLDER.match(profile):
-                return f"no profile {profile!r} in docker-compose.yml"
+                return f"no profile {profile!r} in the compose files"
             continue
         if word not in COMPOSE_COMMANDS:
             return f"no compose command {word!r} in the docs' check (or a misspelt one)"
@@ -229,7 +237,7 @@ def compose_error(argv: list[str]) -> str | None:
                 if name == "--scale" and value.split("=")[0] not in services:
                     return f"no service {value.split('=')[0]!r} to scale"
             elif takes_services and rest not in services and not PLACEHOLDER.match(rest):
-                return f"no service {rest!r} in docker-compose.yml"
+                return f"no service {rest!r} in the compose files"
             elif word == "run":
                 return None  # the rest is the service's command (a specmetrics one is checked as such)
         return None

@@ -21,7 +21,7 @@ TESTED_BY: dict[str, tuple[str, ...]] = {
     "transport/kafka/admin.py": ("tests/specmetrics/commands/test_create_topics.py",),
     "transport/log/directory.py": ("tests/ingest/test_fault_injection_log.py",),
     "transport/log/segment.py": ("tests/transport/log/test_reader.py", "tests/transport/log/test_writer.py"),
-    "storage/durable.py": ("tests/ingest/test_output.py",),
+    "storage/durable.py": ("tests/storage/test_files.py",),
     "emitter/loadgen/ground_truth.py": ("tests/emitter/loadgen/test_simulator.py",),
     "ingest/dead_letter_topic.py": ("tests/ingest/sources/test_kafka.py",),
     "ingest/partition_lock.py": ("tests/ingest/test_output.py",),

@@ -54,10 +54,11 @@ def add_parser(subparsers: Any) -> None:
                         help="Offsets gone from the source (a deleted or truncated local log segment) are recorded "
                              "in the tree ('specmetrics verify' reports them) and ingesting goes on; without it the "
                              "ingester stores what came before them and exits with an error naming them.")
-    parser.add_argument("--table", action="store_true", default=None,
-                        help="Write a Delta Lake table: each flush is one commit of its files and source offsets, "
-                             "and only committed files are read (docs/storage.md). An output directory that "
-                             "holds a table is always written as one.")
+    parser.add_argument("--tree", dest="table", action="store_false", default=None,
+                        help="Write a new output directory as a tree of Parquet files, without a table's log (the "
+                             "layout before tables). By default it becomes a Delta Lake table: each flush is one "
+                             "commit of its files and source offsets, and only committed files are read "
+                             "(docs/storage.md). An existing output keeps its layout.")
     parser.add_argument("--metrics-port", type=int, default=None,
                         help="Serve the live corrected metrics for Prometheus on this port, path /metrics "
                              "(default: SPECMETRICS_INGEST_METRICS_PORT, or no endpoint); docs/metrics.md.")

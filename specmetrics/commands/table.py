@@ -9,6 +9,7 @@ from typing import Any
 from ingest.convert import convert_tree
 from ingest.settings import IngestSettings
 from storage.compaction import compact
+from storage.location import S3Location, is_s3
 from storage.table import Table, is_table
 
 #: Files no commit names are removed once they are this old (Delta's own default).
@@ -40,8 +41,10 @@ def add_parser(subparsers: Any) -> None:
     checkpoint = actions.add_parser(
         "checkpoint", help="Checkpoint the log at its latest version, so readers start there; log entries past "
                            "the retention (30 days) are removed.")
-    for action in (convert, optimize, vacuum, checkpoint):
-        action.add_argument("--data", required=True, type=Path, help="The output directory of 'specmetrics ingest'.")
+    convert.add_argument("--data", required=True, type=Path, help="The output directory of 'specmetrics ingest'.")
+    for action in (optimize, vacuum, checkpoint):
+        action.add_argument("--data", required=True, help="The output directory of 'specmetrics ingest', or "
+                                                          "s3://bucket/prefix for a table on S3.")
     parser.set_defaults(run=run)
 
 
@@ -53,9 +56,10 @@ def run(args: argparse.Namespace) -> int:
         for (source, partition), position in sorted(done.positions.items()):
             print(f"  {source} partition {partition}: next offset {position:,}")
         return 0
-    if not is_table(args.data):
+    root = S3Location.parse(args.data) if is_s3(args.data) else Path(args.data)
+    if not is_table(root):
         raise ValueError(f"{args.data} is not a table ('specmetrics table convert' makes a tree one)")
-    table = Table(args.data)
+    table = Table(root)
     if args.action == "optimize":
         merged = compact(table, args.target_rows)
         print(f"merged {merged.merged_files:,} file(s) into {merged.new_files:,} ({merged.rows:,} rows); the files "
@@ -64,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "vacuum":
         files = table.vacuum(args.retention_hours, args.dry_run)
         verb = "would remove" if args.dry_run else "removed"
-        for path in files:
-            print(f"{verb} {path.relative_to(args.data)}")
+        for relative in files:
+            print(f"{verb} {relative}")
         print(f"{verb} {len(files)} file(s) no commit names, older than {args.retention_hours:g} h")
         return 0
     print(f"checkpointed {args.data} at version {table.checkpoint()}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from specmetrics.cli import build_parser, main
 from tests.support.compose import (
     COMPOSE_FILE,
     ROOT,
+    S3_OVERRIDE,
     all_services,
     bind_mounts,
     compose,
@@ -25,9 +27,10 @@ from tests.support.compose import (
 )
 
 
-def test_the_compose_file_matches_the_compose_spec_schema() -> None:
+@pytest.mark.parametrize("path", [COMPOSE_FILE, S3_OVERRIDE], ids=lambda path: path.name)
+def test_the_compose_files_match_the_compose_spec_schema(path: Path) -> None:
     result = subprocess.run([str(venv_tool("check-jsonschema")), "--builtin-schema", "vendor.compose-spec",
-                             str(COMPOSE_FILE)], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+                             str(path)], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -154,3 +157,19 @@ def test_every_named_volume_an_app_service_writes_starts_out_owned_by_the_images
     for name, target in writable:
         assert target in made.group(1).split(), f"{name}: {target} is not made by the image"
         assert any(target == root or target.startswith(root + "/") for root in owned.group(1).split()), (name, target)
+
+
+def test_the_s3_override_moves_the_stored_data_to_the_s3_service_and_holds_no_secret() -> None:
+    base = resolved_services()
+    services = resolved_services(overrides=(S3_OVERRIDE,))
+    assert "s3" not in base and "/var/lib/specmetrics/data" in (specmetrics_argv(base["ingest"]) or [])
+    for name in ("ingest", "reports"):
+        argv = specmetrics_argv(services[name]) or []
+        assert argv[argv.index("--out" if name == "ingest" else "--data") + 1] == "s3://specmetrics/data"
+        assert services[name]["environment"]["SPECMETRICS_S3_ENDPOINT"] == "http://s3:8333"
+    assert services["ingest"]["depends_on"]["s3"]["condition"] == "service_started"
+    assert "s3-data:/data:rw" in services["s3"]["volumes"]
+    for service in services.values():
+        for key, value in (service.get("environment") or {}).items():
+            if any(word in key for word in ("PASSWORD", "TOKEN", "SECRET", "ACCESS_KEY")):
+                assert value is None, f"{key} must come from the environment, not the compose file"

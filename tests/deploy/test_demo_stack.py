@@ -16,18 +16,29 @@ import pyarrow.parquet as pq
 from kafka import KafkaAdminClient
 
 from devtools.kafka_broker import TansuBroker, free_port
+from devtools.s3_server import SeaweedS3
+from queries.verify import verify_table_on_s3
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB
-from tests.support.compose import HostProcess, healthcheck_argv, resolved_services
+from storage.location import S3Location
+from storage.table import is_table
+from tests.support.compose import S3_OVERRIDE, HostProcess, healthcheck_argv, resolved_services
 from tests.support.http import get
 from tests.support.loadgen import rows_of
 from tests.support.metrics import VIEW_SERIES, scrape, view_series
+from tests.support.readers import numbers
 
 ROWS = 3_000
 
 
 def stored_rows(data: Path) -> int:
     return sum(pq.ParquetFile(f).metadata.num_rows for f in data.glob(DATA_GLOB))
+
+
+def rows_on_s3(url: str) -> int:
+    if not is_table(S3Location.parse(url)):  # before the ingester's first commit
+        return 0
+    return sum(row["rows"] for row in numbers(url)[0])  # type: ignore[arg-type]
 
 
 def wait_for(condition: str, check: Callable[[], bool], proc: subprocess.Popen[str], timeout_s: float = 40) -> None:
@@ -112,3 +123,40 @@ def test_demo_profile_end_to_end(kafka_broker: TansuBroker, tmp_path: Path) -> N
     finally:
         code, _, err = stop(server)
     assert code == 0, err
+
+
+def test_the_s3_override_stores_the_demo_on_the_object_store_and_reports_read_it_there(
+        kafka_broker: TansuBroker, s3_server: SeaweedS3, s3_url: str, tmp_path: Path) -> None:
+    """docker-compose.s3.yml's ingest and reports against the suite's SeaweedFS in place of the s3
+    service: the store's endpoint and keys come from .env, as an operator sets them."""
+    topic, url = f"demo-{uuid.uuid4().hex[:8]}", s3_url
+    passed_through = {k: v for k, v in os.environ.items() if k.startswith("SPECMETRICS_KAFKA_")}
+    services = resolved_services("demo", overrides=(S3_OVERRIDE,), env={
+        "STEPS_TOPIC": topic, "LOADGEN_ROWS": str(ROWS), "SPECMETRICS_INGEST_FLUSH_IDLE_S": "1", "S3_DATA_URL": url,
+        **s3_server.environment(), **passed_through})
+    stack = {name: HostProcess(services[name], kafka_broker.bootstrap, tmp_path)
+             for name in ("kafka-init", "loadgen", "ingest", "reports")}
+    assert stack["ingest"].env["SPECMETRICS_S3_ENDPOINT"] == s3_server.endpoint
+    assert stack["kafka-init"].run().returncode == 0
+    assert stack["loadgen"].run().returncode == 0
+    expected = rows_of(services["loadgen"]["command"], tmp_path / "reference-log")
+
+    stack["ingest"].env["SPECMETRICS_INGEST_METRICS_PORT"] = str(free_port())
+    location = S3Location.parse(url)
+    ingest = stack["ingest"].start()
+    try:
+        wait_for(f"{expected} rows in {url}", lambda: rows_on_s3(url) >= expected, ingest)
+    finally:
+        code, _, err = stop(ingest)
+    assert code == 0, err
+    assert rows_on_s3(url) == expected
+    assert verify_table_on_s3(location).clean
+    assert not list(stack["ingest"].mounts["/var/lib/specmetrics/data"].glob(DATA_GLOB))  # locks and hints only
+
+    folder = stack["reports"].mounts["/var/lib/specmetrics/reports"]
+    report = stack["reports"].start()
+    try:
+        wait_for("latest.md", (folder / "latest.md").exists, report)
+    finally:
+        stop(report)
+    assert f"\n{expected:,} request-steps from " in (folder / "latest.md").read_text()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic_settings import BaseSettings
 
-from tests.support.compose import COMPOSE_FILE, ROOT, all_services
+from tests.support.compose import COMPOSE_FILE, ROOT, S3_OVERRIDE, all_services, resolved_services
 from tests.support.layout import FLOW
 
 PACKAGES = tuple(package for level in FLOW for package in level)
@@ -54,8 +54,9 @@ def literal_variables() -> set[str]:
 
 def compose_variables() -> set[str]:
     """Interpolated ``${NAME}`` and the variables the services take from the host (null values)."""
-    names = set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)", COMPOSE_FILE.read_text()))
-    for service in all_services().values():
+    names = {name for path in (COMPOSE_FILE, S3_OVERRIDE)
+             for name in re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)", path.read_text())}
+    for service in [*all_services().values(), *resolved_services(overrides=(S3_OVERRIDE,)).values()]:
         names |= {k for k, v in (service.get("environment") or {}).items() if v is None or k.startswith("SPECMETRICS_")}
     return names
 

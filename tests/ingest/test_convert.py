@@ -24,9 +24,9 @@ def test_a_converted_tree_reads_as_before_and_ingesting_goes_on_into_the_table(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=64 * 60, seed=21, engines=2)
-    ingest_once(log, data, flush_rows=64 * 25)
+    ingest_once(log, data, flush_rows=64 * 25, table=False)
     append_bad_record(log)  # a flush of one dead letter: a dead-letter file and no data file
-    ingest_once(log, data)
+    ingest_once(log, data, table=False)
     before_report = report(data, tmp_path / "before")  # and the rollups it builds
     first = sorted(data.glob(DATA_GLOB))[0]
     forged = first.with_name(FileName("log", 0, 61, 70).render("parquet"))
@@ -49,7 +49,7 @@ def test_a_converted_tree_reads_as_before_and_ingesting_goes_on_into_the_table(
     assert f"not in the table's log (never read): {forged.relative_to(data)}" in out
 
     write_load(log, rows=64 * 10, seed=22, engine_prefix="more")
-    assert ingest_once(log, data, flush_rows=64 * 4).rows == 64 * 10  # a table: no --table needed
+    assert ingest_once(log, data, flush_rows=64 * 4).rows == 64 * 10  # a table stays a table
     assert Table(data).position("log", 0) == 71
     assert_rows_once(data, 64 * 70)
     assert main(["table", "convert", "--data", str(data)]) == 2
@@ -59,7 +59,7 @@ def test_a_converted_tree_reads_as_before_and_ingesting_goes_on_into_the_table(
 def test_a_tree_an_ingester_holds_is_not_converted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=640, seed=23)
-    ingest_once(log, data)
+    ingest_once(log, data, table=False)
     source = LocalLogSource(log, data / STATE_DIR)  # a running ingester holds its source's lock
     try:
         assert main(["table", "convert", "--data", str(data)]) == 2
@@ -73,7 +73,7 @@ def test_a_tree_an_ingester_holds_is_not_converted(tmp_path: Path, capsys: pytes
 def test_an_ingester_writing_a_tree_that_became_a_table_stops_before_its_commit(tmp_path: Path) -> None:
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=64 * 20, seed=24)
-    ingest_once(log, data, flush_rows=64 * 10)
+    ingest_once(log, data, flush_rows=64 * 10, table=False)
     write_load(log, rows=64 * 10, seed=25, engine_prefix="more")
     source = LocalLogSource(log, data / STATE_DIR)
     ingester = Ingester(source, data, IngestSettings(flush_rows=64 * 5))  # resumes at 20, as a tree
@@ -92,7 +92,7 @@ def test_an_ingester_writing_a_tree_that_became_a_table_stops_before_its_commit(
 def test_vacuum_removes_only_old_files_no_commit_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=64 * 20, seed=26)
-    ingest_once(log, data, flush_rows=64 * 10, table=True)
+    ingest_once(log, data, flush_rows=64 * 10)
     committed = sorted(file.path for file in Table(data).files())
     stray = committed[0].with_name(FileName("log", 0, 20, 29, "00000000000a").render("parquet"))
     stray.write_bytes(committed[0].read_bytes())
@@ -116,7 +116,7 @@ def test_vacuum_removes_only_old_files_no_commit_names(tmp_path: Path, capsys: p
 def test_a_checkpoint_keeps_what_the_table_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=64 * 30, seed=27)
-    ingest_once(log, data, flush_rows=64 * 3, table=True)
+    ingest_once(log, data, flush_rows=64 * 3)
     before = numbers(data)
     assert main(["table", "checkpoint", "--data", str(data)]) == 0
     assert "checkpointed" in capsys.readouterr().out

@@ -24,14 +24,14 @@ from schemas.wire import FIELDS, MAX_EVENT_TIME_US, MIN_EVENT_TIME_US, step_even
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR
 from tests.support.events import T0, step_event
-from tests.support.ingest import bad_outcomes_message, ingest_once, parquet_files, read_rows
+from tests.support.ingest import bad_outcomes_message, ingest_once, ingest_tree_once, parquet_files, read_rows
 from tests.support.loadgen import write_load
 from transport.log import LocalLogWriter
 
 
 def test_files_are_hive_partitioned_and_named_by_offsets(log_dir: Path, data_dir: Path) -> None:
     truth = write_load(log_dir, rows=5_000, batch_size=50, seed=3)
-    stats = ingest_once(log_dir, data_dir, flush_rows=2_000)
+    stats = ingest_tree_once(log_dir, data_dir, flush_rows=2_000)
     assert stats.rows == 5_000 == sum(t.rows for t in truth.values())
     assert parquet_files(data_dir) == [
         "dt=2026-11-30/hour=12/log-0-00000000000000000000-00000000000000000039.parquet",
@@ -49,7 +49,7 @@ def test_steps_are_split_by_event_time_hour(log_dir: Path, data_dir: Path) -> No
     writer = LocalLogWriter(log_dir)
     writer.append([step_event_to_wire(step_event(event_id=f"e{i}", event_time=T0 + timedelta(minutes=40 * i)))
                    for i in range(3)])
-    ingest_once(log_dir, data_dir, flush_event_time_s=7200)
+    ingest_tree_once(log_dir, data_dir, flush_event_time_s=7200)
     assert parquet_files(data_dir) == [
         f"dt=2026-11-30/hour={h}/log-0-00000000000000000000-00000000000000000002.parquet" for h in (12, 13)
     ]
@@ -66,7 +66,7 @@ def test_steps_of_one_hour_around_another_hours_are_each_stored_once_in_their_ho
     hours = [0, 1, 1, 0]
     LocalLogWriter(log_dir).append([step_event_to_wire(step_event(event_id=f"e{i}", event_time=T0 + timedelta(
         hours=h))) for i, h in enumerate(hours)])
-    ingest_once(log_dir, data_dir, flush_event_time_s=7200)  # one flush
+    ingest_tree_once(log_dir, data_dir, flush_event_time_s=7200)  # one flush
     assert parquet_files(data_dir) == [
         f"dt=2026-11-30/hour={h}/log-0-00000000000000000000-00000000000000000003.parquet" for h in (12, 13)]
     for hour, steps in ((12, {"e0", "e3"}), (13, {"e1", "e2"})):
@@ -80,7 +80,7 @@ def test_files_rotate_by_event_time_not_only_by_size(log_dir: Path, data_dir: Pa
     minutes = [0, 4, 9, 10, 12, 25]
     writer.append([step_event_to_wire(step_event(event_id=f"e{i}", event_time=T0 + timedelta(minutes=m)))
                    for i, m in enumerate(minutes)])
-    ingest_once(log_dir, data_dir, flush_event_time_s=600)
+    ingest_tree_once(log_dir, data_dir, flush_event_time_s=600)
     assert parquet_files(data_dir) == [
         f"dt=2026-11-30/hour=12/log-0-{a:020d}-{b:020d}.parquet" for a, b in ((0, 2), (3, 4), (5, 5))
     ]
@@ -92,7 +92,7 @@ def test_interleaved_clocks_do_not_cut_a_file_per_step(log_dir: Path, data_dir: 
     writer = LocalLogWriter(log_dir)
     writer.append([step_event_to_wire(step_event(event_id=f"e{i}", event_time=T0 + timedelta(minutes=20 * (i % 2))))
                    for i in range(40)])
-    ingest_once(log_dir, data_dir, flush_event_time_s=600)
+    ingest_tree_once(log_dir, data_dir, flush_event_time_s=600)
     assert parquet_files(data_dir) == [
         f"dt=2026-11-30/hour=12/log-0-{a:020d}-{b:020d}.parquet" for a, b in ((0, 0), (1, 39))]
 
@@ -108,8 +108,8 @@ def test_running_twice_adds_nothing(log_dir: Path, data_dir: Path) -> None:
 
 def test_the_same_input_gives_the_same_files(log_dir: Path, tmp_path: Path) -> None:
     write_load(log_dir, rows=4_000, seed=2, engines=2)
-    ingest_once(log_dir, tmp_path / "a", flush_rows=1_500)
-    ingest_once(log_dir, tmp_path / "b", flush_rows=1_500)
+    ingest_tree_once(log_dir, tmp_path / "a", flush_rows=1_500)
+    ingest_tree_once(log_dir, tmp_path / "b", flush_rows=1_500)
     names = parquet_files(tmp_path / "a")
     assert len(names) == 3
     assert names == parquet_files(tmp_path / "b")
@@ -131,7 +131,7 @@ def test_bad_records_go_to_dead_letters_and_good_ones_around_them_are_kept(log_d
     }
     records = [good[0], bad[1][0], good[1], bad[3][0], bad[4][0], good[2], bad[6][0], bad[7][0], good[3]]
     LocalLogWriter(log_dir).append(records)
-    stats = ingest_once(log_dir, data_dir)
+    stats = ingest_tree_once(log_dir, data_dir)
     assert (stats.rows, stats.dead_letters) == (16, 5)
     table = read_rows(data_dir)
     assert sorted(set(table["event_id"].to_pylist())) == ["good-0", "good-1", "good-2", "good-3"]
@@ -184,7 +184,7 @@ def test_the_first_and_last_storable_event_times_get_hive_folders_and_every_read
     first, last = (step_event_to_wire(step_event(event_id=name)) for name in ("first", "last"))
     LocalLogWriter(log_dir).append([_with(first, event_time_us=MIN_EVENT_TIME_US),
                                     _with(last, event_time_us=MAX_EVENT_TIME_US, step_index=2**63 - 1)])
-    assert ingest_once(log_dir, data_dir, max_ahead_s=0, max_behind_s=0).rows == 8
+    assert ingest_tree_once(log_dir, data_dir, max_ahead_s=0, max_behind_s=0).rows == 8
     assert parquet_files(data_dir) == [
         "dt=0001-01-01/hour=00/log-0-00000000000000000000-00000000000000000000.parquet",
         "dt=9999-12-31/hour=23/log-0-00000000000000000001-00000000000000000001.parquet",
@@ -240,7 +240,7 @@ def test_request_ids_the_contract_forbids_are_dead_letters_and_the_rest_stays_re
     }
     records = [_with(bad[i][0], event_id=f"bad-{i}") if i in bad else good[i] for i in range(40)]
     LocalLogWriter(log_dir).append(records)
-    stats = ingest_once(log_dir, data_dir)
+    stats = ingest_tree_once(log_dir, data_dir)
     assert (stats.rows, stats.dead_letters) == (35 * 4 - 3, 5)
     letters = [json.loads(line) for line in
                (data_dir / DEAD_LETTER_DIR / "log-0-00000000000000000000-00000000000000000039.jsonl").read_text()
@@ -255,10 +255,10 @@ def test_dead_letters_alone_trigger_flushes_by_rows_and_by_bytes(log_dir: Path, 
     wrong_major[0] = "2.0"
     bad = msgpack.packb(wrong_major)
     LocalLogWriter(log_dir).append([bad] * 250)
-    assert ingest_once(log_dir, tmp_path / "rows", flush_rows=100).dead_letters == 250
+    assert ingest_tree_once(log_dir, tmp_path / "rows", flush_rows=100).dead_letters == 250
     assert sorted(p.name for p in (tmp_path / "rows" / DEAD_LETTER_DIR).iterdir()) == [
         f"log-0-{a:020d}-{b:020d}.jsonl" for a, b in ((0, 99), (100, 199), (200, 249))]
-    ingest_once(log_dir, tmp_path / "bytes", flush_bytes=60 * len(bad))
+    ingest_tree_once(log_dir, tmp_path / "bytes", flush_bytes=60 * len(bad))
     assert len(list((tmp_path / "bytes" / DEAD_LETTER_DIR).iterdir())) == 5
 
 

@@ -20,7 +20,7 @@ from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, STATE_DIR
 from tests.support.events import T0, step_event
-from tests.support.ingest import assert_rows_once, ingest_once, read_rows
+from tests.support.ingest import assert_rows_once, ingest_once, ingest_tree_once, read_rows
 from tests.support.loadgen import write_load
 from transport.log import LocalLogWriter
 from transport.log.segment import list_segments, segment_path
@@ -49,7 +49,7 @@ def offsets_file(data_dir: Path) -> Path:
 def ingest_cli(log_dir: Path, data_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "specmetrics.cli", "ingest", "--source", log_dir.as_uri(), "--out", str(data_dir),
-         "--once", "--quiet", "--flush-rows", "2000"],
+         "--once", "--quiet", "--flush-rows", "2000", "--tree"],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -97,7 +97,7 @@ def test_pruned_segments_and_a_lost_offsets_file_keep_every_stored_row(log_dir: 
 
 def test_an_offsets_file_past_the_stored_files_is_an_error_and_removes_nothing(log_dir: Path, data_dir: Path) -> None:
     write_load(log_dir, rows=6_000, seed=3)
-    ingest_once(log_dir, data_dir, flush_rows=2_000)
+    ingest_tree_once(log_dir, data_dir, flush_rows=2_000)
     last = sorted(data_dir.glob(DATA_GLOB))[-1]
     last.unlink()  # a stored, committed file deleted by hand
     before = stored_files(data_dir)
@@ -133,7 +133,7 @@ def test_a_flush_cut_short_between_its_files_is_written_again(tmp_path: Path, st
     case = tmp_path / f"case-{steps}-{bad_every}-{len(list(tmp_path.iterdir()))}"
     log_dir, data_dir = case / "log", case / "data"
     good_rows = two_hour_log(log_dir, steps, bad_every)
-    ingest_once(log_dir, data_dir, flush_event_time_s=86_400)
+    ingest_tree_once(log_dir, data_dir, flush_event_time_s=86_400)
     complete = {path: path.read_bytes() for path in flush_files_in_write_order(data_dir)}
     written = flush_files_in_write_order(data_dir)
     assert len(written) > 1
@@ -143,7 +143,7 @@ def test_a_flush_cut_short_between_its_files_is_written_again(tmp_path: Path, st
     for path in written[kept:]:
         path.unlink()
     offsets_file(data_dir).unlink()  # the commit never happened
-    ingest_once(log_dir, data_dir, flush_event_time_s=86_400)
+    ingest_tree_once(log_dir, data_dir, flush_event_time_s=86_400)
     assert flush_files_in_write_order(data_dir) == written
     assert {path: path.read_bytes() for path in written} == complete
     assert_rows_once(data_dir, good_rows)
@@ -154,16 +154,16 @@ def test_files_written_before_flushes_recorded_their_count_follow_the_committed_
     """Such a flush cannot say whether it is complete: past the committed offset it is removed
     and written again, as it was then; with no committed offset at all, it stays."""
     truth = write_load(log_dir, rows=6_000, seed=3)
-    ingest_once(log_dir, data_dir, flush_rows=2_000)
+    ingest_tree_once(log_dir, data_dir, flush_rows=2_000)
     files = sorted(data_dir.glob(DATA_GLOB))
     for path in files:  # as an older ingester wrote them
         pq.write_table(pq.read_table(path).replace_schema_metadata(None), path)
     inodes = stored_files(data_dir)
     offsets_file(data_dir).unlink()
-    assert ingest_once(log_dir, data_dir, flush_rows=2_000).rows == 0
+    assert ingest_tree_once(log_dir, data_dir, flush_rows=2_000).rows == 0
     assert stored_files(data_dir) == inodes
     offsets_file(data_dir).write_text(json.dumps({"0": 64}))  # the last flush (64-93) was never committed
-    stats = ingest_once(log_dir, data_dir, flush_rows=2_000)
+    stats = ingest_tree_once(log_dir, data_dir, flush_rows=2_000)
     assert stats.rows == pq.read_metadata(files[-1]).num_rows and stats.flushes == 1
     after = stored_files(data_dir)
     last = str(files[-1].relative_to(data_dir))
@@ -175,11 +175,11 @@ def test_files_written_before_flushes_recorded_their_count_follow_the_committed_
 def test_verify_finds_a_flush_missing_a_file_that_the_offset_ranges_do_not_show(
         log_dir: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good_rows = two_hour_log(log_dir, steps=4, bad_every=0)
-    ingest_once(log_dir, data_dir, flush_event_time_s=86_400)
+    ingest_tree_once(log_dir, data_dir, flush_event_time_s=86_400)
     writer = LocalLogWriter(log_dir)
     writer.append([step_event_to_wire(step_event(event_id="later", event_time=T0))])
     writer.close()
-    ingest_once(log_dir, data_dir)
+    ingest_tree_once(log_dir, data_dir)
     assert main(["verify", "--data", str(data_dir)]) == 0
     first_flush = sorted(data_dir.glob("dt=*/hour=*/log-0-00000000000000000000-*.parquet"))
     assert len(first_flush) == 2 and read_rows(data_dir).num_rows == good_rows + 4

@@ -19,50 +19,21 @@ import pyarrow.parquet as pq
 import pytest
 
 from devtools.s3_server import SeaweedS3
-from ingest import Ingester, IngestSettings
-from ingest.sources import LocalLogSource
 from queries.verify import verify_table_on_s3
 from specmetrics.cli import main
 from storage.layout import FileName
 from storage.location import S3Location
 from storage.table import Table, is_table
-from tests.support.ingest import append_bad_record, ingest_once
+from tests.support.ingest import append_bad_record, ingest_once, ingest_to_s3, rows_once
 from tests.support.loadgen import write_load
 from tests.support.readers import numbers, report
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def ingest_to_s3(log: Path, url: str, state: Path, **settings: object) -> int:
-    source = LocalLogSource(log, state)
-    ingester = Ingester(source, S3Location.parse(url), IngestSettings(**settings), state_dir=state)
-    try:
-        return ingester.run(once=True).rows
-    finally:
-        ingester.close()
-        source.close()
-
-
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "specmetrics.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300, check=False)
-
-
-def rows_once(url: str) -> int:
-    """The rows the table holds, checking each (event id, request id) is there once."""
-    [(rows, distinct)] = main_query(url, "SELECT count(*), count(DISTINCT (event_id, request_id)) FROM request_steps")
-    assert rows == distinct
-    return int(rows)
-
-
-def main_query(url: str, sql: str) -> list[tuple[object, ...]]:
-    from queries import connect, run_query
-
-    con = connect(url)
-    try:
-        return [tuple(row.values()) for row in run_query(con, sql).to_pylist()]
-    finally:
-        con.close()
 
 
 def test_a_table_on_s3_holds_what_a_local_one_holds(s3_url: str, tmp_path: Path,
@@ -71,7 +42,7 @@ def test_a_table_on_s3_holds_what_a_local_one_holds(s3_url: str, tmp_path: Path,
     write_load(log, rows=30_000, seed=41, engines=2)
     append_bad_record(log)
     assert ingest_to_s3(log, s3_url, tmp_path / "state", flush_rows=7_000) == 30_016
-    ingest_once(log, tmp_path / "local", flush_rows=7_000, table=True)
+    ingest_once(log, tmp_path / "local", flush_rows=7_000)
     assert numbers(s3_url) == numbers(tmp_path / "local")  # type: ignore[arg-type]
     checked = verify_table_on_s3(S3Location.parse(s3_url))
     assert checked.clean and [(p.first, p.last) for p in checked.partitions] == [(0, 469)]

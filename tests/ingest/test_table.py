@@ -22,7 +22,7 @@ from ingest import Ingester, IngestSettings
 from ingest.sources import LocalLogSource
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR, FileName
-from storage.table import LOG_DIR, DataFile, Table
+from storage.table import LOG_DIR, DataFile, Table, is_table
 from tests.support.events import T0
 from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once, read_rows
 from tests.support.loadgen import write_load
@@ -39,7 +39,7 @@ def test_a_table_holds_what_a_tree_holds_and_every_reader_says_so(
     truth = write_load(tmp_path / "log", rows=24_000, seed=5, engines=2, step_ms=40.0,
                        start_time=T0 - timedelta(minutes=20))
     ingest_once(tmp_path / "log", tmp_path / "tree", flush_rows=3_000)
-    stats = ingest_once(tmp_path / "log", tmp_path / "table", flush_rows=3_000, table=True)
+    stats = ingest_once(tmp_path / "log", tmp_path / "table", flush_rows=3_000)
     assert stats.rows == sum(t.rows for t in truth.values()) == 24_000
     table = Table(tmp_path / "table")
     assert table.position("log", 0) == 24_000 // 64
@@ -61,7 +61,7 @@ def test_a_forged_file_is_not_counted_and_no_real_row_is_skipped(tmp_path: Path,
     rows is counted by readers, and the next ingest resumes after it, never storing those offsets."""
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=200_000, seed=8, engine_prefix="first")
-    ingest_once(log, data, flush_rows=20_000, table=True)
+    ingest_once(log, data, flush_rows=20_000)
     real = pq.read_table(Table(data).files()[0].path)
     forged_rows = pa.concat_tables([real] * 2).slice(0, 3_200)
     end = 200_000 // 64
@@ -73,7 +73,7 @@ def test_a_forged_file_is_not_counted_and_no_real_row_is_skipped(tmp_path: Path,
     assert main(["verify", "--data", str(data)]) == 0
     assert f"not in the table's log (never read): {forged.relative_to(data)}" in capsys.readouterr().out
     write_load(log, rows=6_400, seed=9, engine_prefix="second")
-    assert ingest_once(log, data, flush_rows=20_000, table=True).rows == 6_400
+    assert ingest_once(log, data, flush_rows=20_000).rows == 6_400
     assert_rows_once(data, 206_400)
     assert [row["rows"] for row in numbers(data)[0]] == [200_000, 6_400]
     assert forged.exists()
@@ -83,7 +83,7 @@ def test_a_committed_file_missing_or_changed_fails_verify_and_readers_name_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=64 * 30, seed=12)
-    ingest_once(log, data, flush_rows=64 * 10, table=True)
+    ingest_once(log, data, flush_rows=64 * 10)
     assert main(["verify", "--data", str(data)]) == 0
     first, second = sorted(file.path for file in Table(data).files())[:2]
     first.unlink()
@@ -106,7 +106,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path: Path) 
         before = max(len(list((data / LOG_DIR).glob("*.json"))), 1)  # the first commit creates the table
         proc = subprocess.Popen(
             [sys.executable, "-m", "specmetrics.cli", "ingest", "--source", log.as_uri(), "--out", str(data),
-             "--once", "--quiet", "--table", "--flush-rows", "6000"],
+             "--once", "--quiet", "--flush-rows", "6000"],
             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL)
         while len(list((data / LOG_DIR).glob("*.json"))) <= before and proc.poll() is None:
@@ -116,7 +116,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path: Path) 
         proc.wait()
         commits.append(Table(data).position("log", 0))
     assert commits == sorted(commits) and 0 < commits[0] and commits[-1] < expected // 64, commits
-    ingest_once(log, data, flush_rows=6_000, table=True)
+    ingest_once(log, data, flush_rows=6_000)
     assert Table(data).position("log", 0) == expected // 64
     assert_rows_once(data, expected)
     assert main(["verify", "--data", str(data)]) == 0
@@ -131,7 +131,7 @@ def test_a_writer_whose_commit_is_refused_reads_on_from_where_the_table_ends(
     ingest_once(log, tmp_path / "tree", flush_rows=64 * 30)
     early = [path for path in sorted((tmp_path / "tree").glob(DATA_GLOB)) if path.name.startswith("log-0-" + "0" * 20)]
     source = LocalLogSource(log, data / STATE_DIR)
-    ingester = Ingester(source, data, IngestSettings(flush_rows=64 * 40, table=True))  # resumes at offset 0
+    ingester = Ingester(source, data, IngestSettings(flush_rows=64 * 40))  # resumes at offset 0
     try:
         name = FileName("log", 0, 0, 29, "0123456789ab")
         paths = []
@@ -158,7 +158,7 @@ def test_dead_letters_count_with_the_commit_of_their_flush(tmp_path: Path, capsy
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=64 * 4, seed=3)
     append_bad_record(log)
-    stats = ingest_once(log, data, table=True)
+    stats = ingest_once(log, data)
     assert (stats.rows, stats.dead_letters) == (64 * 4, 1)
     letters = sorted((data / DEAD_LETTER_DIR).glob("*.jsonl"))
     assert len(letters) == 1
@@ -173,22 +173,23 @@ def test_dead_letters_count_with_the_commit_of_their_flush(tmp_path: Path, capsy
     assert "log             0             0            4        1     0         0" in out  # one flush, no gap
 
 
-def test_table_on_an_existing_tree_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+def test_an_existing_tree_is_written_as_a_tree_and_says_how_to_make_it_a_table(tmp_path: Path) -> None:
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=640, seed=4)
-    ingest_once(log, data, flush_rows=64 * 4)
-    before = sorted(data.rglob("*"))
-    done = cli("ingest", "--source", log.as_uri(), "--out", str(data), "--once", "--quiet", "--table")
-    assert done.returncode != 0
-    assert "holds a tree of Parquet files without a table's log" in done.stderr
-    assert sorted(data.rglob("*")) == before
+    ingest_once(log, data, flush_rows=64 * 4, table=False)
+    write_load(log, rows=640, seed=5, engine_prefix="more")
+    done = cli("ingest", "--source", log.as_uri(), "--out", str(data), "--once", "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert f"'specmetrics table convert {data}' makes it a table" in done.stderr
+    assert not is_table(data)
+    assert_rows_once(data, 1280)
 
 
 def test_a_table_resumes_from_its_log_whatever_the_offsets_hint_says(tmp_path: Path) -> None:
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=64 * 50, seed=6)
-    ingest_once(log, data, flush_rows=64 * 10, table=True)
+    ingest_once(log, data, flush_rows=64 * 10)
     write_load(log, rows=64 * 20, seed=7, engine_prefix="more")
     (data / STATE_DIR / "log.offsets.json").unlink()  # the hint lost: the table's log says where
-    assert ingest_once(log, data, flush_rows=64 * 10, table=True).rows == 64 * 20
+    assert ingest_once(log, data, flush_rows=64 * 10).rows == 64 * 20
     assert_rows_once(data, 64 * 70)

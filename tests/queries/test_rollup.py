@@ -14,7 +14,7 @@ from queries.rollup import build_missing, check_rollups, rollup_path
 from schemas.wire import step_event_to_wire
 from storage.layout import ROLLUP_DIR, STATE_DIR
 from tests.support.events import T0, step_event
-from tests.support.ingest import ingest_once, parquet_files
+from tests.support.ingest import ingest_once, ingest_tree_once, parquet_files
 from tests.support.loadgen import write_load
 from transport.log import LocalLogWriter
 
@@ -68,14 +68,14 @@ def test_a_crash_after_a_rollup_was_built_takes_it_with_the_incomplete_flush(log
     writer.append([step_event_to_wire(step_event(event_id=f"e{i}", event_time=T0 + timedelta(minutes=40 * i)))
                    for i in range(3)])
     writer.close()
-    ingest_once(log_dir, data_dir, flush_event_time_s=7200)
+    ingest_tree_once(log_dir, data_dir, flush_event_time_s=7200)
     first, second = parquet_files(data_dir)
     rows_before = pq.read_table(data_dir / first)
     (data_dir / second).unlink()
     (data_dir / STATE_DIR / "log.offsets.json").unlink()
     build_missing(data_dir)
     assert rollup_path(data_dir, data_dir / first).exists()
-    stats = ingest_once(log_dir, data_dir, flush_event_time_s=7200)
+    stats = ingest_tree_once(log_dir, data_dir, flush_event_time_s=7200)
     assert stats.rows == 12 and parquet_files(data_dir) == [first, second]
     assert pq.read_table(data_dir / first).equals(rows_before)
     check = check_rollups(data_dir)

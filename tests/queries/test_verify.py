@@ -16,7 +16,7 @@ from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB
 from tests.support.events import T0, step_event
-from tests.support.ingest import ingest_once
+from tests.support.ingest import ingest_once, ingest_tree_once
 from tests.support.loadgen import write_load
 from transport.log import LocalLogWriter
 
@@ -24,7 +24,7 @@ from transport.log import LocalLogWriter
 @pytest.fixture
 def tree(log_dir: Path, data_dir: Path) -> Path:
     write_load(log_dir, rows=6_400, seed=2)  # 100 steps of 64
-    ingest_once(log_dir, data_dir, flush_rows=1_600)  # 4 flushes of 25 steps
+    ingest_tree_once(log_dir, data_dir, flush_rows=1_600)  # 4 flushes of 25 steps
     return data_dir
 
 

@@ -19,7 +19,7 @@ import pytest
 from devtools.kafka_broker import free_port
 from specmetrics.cli import build_parser, main
 from storage.layout import DATA_GLOB
-from tests.support.ingest import ingest_once
+from tests.support.ingest import ingest_tree_once
 from tests.support.loadgen import write_load
 from tests.support.metrics import wait_for
 from transport.log import LocalLogWriter
@@ -48,7 +48,7 @@ def tree(tmp_path: Path, bad_record: bool = False) -> Path:
     write_load(log, rows=2000)
     if bad_record:
         LocalLogWriter(log).append([b"\x00 not a step"])
-    ingest_once(log, data)
+    ingest_tree_once(log, data)
     return data
 
 

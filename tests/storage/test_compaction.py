@@ -4,17 +4,20 @@ numbers, report and dead letters from fewer files, and ingesting goes on."""
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pyarrow.parquet as pq
 import pytest
+from pyarrow.fs import FileSelector
 
 from specmetrics.cli import main
 from storage.compaction import compact
-from storage.layout import DATA_GLOB, FileName
-from storage.table import Table
+from storage.files import list_folder
+from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FileName
+from storage.location import S3Location
+from storage.table import LOG_DIR, Table
 from tests.support.events import T0
-from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once
+from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once, ingest_to_s3, rows_once
 from tests.support.loadgen import write_load
 from tests.support.readers import numbers, report
 
@@ -25,7 +28,7 @@ def test_optimize_merges_small_files_and_every_reader_says_the_same(
     # 25 ms apart, 15 steps before an hour: flushes of 10 steps, of which offsets 10-19 in two hour folders
     write_load(log, rows=64 * 100, seed=28, step_ms=25.0, start_time=T0 - timedelta(milliseconds=375))
     append_bad_record(log)
-    ingest_once(log, data, flush_rows=64 * 10, table=True)
+    ingest_once(log, data, flush_rows=64 * 10)
     before, before_report = numbers(data), report(data, tmp_path / "before")
     files_before = len(Table(data).files())
     assert main(["verify", "--data", str(data)]) == 3
@@ -60,10 +63,49 @@ def test_optimize_merges_small_files_and_every_reader_says_the_same(
 def test_a_run_is_cut_at_the_target_and_at_a_gap(tmp_path: Path) -> None:
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=64 * 30, seed=30)
-    ingest_once(log, data, flush_rows=64 * 2, table=True)  # 15 flushes of 128 rows, one hour folder
+    ingest_once(log, data, flush_rows=64 * 2)  # 15 flushes of 128 rows, one hour folder
     assert len(Table(data).files()) == 15
     done = compact(Table(data), target_rows=64 * 7)  # 3 flushes a file: 5 files
     assert (done.merged_files, done.new_files, done.rows) == (15, 5, 64 * 30)
     spans = sorted((name.start, name.end) for file in Table(data).files() if (name := FileName.parse(file.path.name)))
     assert spans == [(0, 5), (6, 11), (12, 17), (18, 23), (24, 29)]
     assert_rows_once(data, 64 * 30)
+
+
+def test_optimize_vacuum_and_checkpoint_keep_a_table_on_s3(
+        s3_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log, state, location = tmp_path / "log", tmp_path / "state", S3Location.parse(s3_url)
+    write_load(log, rows=64 * 60, seed=31)
+    append_bad_record(log)
+    ingest_to_s3(log, s3_url, state, flush_rows=64 * 10)  # 6 flushes of 10 steps, and one of the dead letter
+    before = numbers(s3_url)  # type: ignore[arg-type]
+    first = Table(location).files()[0]
+    stray = first.relative.replace(".parquet", "0.parquet")  # no commit names it
+    location.filesystem().copy_file(location.key(first.relative), location.key(stray))
+
+    assert main(["table", "optimize", "--data", s3_url, "--target-rows", str(64 * 40)]) == 0
+    assert "merged 7 file(s) into 2 (3,840 rows)" in capsys.readouterr().out
+    spans = sorted((name.start, name.end) for file in Table(location).files()
+                   if (name := FileName.parse(PurePosixPath(file.relative).name)))
+    assert spans == [(0, 39), (40, 60)]  # 60: the dead letter's flush
+    assert numbers(s3_url) == before  # type: ignore[arg-type]
+    assert main(["verify", "--data", s3_url]) == 3  # clean but for the dead letter, in the merged flush's file
+    assert "set aside: log partition 0: 1 record(s), offsets 60-60" in capsys.readouterr().out
+
+    assert main(["table", "vacuum", "--data", s3_url, "--retention-hours", "0", "--dry-run"]) == 0
+    listed = capsys.readouterr().out
+    assert f"would remove {stray}\n" in listed and "would remove 9 file(s)" in listed  # 7 merged, their letters
+    assert main(["table", "vacuum", "--data", s3_url, "--retention-hours", "0"]) == 0
+    assert "removed 9 file(s)" in capsys.readouterr().out
+    stored = {info.path.removeprefix(location.key("") + "/") for info in location.filesystem().get_file_info(
+        FileSelector(location.key(""), recursive=True)) if info.path.endswith(".parquet") and "/dt=" in info.path}
+    assert stored == {file.relative for file in Table(location).files()}
+    [merged] = [file.relative for file in Table(location).files() if "-00000000000000000060." in file.relative]
+    letters = PurePosixPath(DEAD_LETTER_DIR, PurePosixPath(merged).name).with_suffix(".jsonl").as_posix()
+    assert [file.relative for file in list_folder(location, DEAD_LETTER_DIR)] == [letters]
+
+    assert main(["table", "checkpoint", "--data", s3_url]) == 0
+    assert f"checkpointed {s3_url} at version" in capsys.readouterr().out
+    assert any(file.relative.endswith(".checkpoint.parquet") for file in list_folder(location, LOG_DIR))
+    assert rows_once(s3_url) == 64 * 60
+    assert main(["verify", "--data", s3_url]) == 3

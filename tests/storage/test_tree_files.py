@@ -25,7 +25,7 @@ from specmetrics.cli import main
 from storage.layout import DATA_GLOB, ROLLUP_DIR, FileName
 from storage.tree_files import select_files
 from tests.support.events import T0
-from tests.support.ingest import ingest_once
+from tests.support.ingest import ingest_tree_once
 from tests.support.loadgen import write_load
 
 COUNTS = "SELECT count(*) AS rows, sum(accepted) AS accepted, count(DISTINCT event_id) AS events FROM request_steps"
@@ -38,7 +38,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     them written in both hour folders."""
     root = tmp_path_factory.mktemp("base")
     write_load(root / "log", rows=6_400, seed=3, step_ms=25.0, start_time=T0 - timedelta(seconds=1))
-    ingest_once(root / "log", root / "data", flush_rows=1_600)
+    ingest_tree_once(root / "log", root / "data", flush_rows=1_600)
     return root / "data"
 
 

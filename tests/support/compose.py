@@ -15,6 +15,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
+S3_OVERRIDE = ROOT / "docker-compose.s3.yml"  # the stored data on an object store
 EMPTY_ENV_FILE = Path(__file__).with_name("empty.env")
 COMPOSE_HOST = "kafka:9092"  # the broker address inside the stack
 
@@ -27,13 +28,14 @@ def venv_tool(name: str) -> Path:
     return path
 
 
-def compose(*args: str, env: dict[str, str] | None = None, profiles: tuple[str, ...] = ()) -> str:
-    """Run ``docker-compose -f docker-compose.yml [--profile P ...] ARGS`` with no variables but
-    ``env`` (neither this shell's nor a .env file's)."""
+def compose(*args: str, env: dict[str, str] | None = None, profiles: tuple[str, ...] = (),
+            overrides: tuple[Path, ...] = ()) -> str:
+    """Run ``docker-compose -f docker-compose.yml [-f OVERRIDE ...] [--profile P ...] ARGS`` with no
+    variables but ``env`` (neither this shell's nor a .env file's)."""
     profile_args = [a for p in profiles for a in ("--profile", p)]
+    file_args = [a for f in (COMPOSE_FILE, *overrides) for a in ("-f", str(f))]
     result = subprocess.run(
-        [str(venv_tool("docker-compose")), "-f", str(COMPOSE_FILE), "--env-file", str(EMPTY_ENV_FILE),
-         *profile_args, *args],
+        [str(venv_tool("docker-compose")), *file_args, "--env-file", str(EMPTY_ENV_FILE), *profile_args, *args],
         cwd=ROOT, env={"PATH": os.environ["PATH"], **(env or {})}, capture_output=True, text=True, timeout=60,
         check=False,
     )
@@ -41,10 +43,11 @@ def compose(*args: str, env: dict[str, str] | None = None, profiles: tuple[str, 
     return result.stdout
 
 
-def resolved_services(*profiles: str, env: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
-    """The services ``docker compose --profile P ... up`` starts (those without profiles, and those
-    in one of ``profiles``), fully interpolated with ``env``."""
-    config: dict[str, Any] = yaml.safe_load(compose("config", env=env))
+def resolved_services(*profiles: str, env: dict[str, str] | None = None,
+                      overrides: tuple[Path, ...] = ()) -> dict[str, dict[str, Any]]:
+    """The services ``docker compose [-f OVERRIDE ...] --profile P ... up`` starts (those without
+    profiles, and those in one of ``profiles``), fully interpolated with ``env``."""
+    config: dict[str, Any] = yaml.safe_load(compose("config", env=env, overrides=overrides))
     return {name: service for name, service in config["services"].items()
             if not service.get("profiles") or set(service["profiles"]) & set(profiles)}
 

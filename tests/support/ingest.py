@@ -17,6 +17,7 @@ from ingest.sources import LocalLogSource
 from schemas.codes import OUTCOME_DTYPE
 from schemas.wire import FIELDS, step_event_to_wire
 from storage.layout import DATA_GLOB, STATE_DIR
+from storage.location import S3Location
 from storage.table import Table, is_table
 from tests.support.events import step_event
 from transport.log import LocalLogWriter
@@ -30,6 +31,22 @@ def ingest_once(log_dir: Path, data_dir: Path, **settings: Any) -> IngestStats:
     finally:
         ingester.close()
         source.close()
+
+
+def ingest_to_s3(log: Path, url: str, state: Path, **settings: object) -> int:
+    """One pass over a local log into the table at ``url``; the rows stored."""
+    source = LocalLogSource(log, state)
+    ingester = Ingester(source, S3Location.parse(url), IngestSettings(**settings), state_dir=state)
+    try:
+        return ingester.run(once=True).rows
+    finally:
+        ingester.close()
+        source.close()
+
+
+def ingest_tree_once(log_dir: Path, data_dir: Path, **settings: Any) -> IngestStats:
+    """``ingest_once`` into a new output written as a tree of Parquet files (no table's log)."""
+    return ingest_once(log_dir, data_dir, table=False, **settings)
 
 
 def parquet_files(data_dir: Path) -> list[str]:
@@ -70,3 +87,20 @@ def assert_rows_once(data_dir: Path, expected_rows: int) -> None:
     keys = pc.binary_join_element_wise(table["event_id"].cast("string"), table["request_id"], "|")
     assert table.num_rows == expected_rows
     assert pc.count_distinct(keys).as_py() == expected_rows
+
+
+def rows_once(url: str) -> int:
+    """The rows the table holds, checking each (event id, request id) is there once."""
+    [(rows, distinct)] = main_query(url, "SELECT count(*), count(DISTINCT (event_id, request_id)) FROM request_steps")
+    assert rows == distinct
+    return int(rows)
+
+
+def main_query(url: str, sql: str) -> list[tuple[object, ...]]:
+    from queries import connect, run_query
+
+    con = connect(url)
+    try:
+        return [tuple(row.values()) for row in run_query(con, sql).to_pylist()]
+    finally:
+        con.close()

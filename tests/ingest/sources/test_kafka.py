@@ -112,7 +112,7 @@ def test_sigkill_at_random_moments_in_ten_runs_loses_and_duplicates_nothing(
     assert_exactly_once(out, truth)
 
 
-@pytest.mark.parametrize("table", [[], ["--table"]], ids=["tree", "table"])
+@pytest.mark.parametrize("table", [["--tree"], []], ids=["tree", "table"])
 def test_two_ingesters_in_one_group_split_the_partitions(kafka_url: str, tmp_path: Path, table: list[str]) -> None:
     truth = loadgen(kafka_url, tmp_path / "truth.json", "--rows", "100000", "--engines", "6", "--seed", "7")
     out = tmp_path / "out"
@@ -358,11 +358,13 @@ def test_bad_kafka_urls_are_clear_errors(url: str, tmp_path: Path, capsys: pytes
 
 
 @pytest.mark.parametrize(("idle_flush_s", "table", "handled_as"), [
-    ("600", [], "lost partitions [0, 1, 2]"),  # it learns of the eviction when it polls: its partitions are lost
-    ("3", [], "the group refused the commit"),  # it flushes (idle) on waking, before it polls: the commit is refused
-    ("600", ["--table"], "lost partitions [0, 1, 2]"),
+    # it learns of the eviction when it polls: its partitions are lost
+    ("600", ["--tree"], "lost partitions [0, 1, 2]"),
+    # it flushes (idle) on waking, before it polls: the commit is refused
+    ("3", ["--tree"], "the group refused the commit"),
+    ("600", [], "lost partitions [0, 1, 2]"),
     # it flushes on waking, and the table refuses the commit: the new owner committed those offsets
-    ("3", ["--table"], "where the flush starts: another writer committed it"),
+    ("3", [], "where the flush starts: another writer committed it"),
 ])
 def test_an_evicted_ingester_leaves_no_file_of_what_it_buffered(
         kafka_url: str, tmp_path: Path, idle_flush_s: str, table: list[str], handled_as: str,
@@ -403,5 +405,5 @@ def test_an_evicted_ingester_leaves_no_file_of_what_it_buffered(
     assert first.returncode == 0, log.read_text()[-3000:]
     assert_exactly_once(out, truth)
     assert handled_as in log.read_text()
-    if table:  # no file but those the log names
+    if not table:  # a table: no file but those the log names
         assert set(out.glob(DATA_GLOB)) == {file.path for file in Table(out).files()}
