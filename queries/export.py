@@ -7,6 +7,11 @@ files the ingester adds later are seen after exporting again. Open it read-only
 (``duckdb -readonly FILE``, ``duckdb.connect(FILE, read_only=True)``). Moving the tree means
 exporting again. Event times are UTC; window bounds with an offset are converted in the
 session's time zone, so ``SET TimeZone = 'UTC'`` first (``connect()`` does).
+
+Over a table on S3 the views read ``s3://`` URLs: the session that opens the file needs a file
+system for them, DuckDB's ``httpfs`` extension with an S3 secret, or in Python the one
+:func:`queries.catalog.s3_filesystem` makes, registered on the connection. The file holds no
+credential.
 """
 
 from __future__ import annotations
@@ -26,39 +31,54 @@ from queries.catalog import (
     create_views,
     partition_casts,
     rollup_schema,
+    s3_filesystem,
 )
+from storage.location import S3Location
+from storage.table import Table, is_table
 from storage.tree_files import select_files
 
 
-def export_database(data_dir: Path, target: Path, *, force: bool = False) -> Path:
+def export_database(data: Path | S3Location, target: Path, *, force: bool = False) -> Path:
     """Write ``target`` (a new DuckDB file) with every view and macro over the files readers
-    take from the tree ``data_dir``."""
-    root = data_dir.expanduser()
-    if not root.is_dir():
-        raise FileNotFoundError(f"data directory {str(root)!r} does not exist or is not a directory")
-    root = root.resolve()
+    take from ``data``: a local tree or table, or a table on S3 (its committed objects, by
+    ``s3://`` URL)."""
     if target.exists() and not force:
         raise FileExistsError(f"{str(target)!r} exists: pass --force to replace it")
-    if GLOB_CHARS & set(str(root)):
-        raise ValueError(f"the data directory's path {str(root)!r} holds glob characters, which DuckDB would "
-                         "read as a pattern: move or link it to a plain path")
-    files = select_files(root, rollup_schema=rollup_schema())
-    files.warn()
-    if not files.data:
-        raise FileNotFoundError(f"no data files of the ingester under {str(root)!r} ({len(files.left_out)} "
-                                f"other file(s) left out): not a tree written by 'specmetrics ingest', or not yet")
+    if isinstance(data, S3Location):
+        if not is_table(data):
+            raise FileNotFoundError(f"{data.url} holds no table: point at the output of 'specmetrics ingest'")
+        data_files: list[str] = [file.location for file in Table(data).files()]
+        rollups: list[str] = []
+        where = data.url
+    else:
+        root = data.expanduser()
+        if not root.is_dir():
+            raise FileNotFoundError(f"data directory {str(root)!r} does not exist or is not a directory")
+        root = root.resolve()
+        if GLOB_CHARS & set(str(root)):
+            raise ValueError(f"the data directory's path {str(root)!r} holds glob characters, which DuckDB would "
+                             "read as a pattern: move or link it to a plain path")
+        files = select_files(root, rollup_schema=rollup_schema())
+        files.warn()
+        data_files, rollups = [str(path) for path in files.data], [str(path) for path in files.rollups]
+        where = str(root)
+    if not data_files:
+        raise FileNotFoundError(f"no data files of the ingester under {where!r}: not written by 'specmetrics "
+                                "ingest', or not yet")
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.unlink(missing_ok=True)
     con = duckdb.connect(str(tmp))
     try:
+        if isinstance(data, S3Location):  # the views are bound now, so the objects are read
+            con.register_filesystem(s3_filesystem(data))
         # A view definition cannot take a bound parameter: the paths are quoted SQL string literals.
         con.execute(f"CREATE VIEW {SOURCE_VIEW} AS SELECT * REPLACE ({partition_casts()}) "
-                    f"FROM read_parquet({_list(files.data)}, hive_partitioning = true, union_by_name = true)")
+                    f"FROM read_parquet({_list(data_files)}, hive_partitioning = true, union_by_name = true)")
         comment_source(con)
-        rollup_files = bool(files.rollups)
+        rollup_files = bool(rollups)
         if rollup_files:
             con.execute(f"CREATE VIEW {ROLLUP_SOURCE_VIEW} AS SELECT * REPLACE ({partition_casts()}) "
-                        f"FROM read_parquet({_list(files.rollups)}, hive_partitioning = true)")
+                        f"FROM read_parquet({_list(rollups)}, hive_partitioning = true)")
             comment_rollup_source(con)
         create_views(con, rollup_files=rollup_files)
         con.execute("CHECKPOINT")
@@ -71,8 +91,8 @@ def export_database(data_dir: Path, target: Path, *, force: bool = False) -> Pat
     return target
 
 
-def _list(paths: Sequence[Path]) -> str:
-    return "[" + ", ".join(_literal(str(path)) for path in paths) + "]"
+def _list(paths: Sequence[str]) -> str:
+    return "[" + ", ".join(_literal(path) for path in paths) + "]"
 
 
 def _literal(text: str) -> str:

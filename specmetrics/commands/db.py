@@ -11,6 +11,7 @@ from queries.catalog import SOURCE_VIEW
 from queries.export import export_database
 from queries.spark import SPARK_VIEWS, spark_statements
 from storage.durable import write_atomically
+from storage.location import S3Location, is_s3
 
 
 def add_parser(subparsers: Any) -> None:
@@ -20,7 +21,8 @@ def add_parser(subparsers: Any) -> None:
         "export", help="Write FILE.duckdb with every view and macro over the Parquet tree (no data is copied); "
                        "with --dialect spark, FILE.sql with the Spark views over a source view raw_request_steps.")
     export.add_argument("file", type=Path, help="The file to write, e.g. specmetrics.duckdb or views.sql.")
-    export.add_argument("--data", type=Path, help="The Parquet tree written by 'specmetrics ingest' (DuckDB only).")
+    export.add_argument("--data", help="The output of 'specmetrics ingest': a folder, or s3://bucket/prefix for a "
+                                       "table on S3 (DuckDB only).")
     export.add_argument("--dialect", choices=("duckdb", "spark"), default="duckdb",
                         help="duckdb (default): a database file; spark: the statements of "
                              f"{', '.join(SPARK_VIEWS)} and the views they read, in Spark SQL (docs/queries.md).")
@@ -39,7 +41,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.data is None:
         raise ValueError("--data is required with --dialect duckdb")
-    path = export_database(args.data, args.file, force=args.force)
-    print(f"wrote {path}: the views over {args.data.resolve()}; open it read-only, e.g. "
+    if is_s3(args.data):
+        path = export_database(S3Location.parse(args.data), args.file, force=args.force)
+        print(f"wrote {path}: the views over {args.data}; open it read-only in a session that reads s3:// "
+              "(DuckDB's httpfs with an S3 secret, or queries.catalog.s3_filesystem; docs/queries.md)")
+        return 0
+    path = export_database(Path(args.data), args.file, force=args.force)
+    print(f"wrote {path}: the views over {Path(args.data).resolve()}; open it read-only, e.g. "
           f"duckdb -readonly {path} -c 'FROM acceptance_diff'")
     return 0

@@ -8,10 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
-from queries import run_query
+from queries import connect, run_query
+from queries.catalog import s3_filesystem
 from specmetrics.cli import main
+from storage.location import S3Location
+from tests.support.ingest import ingest_to_s3
+from tests.support.loadgen import write_load
 
 #: Run in a plain Python with only duckdb: no specmetrics code is involved in reading the file.
 CLIENT = """
@@ -76,3 +81,29 @@ def test_export_refuses_to_overwrite_and_to_export_nothing(tmp_path: Path, conne
     assert main(["db", "export", str(tmp_path / "y.duckdb"), "--data", str(tmp_path / "empty")]) == 2
     assert "no data files of the ingester under" in capsys.readouterr().err
     assert not (tmp_path / "y.duckdb").exists()
+
+
+def test_a_table_on_s3_is_exported_with_its_objects_and_read_where_s3_is_reachable(
+        s3_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_load(tmp_path / "log", rows=64 * 30, seed=32, engines=2)
+    ingest_to_s3(tmp_path / "log", s3_url, tmp_path / "state", flush_rows=64 * 10)
+    db = tmp_path / "s3.duckdb"
+    assert main(["db", "export", str(db), "--data", s3_url]) == 0
+    assert "in a session that reads s3://" in capsys.readouterr().out
+    query = "SELECT engine_id, num_drafts, num_accepted_tokens FROM acceptance ORDER BY engine_id"
+    con = connect(s3_url)
+    try:
+        expected = run_query(con, query).to_pylist()
+    finally:
+        con.close()
+    exported = duckdb.connect(str(db), read_only=True)
+    try:
+        with pytest.raises(duckdb.Error, match="httpfs"):  # no file system for s3:// in this session
+            exported.sql(query).fetchall()
+        exported.register_filesystem(s3_filesystem(S3Location.parse(s3_url)))
+        assert exported.sql(query).to_arrow_table().to_pylist() == expected
+    finally:
+        exported.close()
+    assert len(expected) == 2 and all(row["num_drafts"] > 0 for row in expected)
+    assert main(["db", "export", str(db), "--data", s3_url.rsplit("/", 1)[0] + "/nothing", "--force"]) == 2
+    assert "holds no table" in capsys.readouterr().err
