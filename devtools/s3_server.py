@@ -88,6 +88,11 @@ class SeaweedS3:
                 time.sleep(0.2)
         raise RuntimeError(f"SeaweedFS S3 did not answer on {self.endpoint} within 60 s")
 
+    def log_tail(self, lines: int = 40) -> str:
+        """The last ``lines`` of the server's log, for a failure's message."""
+        text = (self.data / "weed.log").read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
     def _writable(self, deadline: float) -> SeaweedS3:
         """Wait until an object can be written into every bucket: the gateway answers before its volume
         server has joined, and after a restart before each bucket's volumes are back (writes and reads

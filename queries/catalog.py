@@ -49,8 +49,8 @@ from queries.guard import check_read_only
 from schemas.arrow import REQUEST_STEP_SCHEMA
 from storage.layout import DATA_GLOB, ROLLUP_DIR
 from storage.location import S3Location, is_s3
-from storage.table import LOG_DIR, Table, is_table
-from storage.tree_files import partition_files, select_files
+from storage.table import LOG_DIR, Table
+from storage.tree_files import partition_files, select_files, select_objects
 
 SOURCE_VIEW = "raw_request_steps"
 ROLLUP_SOURCE_VIEW = "raw_rollups"
@@ -108,10 +108,7 @@ def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
     """
     root: Path | S3Location
     if is_s3(str(data_dir)):
-        root = S3Location.parse(str(data_dir))
-        if not is_table(root):
-            raise FileNotFoundError(f"{root.url} holds no table: point at the output of 'specmetrics ingest --out "
-                                    f"{root.url}'")
+        root = S3Location.parse(str(data_dir))  # select_objects says if it holds no table
         allowed = f"{root.url}/"
     else:
         local = Path(data_dir).expanduser()
@@ -270,13 +267,17 @@ def _create_sources(con: duckdb.DuckDBPyConnection, root: Path | S3Location) -> 
     makes an empty one once file_rollup exists); the tree as listed, and whether it has rollups."""
     listing = _listing(root)
     if isinstance(root, S3Location):
-        committed = [file.location for file in Table(root).files()]
-        if committed:
-            _create_tree_view(con, committed, SOURCE_VIEW)
+        objects = select_objects(root, rollup_schema=rollup_schema())
+        objects.warn()
+        if objects.data:
+            _create_tree_view(con, [f"{root.url}/{relative}" for relative in objects.data], SOURCE_VIEW)
             comment_source(con)
         else:
             create_empty_source(con)
-        return _Tree(root, listing), False
+        if objects.rollups:
+            _create_tree_view(con, [f"{root.url}/{relative}" for relative in objects.rollups], ROLLUP_SOURCE_VIEW)
+            comment_rollup_source(con)
+        return _Tree(root, listing), bool(objects.rollups)
     files = select_files(root, rollup_schema=rollup_schema())
     files.warn()
     if files.data:

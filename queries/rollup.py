@@ -34,10 +34,12 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from queries.catalog import SOURCE_VIEW, partition_casts, rollup_connection, rollup_schema
+from queries.catalog import SOURCE_VIEW, partition_casts, rollup_connection, rollup_schema, s3_filesystem
 from storage.durable import write_durably
+from storage.files import write_file
 from storage.layout import ROLLUP_DIR
-from storage.tree_files import TreeFiles, partition_files, select_files
+from storage.location import S3Location
+from storage.tree_files import TableObjects, TreeFiles, partition_files, select_files, select_objects
 
 logger = logging.getLogger(__name__)
 
@@ -52,15 +54,20 @@ def rollup_path(data: Path, data_file: Path) -> Path:
     return data / ROLLUP_DIR / data_file.relative_to(data)
 
 
-def build_missing(data: Path, rebuild: bool = False, since: datetime | None = None, until: datetime | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> list[Path]:
+def build_missing(data: Path | S3Location, rebuild: bool = False, since: datetime | None = None,
+                  until: datetime | None = None, progress: Callable[[int, int], None] | None = None
+                  ) -> list[Path] | list[str]:
     """Write the rollup of every data file under ``data`` (of the days from ``since`` to
     ``until``) that has none, or of all of them with ``rebuild``; returns the rollups written.
     Only the files readers take are rolled up (:func:`storage.tree_files.select_files`); a
     rollup readers leave out (another schema) is written again. ``progress(done, total)`` after
     each one. Rollups of those days whose data file is gone are deleted first. A data file that
     disappears meanwhile (the ingester removes a flush a crash cut short) is skipped, and a
-    rollup written for it deleted."""
+    rollup written for it deleted. Of a table on S3, the rollups are objects under the prefix
+    (their paths under it are returned), built from the committed data files; a rollup of a file
+    the log no longer holds is not read, and stays."""
+    if isinstance(data, S3Location):
+        return _build_missing_objects(data, rebuild, since, until, progress)
     for orphan in sorted(partition_files(data / ROLLUP_DIR, since, until)):
         if not (data / orphan.relative_to(data / ROLLUP_DIR)).exists():
             logger.info("removing the rollup of a data file that is gone: %s", orphan)
@@ -89,6 +96,28 @@ def build_missing(data: Path, rebuild: bool = False, since: datetime | None = No
     return written
 
 
+def _build_missing_objects(location: S3Location, rebuild: bool, since: datetime | None, until: datetime | None,
+                           progress: Callable[[int, int], None] | None) -> list[str]:
+    """:func:`build_missing` of a table on S3: each rollup one upload, of a committed data file."""
+    objects = select_objects(location, since, until, rollup_schema())
+    stored = set(objects.rollups)
+    todo = [relative for relative in objects.data if rebuild or f"{ROLLUP_DIR}/{relative}" not in stored]
+    written = []
+    con = rollup_connection()
+    try:
+        con.register_filesystem(s3_filesystem(location))
+        for done, relative in enumerate(todo, 1):
+            _read_only(con, f"{location.url}/{relative}")
+            rolled = con.sql(_ROLLUP).to_arrow_table()
+            written.append(write_file(location, f"{ROLLUP_DIR}/{relative}",
+                                      partial(pq.write_table, rolled, compression="zstd")).relative)
+            if progress:
+                progress(done, len(todo))
+    finally:
+        con.close()
+    return written
+
+
 def _write_rollup(con: duckdb.DuckDBPyConnection, data_file: Path, target: Path) -> None:
     """Durably write the rollup of ``data_file`` to ``target``, through a temp file of its own
     (two processes may build the same rollup at once)."""
@@ -98,23 +127,32 @@ def _write_rollup(con: duckdb.DuckDBPyConnection, data_file: Path, target: Path)
                   temp=target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp"))
 
 
-def _read_only(con: duckdb.DuckDBPyConnection, data_file: Path) -> None:
+def _read_only(con: duckdb.DuckDBPyConnection, data_file: Path | str) -> None:
     """Point the source view of ``con`` at ``data_file`` alone (its dt and hour from its path)."""
     relation = con.read_parquet(str(data_file), hive_partitioning=True)
     relation.project(f"* REPLACE ({partition_casts()})").create_view(SOURCE_VIEW, replace=True)
 
 
-def window_files(data: Path, since: datetime | None = None, until: datetime | None = None) -> frozenset[Path]:
-    """The data files readers take of the days from ``since`` to ``until``, relative to
+def window_files(data: Path | S3Location, since: datetime | None = None,
+                 until: datetime | None = None) -> frozenset[str]:
+    """The data files readers take of the days from ``since`` to ``until``, as paths under
     ``data``: compared before and after a report reads rollups, to see a file that arrived or
     went meanwhile."""
-    return frozenset(path.relative_to(data) for path in select_files(data, since, until).data)
+    if isinstance(data, S3Location):
+        return frozenset(select_objects(data, since, until).data)
+    return frozenset(path.relative_to(data).as_posix() for path in select_files(data, since, until).data)
 
 
-def rollups_cover(data: Path, since: datetime | None = None, until: datetime | None = None) -> bool:
+def rollups_cover(data: Path | S3Location, since: datetime | None = None, until: datetime | None = None) -> bool:
     """Whether every data file readers take of the days from ``since`` to ``until`` has its
     rollup, and every rollup of those days its data file (a rollup left by a deleted file would
-    count rows that are gone)."""
+    count rows that are gone; of a table on S3 only rollups of committed files are read)."""
+    if isinstance(data, S3Location):
+        objects = select_objects(data, since, until, rollup_schema())
+        missing = len(objects.data) - len(objects.rollups)
+        if missing:
+            logger.info("rollups do not cover %s (%d data file(s) without one): reading raw rows", data.url, missing)
+        return not missing
     files = select_files(data, since, until, rollup_schema())
     data_files = {path.relative_to(data) for path in files.data}
     stored = {path.relative_to(data / ROLLUP_DIR) for path in files.rollups}
@@ -158,7 +196,22 @@ def check_rollups(data: Path, files: TreeFiles | None = None) -> RollupCheck:
                        sorted(unequal + sorted(misshapen & data_files)))
 
 
-def _equals_recomputed(con: duckdb.DuckDBPyConnection, data_file: Path, rollup: Path) -> bool:
+def check_rollups_on_s3(location: S3Location, objects: TableObjects) -> RollupCheck:
+    """:func:`check_rollups` of a table on S3 (``objects``: what readers take from it): a rollup of
+    a file the log does not hold is never read, so none is orphaned."""
+    stored = {rollup.removeprefix(f"{ROLLUP_DIR}/") for rollup in objects.rollups}
+    misshapen = {entry.path.removeprefix(f"{ROLLUP_DIR}/") for entry in objects.left_out}
+    con = rollup_connection()
+    try:
+        con.register_filesystem(s3_filesystem(location))
+        unequal = [relative for relative in sorted(stored) if not _equals_recomputed(
+            con, f"{location.url}/{relative}", f"{location.url}/{ROLLUP_DIR}/{relative}")]
+    finally:
+        con.close()
+    return RollupCheck(sorted(set(objects.data) - stored - misshapen), [], sorted(unequal + sorted(misshapen)))
+
+
+def _equals_recomputed(con: duckdb.DuckDBPyConnection, data_file: Path | str, rollup: Path | str) -> bool:
     """Whether ``rollup`` holds the rows of file_rollup over ``data_file``, each as often."""
     _read_only(con, data_file)
     [(differing,)] = con.execute(

@@ -30,11 +30,11 @@ from pyarrow.fs import FileSelector
 
 from ingest.recovery import incomplete_flushes
 from queries.catalog import rollup_schema, s3_filesystem
-from queries.rollup import RollupCheck, check_rollups
+from queries.rollup import RollupCheck, check_rollups, check_rollups_on_s3
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FileName
 from storage.location import S3Location
 from storage.table import Table, is_table
-from storage.tree_files import LeftOut, select_files
+from storage.tree_files import LeftOut, select_files, select_objects
 
 
 @dataclass
@@ -110,9 +110,9 @@ def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
 
 def verify_table_on_s3(location: S3Location, examples: int = 10) -> VerifyReport:
     """:func:`verify_tree` of a table on S3: its committed files present with their committed size,
-    offsets covered once, events once, dead letters of committed flushes (reports build no rollups there)."""
-    if not is_table(location):
-        raise FileNotFoundError(f"{location.url} holds no table")
+    offsets covered once, events once, dead letters of committed flushes, rollups equal to their
+    recomputation from the raw rows."""
+    objects = select_objects(location, rollup_schema=rollup_schema())
     committed = Table(location).files()
     filesystem = location.filesystem()
     root = location.key("")
@@ -135,7 +135,7 @@ def verify_table_on_s3(location: S3Location, examples: int = 10) -> VerifyReport
     uncommitted = sorted(relative for relative in listed if _DATA_FILE.match(relative) and relative not in data_files)
     coverage = _coverage([PurePosixPath(relative) for relative in [*(f.relative for f in present), *letters]])
     return VerifyReport(coverage, *_duplicate_events([file.location for file in present], examples, location),
-                        RollupCheck([], [], []), lost=losses, left_out=left_out,
+                        check_rollups_on_s3(location, objects), lost=losses, left_out=[*left_out, *objects.left_out],
                         set_aside=set_aside, uncommitted=uncommitted)
 
 

@@ -87,13 +87,15 @@ class ListedFile:
     mtime_s: float
 
 
-def list_folder(root: Path | S3Location, folder: str) -> list[ListedFile]:
-    """The files directly in ``folder`` (a path under ``root``), by name; none if it does not exist."""
+def list_folder(root: Path | S3Location, folder: str, recursive: bool = False) -> list[ListedFile]:
+    """The files in ``folder`` (a path under ``root``; with ``recursive``, in its subfolders too), by
+    path; none if it does not exist."""
     if isinstance(root, Path):
-        return [ListedFile(path.relative_to(root).as_posix(), path.stat().st_mtime)
-                for path in sorted((root / folder).glob("*")) if path.is_file()]
+        paths = (root / folder).rglob("*") if recursive else (root / folder).glob("*")
+        return sorted((ListedFile(path.relative_to(root).as_posix(), path.stat().st_mtime)
+                       for path in paths if path.is_file()), key=lambda file: file.relative)
     prefix = root.key("")
-    infos = root.filesystem().get_file_info(FileSelector(root.key(folder), allow_not_found=True))
+    infos = root.filesystem().get_file_info(FileSelector(root.key(folder), allow_not_found=True, recursive=recursive))
     return sorted((ListedFile(info.path.removeprefix(prefix).lstrip("/"), info.mtime.timestamp())
                    for info in infos if info.type == FileType.File), key=lambda file: file.relative)
 

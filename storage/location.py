@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import configparser
 import functools
+import logging
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +24,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 if TYPE_CHECKING:
     import pyarrow.fs
+
+logger = logging.getLogger(__name__)
 
 S3_SCHEME = "s3://"
 
@@ -39,6 +43,9 @@ class S3Settings(BaseSettings):
     access_key_id: SecretStr | None = None
     secret_access_key: SecretStr | None = None
     session_token: SecretStr | None = None
+    create_bucket: bool = Field(default=False, description="An ingester creates the bucket of its --out if the "
+                                "store has none of that name (a store of its own, as docker-compose.s3.yml's); "
+                                "off: a missing bucket is an error.")
 
 
 @dataclass(frozen=True)
@@ -126,7 +133,7 @@ class S3Location:
 
 
 @functools.cache
-def _filesystem(c: S3Credentials) -> pyarrow.fs.S3FileSystem:
+def _filesystem(c: S3Credentials, allow_bucket_creation: bool = False) -> pyarrow.fs.S3FileSystem:
     """One client per store and credentials (it keeps its connections)."""
     from pyarrow.fs import S3FileSystem
 
@@ -138,9 +145,58 @@ def _filesystem(c: S3Credentials) -> pyarrow.fs.S3FileSystem:
         session_token=c.session_token.get_secret_value() if c.session_token else None,
         region=c.region, scheme=scheme,
         endpoint_override=endpoint.split("://", 1)[1] if endpoint else None,
-        connect_timeout=5, request_timeout=30,
+        connect_timeout=5, request_timeout=30, allow_bucket_creation=allow_bucket_creation,
     )
 
 
 def is_s3(target: str | Path) -> bool:
     return str(target).startswith(S3_SCHEME)
+
+
+#: What the store's error codes mean, for the one line an operator reads.
+_STORE_CODES = {
+    "SignatureDoesNotMatch": "wrong credentials (the store does not accept the secret key)",
+    "InvalidAccessKeyId": "wrong credentials (the store does not know the access key)",
+    "AccessDenied": "access denied (the credentials may not do this)",
+    "NoSuchBucket": "the bucket does not exist",
+}
+
+
+class StoreError(OSError):
+    """A failed request to the store, as one line naming the URL and the cause."""
+
+
+def store_error(location: S3Location, exc: BaseException) -> OSError:
+    """The error of a failed request to the store, as one line naming the URL and the cause (the
+    client's chained message, colours and all, goes to the debug log); one already made so is
+    passed on as it is."""
+    if isinstance(exc, StoreError):
+        return exc
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+    logger.debug("the store's answer: %s", text)
+    code = re.search(r"<Code>(\w+)</Code>", text)  # delta-rs gives the store's answer
+    aws = re.search(r"AWS Error ([A-Z_]+)", text)  # pyarrow names its code: ACCESS_DENIED for AccessDenied
+    if code:
+        reason = _STORE_CODES.get(code[1], code[1])
+    elif aws and (name := "".join(word.title() for word in aws[1].split("_"))) in _STORE_CODES:
+        reason = _STORE_CODES[name]
+    elif any(sign in text for sign in ("Connection refused", "tcp connect error", "dns error", "NETWORK_CONNECTION")):
+        reason = f"cannot reach the store at {location.credentials.endpoint or 'AWS S3'}"
+    else:
+        reason = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return StoreError(f"{location.url}: {reason}")
+
+
+def create_bucket(location: S3Location) -> bool:
+    """Create the bucket of ``location`` if the store has none of that name; whether it did."""
+    from pyarrow.fs import FileType
+
+    try:
+        filesystem = _filesystem(location.credentials, allow_bucket_creation=True)
+        if filesystem.get_file_info(location.bucket).type != FileType.NotFound:
+            return False
+        filesystem.create_dir(location.bucket)
+    except OSError as exc:
+        raise store_error(location, exc) from None
+    logger.info("created the bucket %s", location.bucket)
+    return True

@@ -27,7 +27,6 @@ table as any Delta table (``dt`` and ``hour`` are its partition columns).
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,7 +48,7 @@ from deltalake.transaction import (
 from schemas.arrow import REQUEST_STEP_SCHEMA
 from storage.files import list_folder, remove
 from storage.layout import DEAD_LETTER_DIR, FileName
-from storage.location import S3Location
+from storage.location import S3Location, store_error
 
 logger = logging.getLogger(__name__)
 
@@ -114,30 +113,6 @@ def is_table(root: Path | S3Location) -> bool:
         except (DeltaError, OSError) as exc:
             raise store_error(root, exc) from None
     return (root / LOG_DIR).is_dir()
-
-
-#: What the store's error codes mean, for the one line an operator reads.
-_STORE_CODES = {
-    "SignatureDoesNotMatch": "wrong credentials (the store does not accept the secret key)",
-    "InvalidAccessKeyId": "wrong credentials (the store does not know the access key)",
-    "AccessDenied": "access denied (the credentials may not do this)",
-    "NoSuchBucket": "the bucket does not exist",
-}
-
-
-def store_error(location: S3Location, exc: BaseException) -> OSError:
-    """The error of a failed request to the store, as one line naming the URL and the cause (the
-    client's chained message, colours and all, goes to the debug log)."""
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
-    logger.debug("the store's answer: %s", text)
-    code = re.search(r"<Code>(\w+)</Code>", text)
-    if code:
-        reason = _STORE_CODES.get(code[1], code[1])
-    elif "Connection refused" in text or "tcp connect error" in text or "dns error" in text:
-        reason = f"cannot reach the store at {location.credentials.endpoint or 'AWS S3'}"
-    else:
-        reason = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-    return OSError(f"{location.url}: {reason}")
 
 
 def app_id(source: str, partition: int) -> str:

@@ -43,7 +43,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schemas.arrow import ADDED_COLUMNS, REQUEST_STEP_SCHEMA, schema_before
+from storage.files import list_folder
 from storage.layout import ROLLUP_DIR, FileName
+from storage.location import S3Location
 from storage.table import Table, is_table
 
 logger = logging.getLogger(__name__)
@@ -127,6 +129,50 @@ def select_files(root: Path, since: datetime | None = None, until: datetime | No
         kept = set(data) if table else None
         rollups = _rollups(root, since, until, rollup_schema.remove_metadata(), rejected, left_out, kept)
     return TreeFiles(tuple(sorted(data)), tuple(sorted(rollups)), tuple(sorted(left_out, key=lambda f: f.path)))
+
+
+@dataclass(frozen=True, slots=True)
+class TableObjects:
+    """The objects readers take from a table on S3: data files and rollups (paths under the prefix,
+    sorted), and the rollups left out."""
+
+    data: tuple[str, ...]
+    rollups: tuple[str, ...]
+    left_out: tuple[LeftOut, ...]
+
+    def warn(self) -> None:
+        """Log a warning for each rollup left out."""
+        for file in self.left_out:
+            logger.warning("left out %s: %s", file.path, file.reason)
+
+
+def select_objects(location: S3Location, since: datetime | None = None, until: datetime | None = None,
+                   rollup_schema: pa.Schema | None = None) -> TableObjects:
+    """Of the table at ``location``: the data files its log holds (of the days from ``since`` to
+    ``until``), and with ``rollup_schema`` the rollups of those files that have a rollup's schema.
+    A rollup of a file the log does not hold (any more: compacted) is passed over."""
+    if not is_table(location):
+        raise FileNotFoundError(f"{location.url} holds no table: point at the output of 'specmetrics ingest --out "
+                                f"{location.url}'")
+    data = tuple(sorted(file.relative for file in Table(location).files(since, until)))
+    rollups: list[str] = []
+    left_out: list[LeftOut] = []
+    if rollup_schema is not None:
+        present = {file.relative for file in list_folder(location, ROLLUP_DIR, recursive=True)}
+        schema = rollup_schema.remove_metadata()
+        for relative in data:
+            if (rollup := f"{ROLLUP_DIR}/{relative}") not in present:
+                continue
+            try:
+                stored = pq.read_schema(location.key(rollup), filesystem=location.filesystem()).remove_metadata()
+            except (OSError, pa.ArrowException) as exc:
+                left_out.append(LeftOut(rollup, f"not a readable Parquet file ({exc})"))
+                continue
+            if stored.equals(schema):
+                rollups.append(rollup)
+            else:
+                left_out.append(LeftOut(rollup, f"not a rollup's schema: {schema_difference(stored, schema)}"))
+    return TableObjects(data, tuple(rollups), tuple(left_out))
 
 
 def partition_files(root: Path, since: datetime | None, until: datetime | None) -> list[Path]:

@@ -20,7 +20,7 @@ from monitoring.live import LiveMetrics
 from specmetrics.heartbeat import Heartbeat
 from specmetrics.progress import Progress
 from storage.layout import STATE_DIR
-from storage.location import S3Location, is_s3
+from storage.location import S3Location, S3Settings, create_bucket, is_s3
 from transport.url import transport_address
 
 if TYPE_CHECKING:  # kafka-python is an optional dependency
@@ -84,8 +84,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def output(target: str) -> Path | S3Location:
-    """``--out``: an S3 prefix, or a local folder."""
-    return S3Location.parse(target) if is_s3(target) else Path(target)
+    """``--out``: an S3 prefix (its bucket created where SPECMETRICS_S3_CREATE_BUCKET says so), or a
+    local folder."""
+    if not is_s3(target):
+        return Path(target)
+    location = S3Location.parse(target)
+    if S3Settings().create_bucket:
+        create_bucket(location)
+    return location
 
 
 def ingest_source(url: str, out: Path | S3Location, once: bool, settings: IngestSettings | None = None,

@@ -17,7 +17,7 @@ from reports import Window, collect, parse_duration, parse_formats, parse_schedu
 from reports.writer import prune_reports
 from specmetrics.heartbeat import Heartbeat
 from specmetrics.progress import Progress
-from storage.location import is_s3
+from storage.location import S3Location, is_s3
 
 log = logging.getLogger("specmetrics.report")
 
@@ -26,7 +26,7 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "report", help="Render a metric report (Markdown, self-contained HTML) for a time window; --every repeats it.")
     parser.add_argument("--data", required=True, help="The Parquet tree written by 'specmetrics ingest', or "
-                                                      "s3://bucket/prefix for a table on S3 (raw rows: no rollups).")
+                                                      "s3://bucket/prefix for a table on S3.")
     parser.add_argument("--out", required=True, type=Path,
                         help="Folder for report-<UTC time>.<format> files and latest.<format>.")
     parser.add_argument("--since", default=None,
@@ -91,13 +91,13 @@ def run(args: argparse.Namespace) -> int:
 def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timedelta | None, window: Window,
               scheduled: bool) -> int:
     generated = datetime.now(UTC)
-    local = None if is_s3(args.data) else Path(args.data)
-    files = window_files(local, window.since, window.until) if local else frozenset()
-    stored_rollups = local is not None and not args.raw and _update_rollups(local, window)  # before connect()
+    root = S3Location.parse(args.data) if is_s3(args.data) else Path(args.data)
+    files = window_files(root, window.since, window.until)
+    stored_rollups = not args.raw and _update_rollups(root, window)  # before connect()
     con = connect(args.data)
     try:
         data = collect(con, window, bucket=bucket, context_tokens=args.context_tokens, stored_rollups=stored_rollups)
-        if local is not None and stored_rollups and window_files(local, window.since, window.until) != files:
+        if stored_rollups and window_files(root, window.since, window.until) != files:
             # A data file came or went while the rollups were read: it may have no rollup yet.
             log.info("data files changed during the report; reading the raw rows instead")
             data = collect(con, window, bucket=bucket, context_tokens=args.context_tokens)
@@ -118,7 +118,7 @@ def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timede
     return 0
 
 
-def _update_rollups(data: Path, window: Window) -> bool:
+def _update_rollups(data: Path | S3Location, window: Window) -> bool:
     """Build the rollups the window's days lack; whether the rollups then cover the window."""
     progress = Progress("rollup", unit="files")
     try:

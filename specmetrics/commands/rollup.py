@@ -1,4 +1,4 @@
-"""``specmetrics rollup``: write the rollups a Parquet tree lacks (or all of them again)."""
+"""``specmetrics rollup``: write the rollups the stored data lacks (or all of them again)."""
 
 from __future__ import annotations
 
@@ -6,26 +6,35 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from queries.catalog import rollup_schema
 from queries.rollup import build_missing
 from specmetrics.progress import Progress
-from storage.tree_files import select_files
+from storage.location import S3Location, is_s3
+from storage.tree_files import select_files, select_objects
 
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "rollup", help="Write the per-file rollups reports read instead of raw rows (each report builds those of "
                        "its window; this does a whole tree, or rewrites all with --rebuild).")
-    parser.add_argument("--data", required=True, type=Path, help="The tree written by 'specmetrics ingest'.")
+    parser.add_argument("--data", required=True, help="The output of 'specmetrics ingest': a folder, or "
+                                                      "s3://bucket/prefix for a table on S3.")
     parser.add_argument("--rebuild", action="store_true", help="Recompute every rollup, not only missing ones.")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.data.is_dir():
-        raise FileNotFoundError(f"{args.data} is not a directory")
-    select_files(args.data).warn()
+    root: Path | S3Location
+    if is_s3(args.data):
+        root = S3Location.parse(args.data)
+        select_objects(root, rollup_schema=rollup_schema()).warn()
+    else:
+        root = Path(args.data)
+        if not root.is_dir():
+            raise FileNotFoundError(f"{args.data} is not a directory")
+        select_files(root).warn()
     progress = Progress("rollup", unit="files")
-    written = build_missing(args.data, rebuild=args.rebuild, progress=progress.update)
+    written = build_missing(root, rebuild=args.rebuild, progress=progress.update)
     if written:
         progress.finish()
     print(f"wrote {len(written)} rollup(s) under {args.data}")

@@ -167,7 +167,7 @@ def test_the_s3_override_moves_the_stored_data_to_the_s3_service_and_holds_no_se
         argv = specmetrics_argv(services[name]) or []
         assert argv[argv.index("--out" if name == "ingest" else "--data") + 1] == "s3://specmetrics/data"
         assert services[name]["environment"]["SPECMETRICS_S3_ENDPOINT"] == "http://s3:8333"
-    assert services["ingest"]["depends_on"]["s3"]["condition"] == "service_started"
+    assert services["ingest"]["depends_on"]["s3"]["condition"] == "service_healthy"
     assert "s3-data:/data:rw" in services["s3"]["volumes"]
     for service in services.values():
         for key, value in (service.get("environment") or {}).items():

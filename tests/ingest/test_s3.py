@@ -118,9 +118,12 @@ def test_an_s3_server_restarted_mid_ingest_loses_and_duplicates_nothing(tmp_path
         assert proc.returncode == 2, stderr  # a clear error, not a silent exit 0
         assert "specmetrics ingest: error:" in stderr and "secret" not in stderr
         server.start()
-        assert ingest_to_s3(log, url, tmp_path / "state", flush_rows=2_000) > 0
-        assert rows_once(url) == expected
-        assert verify_table_on_s3(location).clean
+        try:
+            assert ingest_to_s3(log, url, tmp_path / "state", flush_rows=2_000) > 0
+            assert rows_once(url) == expected
+            assert verify_table_on_s3(location).clean
+        except (AssertionError, OSError) as exc:  # what the store said about it, for a rare failure's cause
+            raise AssertionError(f"after the restart: {exc}\nSeaweedFS's log:\n{server.log_tail()}") from exc
 
 
 @pytest.mark.parametrize("fault", ["wrong secret", "missing bucket", "unreachable endpoint"])

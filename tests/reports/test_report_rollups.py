@@ -22,7 +22,12 @@ from queries.rollup import build_missing, rollups_cover
 from reports import ReportData, Window, collect
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, ROLLUP_DIR
+from storage.location import S3Location
+from storage.table import Table
+from tests.support.ingest import ingest_once, ingest_to_s3
+from tests.support.loadgen import write_load
 from tests.support.outcomes import outcome
+from tests.support.readers import report
 
 START = datetime(2025, 1, 1, 10, 58)
 #: Event times over four minutes around an hour boundary, at second and sub-second offsets.
@@ -152,3 +157,36 @@ def test_report_rollup_stored_refuses_widths_the_rollups_cannot_give(tree: Path)
             con.sql("FROM report_rollup_stored(context_tokens := 100)").fetchall()
     finally:
         con.close()
+
+
+def test_rollups_on_s3_are_built_read_and_verified_as_on_disk(
+        s3_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log, location = tmp_path / "log", S3Location.parse(s3_url)
+    write_load(log, rows=64 * 60, seed=33, engines=2)
+    ingest_once(log, tmp_path / "local", flush_rows=64 * 10)
+    ingest_to_s3(log, s3_url, tmp_path / "state", flush_rows=64 * 10)
+    committed = len(Table(location).files())
+    assert not rollups_cover(location)
+    assert main(["rollup", "--data", s3_url]) == 0
+    assert f"wrote {committed} rollup(s) under {s3_url}" in capsys.readouterr().out
+    assert rollups_cover(location) and main(["rollup", "--data", s3_url]) == 0
+    assert "wrote 0 rollup(s)" in capsys.readouterr().out
+    assert main(["verify", "--data", s3_url]) == 0
+    assert "data files without a rollup yet: 0" in capsys.readouterr().out
+
+    window = Window(None, None)
+    raw, stored = both(s3_url, window)  # type: ignore[arg-type]
+    assert stored == raw and raw.request_steps == 64 * 60
+    assert report(s3_url, tmp_path / "s3") == report(tmp_path / "local", tmp_path / "local-report")  # type: ignore[arg-type]
+
+    first, second = (f"{ROLLUP_DIR}/{file.relative}" for file in Table(location).files()[:2])
+    location.filesystem().copy_file(location.key(second), location.key(first))  # another file's counts
+    assert main(["verify", "--data", s3_url]) == 1
+    assert f"rollup not equal to its data file's rows: {first.removeprefix(ROLLUP_DIR + '/')}" in \
+        capsys.readouterr().out
+
+    write_load(log, rows=64 * 10, seed=34, engine_prefix="more")
+    ingest_to_s3(log, s3_url, tmp_path / "state", flush_rows=64 * 10)
+    assert not rollups_cover(location)
+    assert main(["report", "--data", s3_url, "--out", str(tmp_path / "later"), "--format", "md"]) == 0
+    assert rollups_cover(location)  # the report built the new file's rollup before it read

