@@ -1,7 +1,8 @@
 """Faults a Kafka ingester meets, injected for real: group offsets lost, a broker restarted
 empty, tombstones, an unreachable broker, SIGKILL. After each, either every good record is
 stored exactly once and every bad one is a dead letter, or the command exits non-zero naming
-what is missing; never exit code 0 with rows missing, and never a stored file removed."""
+what is missing; never exit code 0 with rows missing, and never a stored file removed. The
+ingesters write trees, whose stored files are the truth (a table's faults: test_kafka.py, test_table.py)."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def produce(bootstrap: str, topic: str, values: list[bytes | None], first: int =
 
 
 def ingest(url: str, out: Path, *extra: str) -> int:
-    return main(["ingest", "--source", url, "--out", str(out), "--once", "--quiet", *extra])
+    return main(["ingest", "--source", url, "--out", str(out), "--once", "--quiet", "--tree", *extra])
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -152,7 +153,7 @@ def test_a_broker_that_lost_its_records_is_refused_and_no_file_is_removed(tmp_pa
         broker.start()
         create_topic(broker.bootstrap, "lost")
         produce(broker.bootstrap, "lost", [good(i) for i in range(30, 33)], first=30)
-        proc = cli("ingest", "--source", url, "--out", str(out), "--once", "--quiet")
+        proc = cli("ingest", "--source", url, "--out", str(out), "--once", "--quiet", "--tree")
         _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 2, stderr
     assert "Traceback" not in stderr and stderr.splitlines()[-1].startswith("specmetrics ingest: error: "), stderr
@@ -207,8 +208,8 @@ def test_sigkill_mid_flush_then_lost_offsets_keep_complete_flushes_and_rewrite_t
     rng = random.Random(3)
     for _ in range(2):
         before = len(stored_files(out))
-        proc = cli("ingest", "--source", kafka_url, "--out", str(out), "--once", "--quiet", "--flush-rows", "24",
-                   env={"SPECMETRICS_INGEST_FLUSH_EVENT_TIME_S": "86400"})
+        proc = cli("ingest", "--source", kafka_url, "--out", str(out), "--once", "--quiet", "--tree",
+                   "--flush-rows", "24", env={"SPECMETRICS_INGEST_FLUSH_EVENT_TIME_S": "86400"})
         deadline = time.monotonic() + 60
         while len(stored_files(out)) < before + 10 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.002)
@@ -240,7 +241,7 @@ def test_following_survives_a_broker_restart_and_stores_every_record_once(tmp_pa
         url = broker.url("follow")
         create_topic(broker.bootstrap, "follow")
         produce(broker.bootstrap, "follow", [good(i) for i in range(30)])
-        proc = cli("ingest", "--source", url, "--out", str(out), "--quiet",
+        proc = cli("ingest", "--source", url, "--out", str(out), "--quiet", "--tree",
                    env={"SPECMETRICS_INGEST_FLUSH_IDLE_S": "1.5", "SPECMETRICS_KAFKA_REQUEST_TIMEOUT_S": "2"})
         try:
             wait_for_rows(out, 30 * ROWS_PER_STEP)
