@@ -1,6 +1,6 @@
 """Local log → durable Parquet, end to end, next to the ceiling: a plain pyarrow write of the
-same rows from memory, in the same run; and the same ingest into a table (``--table``: a Delta
-commit per flush).
+same rows from memory, in the same run; and the same ingest into a table (the default layout: a
+Delta commit per flush) next to a tree (``--tree``).
 
 Pre-fills a local log with the load generator, runs ``specmetrics ingest --once`` logic over
 it into a tree and into a table, reads the rows back and writes them again with

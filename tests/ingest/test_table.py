@@ -1,4 +1,4 @@
-"""Ingesting into a table (``--table``, storage.table): each flush one commit with its offsets, and
+"""Ingesting into a table (the default layout, storage.table): each flush one commit with its offsets, and
 every reader takes the committed files only. The same numbers as a tree; a file dropped into the
 folders is neither read nor mistaken for a stored flush; exactly once under SIGKILL."""
 
