@@ -266,29 +266,26 @@ def _create_sources(con: duckdb.DuckDBPyConnection, root: Path | S3Location) -> 
     :data:`ROLLUP_SOURCE_VIEW` over the rollups readers take if there are any (else the caller
     makes an empty one once file_rollup exists); the tree as listed, and whether it has rollups."""
     listing = _listing(root)
+    data: Sequence[Path | str]
+    rollups: Sequence[Path | str]
     if isinstance(root, S3Location):
         objects = select_objects(root, rollup_schema=rollup_schema())
         objects.warn()
-        if objects.data:
-            _create_tree_view(con, [f"{root.url}/{relative}" for relative in objects.data], SOURCE_VIEW)
-            comment_source(con)
-        else:
-            create_empty_source(con)
-        if objects.rollups:
-            _create_tree_view(con, [f"{root.url}/{relative}" for relative in objects.rollups], ROLLUP_SOURCE_VIEW)
-            comment_rollup_source(con)
-        return _Tree(root, listing), bool(objects.rollups)
-    files = select_files(root, rollup_schema=rollup_schema())
-    files.warn()
-    if files.data:
-        _create_tree_view(con, files.data, SOURCE_VIEW)
+        data = [f"{root.url}/{relative}" for relative in objects.data]
+        rollups = [f"{root.url}/{relative}" for relative in objects.rollups]
+    else:
+        files = select_files(root, rollup_schema=rollup_schema())
+        files.warn()
+        data, rollups = files.data, files.rollups
+    if data:
+        _create_tree_view(con, data, SOURCE_VIEW)
         comment_source(con)
     else:
         create_empty_source(con)
-    if files.rollups:
-        _create_tree_view(con, files.rollups, ROLLUP_SOURCE_VIEW)
+    if rollups:
+        _create_tree_view(con, rollups, ROLLUP_SOURCE_VIEW)
         comment_rollup_source(con)
-    return _Tree(root, listing), bool(files.rollups)
+    return _Tree(root, listing), bool(rollups)
 
 
 def _refresh_sources(con: duckdb.DuckDBPyConnection) -> None:

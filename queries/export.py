@@ -8,8 +8,8 @@ files the ingester adds later are seen after exporting again. Open it read-only
 exporting again. Event times are UTC; window bounds with an offset are converted in the
 session's time zone, so ``SET TimeZone = 'UTC'`` first (``connect()`` does).
 
-Over a table on S3 the views read ``s3://`` URLs: the session that opens the file needs a file
-system for them, DuckDB's ``httpfs`` extension with an S3 secret, or in Python the one
+Over a table on S3 the views read ``s3://`` URLs: the connection that opens the file needs a
+file system for them, DuckDB's ``httpfs`` extension with an S3 secret, or in Python the one
 :func:`queries.catalog.s3_filesystem` makes, registered on the connection. The file holds no
 credential.
 """
@@ -34,8 +34,7 @@ from queries.catalog import (
     s3_filesystem,
 )
 from storage.location import S3Location
-from storage.table import Table, is_table
-from storage.tree_files import select_files
+from storage.tree_files import select_files, select_objects
 
 
 def export_database(data: Path | S3Location, target: Path, *, force: bool = False) -> Path:
@@ -45,9 +44,7 @@ def export_database(data: Path | S3Location, target: Path, *, force: bool = Fals
     if target.exists() and not force:
         raise FileExistsError(f"{str(target)!r} exists: pass --force to replace it")
     if isinstance(data, S3Location):
-        if not is_table(data):
-            raise FileNotFoundError(f"{data.url} holds no table: point at the output of 'specmetrics ingest'")
-        data_files: list[str] = [file.location for file in Table(data).files()]
+        data_files = [f"{data.url}/{relative}" for relative in select_objects(data).data]
         rollups: list[str] = []
         where = data.url
     else:

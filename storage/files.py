@@ -81,9 +81,10 @@ def read_bytes(root: Path | S3Location, relative: str) -> bytes | None:
 
 @dataclass(frozen=True, slots=True)
 class ListedFile:
-    """A file found under an output's root: its path under the root, and when it last changed."""
+    """A file found under an output's root: its path under the root, size, and when it last changed."""
 
     relative: str
+    size: int
     mtime_s: float
 
 
@@ -92,11 +93,11 @@ def list_folder(root: Path | S3Location, folder: str, recursive: bool = False) -
     path; none if it does not exist."""
     if isinstance(root, Path):
         paths = (root / folder).rglob("*") if recursive else (root / folder).glob("*")
-        return sorted((ListedFile(path.relative_to(root).as_posix(), path.stat().st_mtime)
+        return sorted((ListedFile(path.relative_to(root).as_posix(), (stat := path.stat()).st_size, stat.st_mtime)
                        for path in paths if path.is_file()), key=lambda file: file.relative)
     prefix = root.key("")
     infos = root.filesystem().get_file_info(FileSelector(root.key(folder), allow_not_found=True, recursive=recursive))
-    return sorted((ListedFile(info.path.removeprefix(prefix).lstrip("/"), info.mtime.timestamp())
+    return sorted((ListedFile(info.path.removeprefix(prefix).lstrip("/"), info.size, info.mtime.timestamp())
                    for info in infos if info.type == FileType.File), key=lambda file: file.relative)
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from schemas.arrow import ADDED_COLUMNS, REQUEST_STEP_SCHEMA, schema_before
@@ -50,6 +51,7 @@ from storage.table import Table, is_table
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+K = TypeVar("K")
 
 #: The stored schemas a data file may have: the current one, then each older one, newest first.
 DATA_SCHEMAS: tuple[pa.Schema, ...] = tuple(
@@ -63,6 +65,8 @@ _HOUR = timedelta(hours=1)
 #: stored Arrow schemas already compared: a report selects the files of its window several times.
 _FOOTERS: dict[tuple[Path, int, int, int], _Footer | str] = {}
 _ROLLUP_SCHEMAS: dict[tuple[Path, int, int, int], str | None] = {}
+#: The same for a table's rollups on S3, by (table, path under it, size, modification time).
+_OBJECT_SCHEMAS: dict[tuple[str, str, int, float], str | None] = {}
 _CACHED_FILES = 200_000
 _SCHEMAS: dict[bytes, str | None] = {}
 _GONE = "removed while the tree was read"
@@ -158,20 +162,19 @@ def select_objects(location: S3Location, since: datetime | None = None, until: d
     rollups: list[str] = []
     left_out: list[LeftOut] = []
     if rollup_schema is not None:
-        present = {file.relative for file in list_folder(location, ROLLUP_DIR, recursive=True)}
+        present = {file.relative: file for file in list_folder(location, ROLLUP_DIR, recursive=True)}
         schema = rollup_schema.remove_metadata()
         for relative in data:
-            if (rollup := f"{ROLLUP_DIR}/{relative}") not in present:
+            if (listed := present.get(rollup := f"{ROLLUP_DIR}/{relative}")) is None:
                 continue
-            try:
-                stored = pq.read_schema(location.key(rollup), filesystem=location.filesystem()).remove_metadata()
-            except (OSError, pa.ArrowException) as exc:
-                left_out.append(LeftOut(rollup, f"not a readable Parquet file ({exc})"))
-                continue
-            if stored.equals(schema):
+            # An object is replaced whole: the same size and time, the same schema (a report selects
+            # its window's objects several times, and each schema read is a request to the store).
+            difference = _cached(_OBJECT_SCHEMAS, (location.url, rollup, listed.size, listed.mtime_s), partial(
+                _rollup_schema_difference, location.key(rollup), schema, location.filesystem()))
+            if difference is None:
                 rollups.append(rollup)
             else:
-                left_out.append(LeftOut(rollup, f"not a rollup's schema: {schema_difference(stored, schema)}"))
+                left_out.append(LeftOut(rollup, difference))
     return TableObjects(data, tuple(rollups), tuple(left_out))
 
 
@@ -227,11 +230,15 @@ def _once(cache: dict[tuple[Path, int, int, int], T], path: Path, read: Callable
         stat = path.stat()
     except FileNotFoundError:
         return gone
-    key = (path, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    return _cached(cache, (path, stat.st_ino, stat.st_size, stat.st_mtime_ns), partial(read, path))
+
+
+def _cached(cache: dict[K, T], key: K, read: Callable[[], T]) -> T:
+    """``cache[key]``, from ``read()`` the first time."""
     if key not in cache:
         if len(cache) >= _CACHED_FILES:  # a long-running process: files removed since stay here
             cache.clear()
-        cache[key] = read(path)
+        cache[key] = read()
     return cache[key]
 
 
@@ -378,9 +385,10 @@ def _rollups(root: Path, since: datetime | None, until: datetime | None, schema:
     return rollups
 
 
-def _rollup_schema_difference(path: Path, schema: pa.Schema) -> str | None:
+def _rollup_schema_difference(path: Path | str, schema: pa.Schema,
+                              filesystem: pafs.FileSystem | None = None) -> str | None:
     try:
-        stored = pq.read_schema(path).remove_metadata()
+        stored = pq.read_schema(path, filesystem=filesystem).remove_metadata()
     except (OSError, pa.ArrowException) as exc:
         return f"not a readable Parquet file ({exc})"
     return None if stored.equals(schema) else f"not a rollup's schema: {schema_difference(stored, schema)}"

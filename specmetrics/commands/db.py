@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--data is required with --dialect duckdb")
     if is_s3(args.data):
         path = export_database(S3Location.parse(args.data), args.file, force=args.force)
-        print(f"wrote {path}: the views over {args.data}; open it read-only in a session that reads s3:// "
+        print(f"wrote {path}: the views over {args.data}; open it read-only on a connection that reads s3:// "
               "(DuckDB's httpfs with an S3 secret, or queries.catalog.s3_filesystem; docs/queries.md)")
         return 0
     path = export_database(Path(args.data), args.file, force=args.force)

@@ -92,7 +92,7 @@ def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timede
               scheduled: bool) -> int:
     generated = datetime.now(UTC)
     root = S3Location.parse(args.data) if is_s3(args.data) else Path(args.data)
-    files = window_files(root, window.since, window.until)
+    files = frozenset() if args.raw else window_files(root, window.since, window.until)
     stored_rollups = not args.raw and _update_rollups(root, window)  # before connect()
     con = connect(args.data)
     try:

@@ -89,7 +89,7 @@ def test_a_table_on_s3_is_exported_with_its_objects_and_read_where_s3_is_reachab
     ingest_to_s3(tmp_path / "log", s3_url, tmp_path / "state", flush_rows=64 * 10)
     db = tmp_path / "s3.duckdb"
     assert main(["db", "export", str(db), "--data", s3_url]) == 0
-    assert "in a session that reads s3://" in capsys.readouterr().out
+    assert "on a connection that reads s3://" in capsys.readouterr().out
     query = "SELECT engine_id, num_drafts, num_accepted_tokens FROM acceptance ORDER BY engine_id"
     con = connect(s3_url)
     try:
@@ -98,7 +98,7 @@ def test_a_table_on_s3_is_exported_with_its_objects_and_read_where_s3_is_reachab
         con.close()
     exported = duckdb.connect(str(db), read_only=True)
     try:
-        with pytest.raises(duckdb.Error, match="httpfs"):  # no file system for s3:// in this session
+        with pytest.raises(duckdb.Error, match="httpfs"):  # no file system for s3:// on this connection
             exported.sql(query).fetchall()
         exported.register_filesystem(s3_filesystem(S3Location.parse(s3_url)))
         assert exported.sql(query).to_arrow_table().to_pylist() == expected
