@@ -83,6 +83,7 @@ class SeaweedS3:
             try:
                 urllib.request.urlopen(self.endpoint, timeout=1)
             except urllib.error.HTTPError:  # it answers (403 without credentials): up, and soon writable
+                self._volumes_known(deadline)
                 return self._writable(deadline)
             except OSError:
                 time.sleep(0.2)
@@ -92,6 +93,26 @@ class SeaweedS3:
         """The last ``lines`` of the server's log, for a failure's message."""
         text = (self.data / "weed.log").read_text(errors="replace").splitlines()
         return "\n".join(text[-lines:])
+
+    def _volumes_known(self, deadline: float) -> None:
+        """Wait until the master knows every volume on disk: after a restart it answers before the
+        volume server has reported them all, and a read of an object in a volume it does not know yet
+        fails ("volume N not found"), even once a probe write succeeds in another volume."""
+        on_disk = {path.stem for path in (self.data / "store").glob("*.dat")}
+        status = f"http://127.0.0.1:{self._ports[0]}/vol/status"
+        while on_disk:
+            try:
+                volumes = json.load(urllib.request.urlopen(status, timeout=1))["Volumes"]
+                known = {f"{volume['Collection']}_{volume['Id']}" if volume["Collection"] else str(volume["Id"])
+                         for racks in volumes.get("DataCenters", {}).values() for nodes in racks.values()
+                         for held in nodes.values() for volume in held or ()}
+                if on_disk <= known:
+                    return
+            except (OSError, KeyError, ValueError):
+                pass
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"SeaweedFS did not report volumes {sorted(on_disk)} within 60 s")
+            time.sleep(0.2)
 
     def _writable(self, deadline: float) -> SeaweedS3:
         """Wait until an object can be written into every bucket: the gateway answers before its volume
