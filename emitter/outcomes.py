@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from schemas.codes import KindCode, KZeroReasonCode
+from schemas.codes import UNKNOWN_SEQ_LEN, KindCode, KZeroReasonCode
 from schemas.wire import OutcomeColumns
 
 # The codes as plain ints, bound once: the loop below runs per request, where reading an enum
@@ -68,13 +68,17 @@ class RawStep(NamedTuple):
     after_drop: bool  # this engine's previous step was dropped from a full queue
     verify_budget: int | None  # V2 adaptive verification: the drafts verified this step, of scheduled_drafts
     drafts_skipped: bool  # the previous step's SchedulerOutput.skip_drafts (0.33 on): the drafter proposed none
+    seq_lens: list[int]  # the scheduled requests' lengths once this step ran, in num_scheduled order
 
 
-def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None = None) -> OutcomeColumns:
+def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None = None,
+                  lengths: Mapping[str, int] | None = None) -> OutcomeColumns:
     """One outcome per request verified (or left without drafts) at this step. ``held``: per
     request, the decision about the drafts it holds (made after the last step that scheduled it);
-    a request missing there takes the previous step's (``raw.decision``)."""
+    a request missing there takes the previous step's (``raw.decision``). ``lengths``: per request,
+    its length at that step (the outcome's ``seq_len``; not known where missing)."""
     held = held or {}
+    lengths = lengths or {}
     pads = raw.pads or {}
     ids: list[str] = []
     kind: list[int] = []
@@ -84,6 +88,7 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
     k_invalid: list[int] = []
     accepted: list[int] = []
     emitted: list[int] = []
+    seq_len: list[int] = []
     proposals: dict[str, int] | None = None  # built on the first request without drafts
     processed = None if raw.processed is None else set(raw.processed)
     # From req_ids, as vLLM's scheduler does since 0.34 (which dropped ModelRunnerOutput.req_id_to_index).
@@ -129,7 +134,8 @@ def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None 
         k_invalid.append(row[4])
         accepted.append(row[5])
         emitted.append(raw.sampled_after[i])
-    return OutcomeColumns(ids, kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted, emitted)
+        seq_len.append(lengths.get(request_id, UNKNOWN_SEQ_LEN))
+    return OutcomeColumns(ids, kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted, emitted, seq_len)
 
 
 def _k_zero_reason(raw: RawStep, request_id: str, proposals: dict[str, int]) -> int:

@@ -3,10 +3,11 @@
 The worker decides batch-wide after each step whether the drafter ran (``DraftDecision``); the
 drafts a request verifies come from the last step that scheduled it, which is not always the
 previous step (the token budget may leave a request out of a step). So the decision that applies
-to a request is remembered per engine and request. Past a cap (finished requests are not
-tracked) only the current step's requests are kept; after a step dropped from a full queue none
-are (the dropped step's decisions are unknown), and requests fall back to the previous step's
-decision, which the engine thread always carries.
+to a request is remembered per engine and request, with the request's length at that step (the
+outcome's ``seq_len``). Past a cap (finished requests are not tracked) only the current step's
+requests are kept; after a step dropped from a full queue none are (the dropped step's decisions
+are unknown), and requests fall back to the previous step's decision, which the engine thread
+always carries.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class StepEvents:
 
     def __init__(self, max_requests: int = 1 << 16) -> None:
         self._held: dict[str, dict[str, DraftDecision | None]] = {}  # per engine (boot id)
+        self._lengths: dict[str, dict[str, int]] = {}  # per engine: each request's length at that decision
         self._max_requests = max_requests
 
     def __call__(self, item: tuple[dict[str, Any], tuple[Any, ...]]) -> Event | None:
@@ -35,13 +37,17 @@ class StepEvents:
         decision = _decision(raw.decision)
         boot = str(context["boot"])
         held = self._held.setdefault(boot, {})
+        lengths = self._lengths.setdefault(boot, {})
         if raw.after_drop:
             held.clear()
-        outcomes = step_outcomes(raw._replace(decision=decision), held)
+            lengths.clear()
+        outcomes = step_outcomes(raw._replace(decision=decision), held, lengths)
         skip_check = _skip_check(context, decision, held, outcomes.request_id)
         held.update(zip(raw.num_scheduled, repeat(_decision(raw.batch_decision))))
+        lengths.update(zip(raw.num_scheduled, raw.seq_lens, strict=True))
         if len(held) > self._max_requests:
             self._held[boot] = {request_id: held[request_id] for request_id in raw.num_scheduled}
+            self._lengths[boot] = dict(zip(raw.num_scheduled, raw.seq_lens, strict=True))
         if not outcomes.request_id:
             return None
         envelope = {**context, "event_id": f"{boot}-{raw.step_index}", "step_index": raw.step_index,

@@ -17,10 +17,18 @@ import pyarrow as pa
 
 from ingest.observer import IngestObserver, ValidatedSteps
 from schemas.arrow import REQUEST_STEP_SCHEMA
-from schemas.codes import K_ZERO_REASON_CODES, KIND_CODES, OFFSET_DTYPE, OUTCOME_COLUMNS, OUTCOME_DTYPE, KZeroReasonCode
+from schemas.codes import (
+    K_ZERO_REASON_CODES,
+    KIND_CODES,
+    OFFSET_DTYPE,
+    OUTCOME_COLUMNS,
+    OUTCOME_DTYPE,
+    UNKNOWN_SEQ_LEN,
+    KZeroReasonCode,
+)
 from schemas.events import MAX_REQUEST_ID_CHARS
 from schemas.validation import invalid_outcome_rows
-from schemas.wire import WireStep
+from schemas.wire import WireStep, seq_len_column
 
 #: The dead-letter reason of a step whose event id was read before at another offset of its partition
 #: (``ingest.settings.IngestSettings.dedupe_steps``).
@@ -129,6 +137,7 @@ class PartitionBuffer:
         step_of_row = np.repeat(np.arange(len(steps)), n)
         packed = np.frombuffer(b"".join([s.outcomes for s in steps]), dtype=OUTCOME_DTYPE)
         cols = {name: np.ascontiguousarray(packed[name]) for name in OUTCOME_COLUMNS}
+        cols["seq_len"] = seq_len_column(steps)
         k = np.fromiter((s.context.num_spec_tokens for s in steps), dtype=np.int64, count=len(steps))
         _, reasons = invalid_outcome_rows(cols, k[step_of_row])
         first_row = np.concatenate(([0], np.cumsum(n)[:-1]))
@@ -298,4 +307,7 @@ def _record_batch(
     )
     for name in ("k_sched", "k_valid", "k_invalid", "accepted", "emitted"):
         columns[name] = pa.array(cols[name])
+    unknown = cols["seq_len"] == UNKNOWN_SEQ_LEN
+    columns["seq_len"] = (pa.nulls(len(unknown), pa.int32()) if unknown.all()
+                          else pa.array(cols["seq_len"], mask=unknown if unknown.any() else None))
     return pa.RecordBatch.from_arrays([columns[f.name] for f in REQUEST_STEP_SCHEMA], schema=REQUEST_STEP_SCHEMA)

@@ -70,6 +70,7 @@ PUBLIC_VIEWS: tuple[str, ...] = (
     "context_caps",
     "skip_checks",
     "wasted_verification",
+    "collateral_skips",
     "acceptance_histogram",
     "request_outliers",
     "k_comparison",
@@ -82,6 +83,7 @@ PUBLIC_MACROS: tuple[str, ...] = (
     "request_steps_between",
     *(f"{view}_between" for view in PUBLIC_VIEWS[1:] if view != "baselines"),
     "acceptance_timeline",
+    "collateral_skips_timeline",
 )
 LAYERS: tuple[str, ...] = ("definitions", "staging", "rollup", "intermediate", "metrics", "report")
 #: The layer that defines file_rollup, the columns of an empty :data:`ROLLUP_SOURCE_VIEW`.

@@ -40,6 +40,7 @@ REQUEST_STEP_SCHEMA = pa.schema(
         pa.field("k_invalid", pa.int16(), nullable=False),
         pa.field("accepted", pa.int16(), nullable=False),
         pa.field("emitted", pa.int16(), nullable=False),
+        pa.field("seq_len", pa.int32()),
     ],
     # In every data file written since 1.0: a stored name changes only with a major version.
     metadata={"specmetrics.table": "request_outcomes"},
@@ -48,6 +49,7 @@ REQUEST_STEP_SCHEMA = pa.schema(
 ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
     "1.1": ("drafts_verified",),
     "1.3": ("max_model_len", "context_cap_from", "skip_check"),
+    "1.5": ("seq_len",),
 }
 
 

@@ -58,3 +58,6 @@ OUTCOME_DTYPE = np.dtype(
 )
 OUTCOME_COLUMNS: tuple[str, ...] = OUTCOME_DTYPE.names or ()
 OFFSET_DTYPE = np.dtype("<i4")
+#: Schema 1.5: each outcome's ``seq_len`` on the wire, :data:`UNKNOWN_SEQ_LEN` where it is not known.
+SEQ_LEN_DTYPE = np.dtype("<i4")
+UNKNOWN_SEQ_LEN = -1

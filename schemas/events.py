@@ -59,6 +59,13 @@ class _Outcome(BaseModel):
         description="Tokens committed for the request at this step, after stop handling "
         "(an EOS inside the accepted run truncates)."
     )
+    seq_len: Length | None = Field(
+        default=None,
+        description="Schema 1.5: the request's sequence length (its computed tokens once that step ran) at "
+        "the step after which the drafter-fit check decided about the drafts verified now: the request "
+        "alone fits the drafter when seq_len + K <= drafter_max_len. Null when not known (after a step "
+        "dropped from a full queue, or from an older plugin).",
+    )
 
 
 class Drafted(_Outcome):

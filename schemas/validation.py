@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from schemas.codes import KindCode, KZeroReasonCode
+from schemas.codes import UNKNOWN_SEQ_LEN, KindCode, KZeroReasonCode
 
 
 def outcome_rule_violations(
@@ -16,7 +16,8 @@ def outcome_rule_violations(
     """Each rule's description with the mask of rows that break it.
 
     ``cols`` holds ``kind``, ``k_zero_reason``, ``k_sched``, ``k_valid``, ``k_invalid``, ``accepted``,
-    ``emitted``; ``num_spec_tokens`` is each row's K.
+    ``emitted`` and, from schema 1.5, ``seq_len`` (``UNKNOWN_SEQ_LEN`` where not known);
+    ``num_spec_tokens`` is each row's K.
     """
     kind, k_zero_reason = cols["kind"], cols["k_zero_reason"]
     k_sched, k_valid, k_invalid = cols["k_sched"], cols["k_valid"], cols["k_invalid"]
@@ -27,6 +28,7 @@ def outcome_rule_violations(
     budget = kzero & (k_zero_reason == KZeroReasonCode.VERIFY_BUDGET.value)
     unscheduled = kzero & (k_zero_reason != KZeroReasonCode.VERIFY_BUDGET.value)
     counts_negative = (k_sched < 0) | (k_valid < 0) | (k_invalid < 0) | (accepted < 0) | (emitted < 0)
+    seq_len = cols.get("seq_len")
     return [
         (f"unknown outcome kind code (known: 0..{max(KindCode).value})", kind > max(KindCode).value),
         ("negative count", counts_negative),
@@ -51,6 +53,8 @@ def outcome_rule_violations(
          unscheduled & ((k_invalid > 0) != (k_zero_reason == KZeroReasonCode.GRAMMAR_TRUNCATED.value))),
         ("k_zero with k_zero_reason verify_budget needs k_sched > 0 and k_valid + k_invalid == k_sched",
          budget & ((k_sched <= 0) | (k_valid + k_invalid != k_sched))),
+        (f"seq_len must be a length (>= 0) or {UNKNOWN_SEQ_LEN} (not known)",
+         np.zeros(len(kind), dtype=bool) if seq_len is None else seq_len < UNKNOWN_SEQ_LEN),
     ]
 
 

@@ -19,13 +19,15 @@ fields ``max_model_len`` and ``context_cap_from`` (vLLM lowering the target's co
 drafter's), the envelope field ``skip_check`` (whether skips for length could be seen) and the
 ``k_zero_reason`` ``skip_drafts`` (vLLM 0.33's ``SchedulerOutput.skip_drafts`` told the drafter to
 skip); 1.4 adds the outcome kind ``grammar_rejected`` (vLLM 0.34's sync scheduling verifies the
-first grammar-invalid draft, which vLLM counts and the target always rejects).
+first grammar-invalid draft, which vLLM counts and the target always rejects); 1.5 adds the outcome
+field ``seq_len`` (the request's own sequence length where the drafter-fit check decided about the
+drafts verified at the step: whether the request alone would have fit the drafter).
 """
 
 from __future__ import annotations
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 4
+SCHEMA_MINOR = 5
 SCHEMA_VERSION = f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 

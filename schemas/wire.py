@@ -35,6 +35,8 @@ Message layout: a msgpack array, fields by position (:data:`FIELDS`)::
     19 context_cap_from    int or nil (schema 1.3; optional, engine context): the target's max model
                            length before vLLM lowered it to the drafter's
     20 skip_check          str or nil (schema 1.3; optional): "observed", "none" or "unobserved"
+    21 seq_lens            bytes or nil (schema 1.5; optional): n int32 LE, each outcome's ``seq_len``
+                           (-1 where it is not known; nil when none is)
 
 An array, not a map, because it decodes three times faster (BENCHMARKS.md). Additive changes
 append fields; readers ignore fields past the ones they know.
@@ -58,6 +60,8 @@ from schemas.codes import (
     OFFSET_DTYPE,
     OUTCOME_COLUMNS,
     OUTCOME_DTYPE,
+    SEQ_LEN_DTYPE,
+    UNKNOWN_SEQ_LEN,
     KindCode,
     KZeroReasonCode,
 )
@@ -98,11 +102,13 @@ FIELDS = (
     "max_model_len",
     "context_cap_from",
     "skip_check",
+    "seq_lens",
 )
 #: The fields every message of this major version has; later ones are optional.
 REQUIRED_FIELDS = 16
+_SEQ_LENS = FIELDS.index("seq_lens")
 #: The envelope's keys in message order, without the fields the encoder makes (n and the outcome buffers).
-ENVELOPE_KEYS = (*FIELDS[1:12], *FIELDS[16:])
+ENVELOPE_KEYS = (*FIELDS[1:12], *FIELDS[16:_SEQ_LENS])
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 #: The event times a reader accepts: years 1 to 9999 (UTC), what a Python datetime holds (the
@@ -129,6 +135,7 @@ class OutcomeColumns(NamedTuple):
     k_invalid: IntColumn
     accepted: IntColumn
     emitted: IntColumn
+    seq_len: IntColumn | None = None  # schema 1.5: UNKNOWN_SEQ_LEN where not known; None: none known
 
 
 class WireStep(NamedTuple):
@@ -146,6 +153,7 @@ class WireStep(NamedTuple):
     drafts_verified: int | None = None
     dropped_steps: int | None = None
     skip_check: SkipCheck | None = None
+    seq_lens: bytes | None = None  # n values of SEQ_LEN_DTYPE (schema 1.5); None: none known
 
     def envelope(self) -> StepEnvelope:
         """The envelope as the pydantic contract."""
@@ -169,8 +177,9 @@ def encode_step(envelope: dict[str, Any], outcomes: OutcomeColumns) -> bytes:
     packed = np.empty(len(ids), dtype=OUTCOME_DTYPE)
     for name in OUTCOME_COLUMNS:
         packed[name] = getattr(outcomes, name)
+    seq_lens = None if outcomes.seq_len is None else np.asarray(outcomes.seq_len, dtype=SEQ_LEN_DTYPE).tobytes()
     message = [SCHEMA_VERSION, *(envelope[key] for key in ENVELOPE_KEYS[:11]), len(ids), packed.tobytes(),
-               offsets.tobytes(), b"".join(ids), *(envelope.get(key) for key in ENVELOPE_KEYS[11:])]
+               offsets.tobytes(), b"".join(ids), *(envelope.get(key) for key in ENVELOPE_KEYS[11:]), seq_lens]
     encoded: bytes = msgpack.packb(message, use_bin_type=True)
     return encoded
 
@@ -222,8 +231,11 @@ def decode_step(payload: bytes) -> WireStep:
         raise InvalidRecord("'request_id_offsets' must be n + 1 int32 values and 'request_id_data' bytes")
     if offsets[:4] != b"\0\0\0\0" or int.from_bytes(offsets[-4:], "little") != len(data):
         raise InvalidRecord("'request_id_offsets' must run from 0 to len(request_id_data)")
+    seq_lens = message[_SEQ_LENS] if len(message) > _SEQ_LENS else None
+    if seq_lens is not None and (type(seq_lens) is not bytes or len(seq_lens) != n * SEQ_LEN_DTYPE.itemsize):
+        raise InvalidRecord(f"'seq_lens' must be null or n int32 values ({n * SEQ_LEN_DTYPE.itemsize} bytes)")
     return WireStep(context, event_id, step_index, event_time, batch_max, n, data, offsets, outcomes, verified,
-                    dropped, None if skip_check is None else _SKIP_CHECKS[skip_check])
+                    dropped, None if skip_check is None else _SKIP_CHECKS[skip_check], seq_lens)
 
 
 _CONTEXT_FIELDS = (0, 2, 3, 4, 5, 6, 7, 8, 18, 19)
@@ -267,7 +279,10 @@ def step_event_to_wire(event: StepEvent) -> bytes:
     columns = {
         name: [row[i] for row in rows] for i, name in enumerate(OUTCOME_COLUMNS)
     }
-    return encode_step(envelope, OutcomeColumns(request_id=[o.request_id for o in event.outcomes], **columns))
+    seq_len = [UNKNOWN_SEQ_LEN if o.seq_len is None else o.seq_len for o in event.outcomes]
+    return encode_step(envelope, OutcomeColumns(
+        request_id=[o.request_id for o in event.outcomes], **columns,
+        seq_len=seq_len if any(o.seq_len is not None for o in event.outcomes) else None))
 
 
 def _outcome_row(o: Outcome) -> tuple[int, ...]:
@@ -295,6 +310,7 @@ def step_event_from_wire(payload: bytes) -> StepEvent:
         raise InvalidRecord("request ids must not be empty")
     packed = np.frombuffer(step.outcomes, dtype=OUTCOME_DTYPE)
     cols = {name: packed[name] for name in OUTCOME_COLUMNS}
+    cols["seq_len"] = seq_len_column([step])
     _, reasons = invalid_outcome_rows(cols, np.full(step.n, step.context.num_spec_tokens))
     if reasons:
         bad_row, reason = next(iter(reasons.items()))
@@ -311,7 +327,8 @@ def step_event_from_wire(payload: bytes) -> StepEvent:
 
 def _outcome_dict(request_id: str, row: dict[str, int]) -> dict[str, Any]:
     kind = KIND_CODES[row["kind"]]
-    base: dict[str, Any] = {"kind": kind.value, "request_id": request_id, "emitted": row["emitted"]}
+    base: dict[str, Any] = {"kind": kind.value, "request_id": request_id, "emitted": row["emitted"],
+                            "seq_len": None if row["seq_len"] == UNKNOWN_SEQ_LEN else row["seq_len"]}
     if kind is OutcomeKind.K_ZERO:
         return {**base, "reason": K_ZERO_REASON_CODES[row["k_zero_reason"]],
                 **{name: row[name] for name in ("k_sched", "k_valid", "k_invalid")}}
@@ -322,3 +339,13 @@ def _outcome_dict(request_id: str, row: dict[str, int]) -> dict[str, Any]:
         OutcomeKind.GRAMMAR_REJECTED: ("k_sched", "k_valid", "k_invalid", "accepted"),
     }[kind]
     return {**base, **{name: row[name] for name in fields}}
+
+
+def seq_len_column(steps: Sequence[WireStep]) -> np.ndarray:
+    """The ``seq_len`` of every outcome of ``steps``, in order: :data:`UNKNOWN_SEQ_LEN` where a step
+    carries none (written before schema 1.5, or by a sender that knew none)."""
+    return np.frombuffer(b"".join([s.seq_lens if s.seq_lens is not None
+                                   else _UNKNOWN_SEQ_LEN_BYTES * s.n for s in steps]), dtype=SEQ_LEN_DTYPE)
+
+
+_UNKNOWN_SEQ_LEN_BYTES = np.array([UNKNOWN_SEQ_LEN], dtype=SEQ_LEN_DTYPE).tobytes()

@@ -159,10 +159,29 @@ class Table:
                         raise
                     # another writer created it at the same moment
             self._delta = DeltaTable(self.url, storage_options=self._options or None)
+            if create:
+                self._add_new_columns()
         except (DeltaError, OSError) as exc:
             if isinstance(root, S3Location):
                 raise store_error(root, exc) from None
             raise
+
+    def _add_new_columns(self) -> None:
+        """Add to the table's schema the columns later minor versions of the contract added (a table
+        made before schema 1.5 has no ``seq_len``), so that engines reading the table by its schema
+        see them; rows committed before read them as null."""
+        for _ in range(3):  # another writer may add them at the same moment: its commit then wins
+            have = {field.name for field in self._delta.schema().fields}
+            missing = [field for field in Schema.from_arrow(TABLE_SCHEMA).fields if field.name not in have]
+            if not missing:
+                return
+            try:
+                self._delta.alter.add_columns(missing)
+                logger.info("%s: added the columns %s to the table's schema", self.url,
+                            ", ".join(field.name for field in missing))
+                return
+            except CommitFailedError:
+                self._delta.update_incremental()
 
     def local_root(self) -> Path:
         """The folder of a local table; an error for one on S3, for what is done on local ones only."""

@@ -15,6 +15,7 @@ class EngineTruth:
     (docs/design.md#metric-definitions)."""
 
     num_spec_tokens: int
+    drafter_max_len: int | None = None
     steps: int = 0
     skipped_steps: int = 0
     request_steps: dict[str, int] = field(default_factory=dict)
@@ -29,6 +30,11 @@ class EngineTruth:
     accepted_per_pos: list[int] = field(default_factory=list)
     reached_per_pos: list[int] = field(default_factory=list)
     vllm_accepted_per_pos: list[int] = field(default_factory=list)
+    #: Request-steps skipped for length whose request alone fit the drafter (seq_len + K <=
+    #: drafter_max_len), those whose request did not, and the draft slots the first lost.
+    collateral_skips: int = 0
+    own_skips: int = 0
+    lost_draft_tokens: int = 0
     #: Per request id, when asked for (LoadSpec.request_truth): request-steps, corrected drafts, their
     #: draft tokens and accepted tokens.
     requests: dict[str, RequestTruth] | None = None
@@ -39,11 +45,19 @@ class EngineTruth:
             if not getattr(self, name):
                 setattr(self, name, [0] * k)
 
-    def add_step(self, cols: dict[str, np.ndarray], skipped: bool, request_ids: list[str] | None = None) -> None:
-        """Count one step's outcomes (``request_ids``: each outcome's request, for :attr:`requests`)."""
+    def add_step(self, cols: dict[str, np.ndarray], skipped: bool, request_ids: list[str] | None = None,
+                 lengths: np.ndarray | None = None) -> None:
+        """Count one step's outcomes (``request_ids``: each outcome's request, for :attr:`requests`;
+        ``lengths``: each outcome's ``seq_len``)."""
         kind, k_sched, k_valid, accepted = cols["kind"], cols["k_sched"], cols["k_valid"], cols["accepted"]
         self.steps += 1
         self.skipped_steps += int(skipped)
+        collateral = np.zeros(len(kind), dtype=bool)
+        if skipped and lengths is not None and self.drafter_max_len is not None:
+            collateral = lengths + self.num_spec_tokens <= self.drafter_max_len
+            self.collateral_skips += int(collateral.sum())
+            self.own_skips += int((~collateral).sum())
+            self.lost_draft_tokens += int(k_valid[collateral].sum())
         for code, count in zip(*np.unique(kind, return_counts=True), strict=True):
             name = KIND_CODES[code].value
             self.request_steps[name] = self.request_steps.get(name, 0) + int(count)
@@ -66,10 +80,13 @@ class EngineTruth:
             self.reached_per_pos[i] += int((k_valid[corrected] > i).sum())
             self.vllm_accepted_per_pos[i] += int((accepted[vllm] > i).sum())
         if self.requests is not None and request_ids is not None:
-            for request_id, draft, valid, taken in zip(request_ids, corrected.tolist(), k_valid.tolist(),
-                                                       accepted.tolist(), strict=True):
+            for request_id, draft, valid, taken, lost in zip(request_ids, corrected.tolist(), k_valid.tolist(),
+                                                             accepted.tolist(), collateral.tolist(), strict=True):
                 request = self.requests.setdefault(request_id, RequestTruth())
                 request.request_steps += 1
+                if lost:
+                    request.collateral_skips += 1
+                    request.lost_draft_tokens += valid
                 if draft:
                     request.num_drafts += 1
                     request.num_draft_tokens += valid
@@ -88,9 +105,11 @@ class EngineTruth:
 
 @dataclass
 class RequestTruth:
-    """Counters for one request, as the view request_acceptance defines them."""
+    """Counters for one request, as the views request_acceptance and collateral_skips define them."""
 
     request_steps: int = 0
     num_drafts: int = 0
     num_draft_tokens: int = 0
     num_accepted_tokens: int = 0
+    collateral_skips: int = 0
+    lost_draft_tokens: int = 0

@@ -36,7 +36,8 @@ class EngineSimulator:
         self.rng = np.random.default_rng([spec.seed, index])
         self.instance = f"{spec.engine_prefix}-{index}"
         self.engine_id = engine_id(self.instance, 0)
-        self.truth = EngineTruth(spec.num_spec_tokens, requests={} if spec.request_truth else None)
+        self.truth = EngineTruth(spec.num_spec_tokens, spec.drafter_max_len,
+                                 requests={} if spec.request_truth else None)
         # Ids of the engine instance, not only of the seed: two load generators with the same seed and
         # other prefixes (a second run beside the first) never share an event id or a request id.
         draw = int(self.rng.integers(0, 2**63))
@@ -89,7 +90,7 @@ class EngineSimulator:
             "kind": kind, "k_zero_reason": k_zero_reason, "k_sched": k_sched, "k_valid": k_valid,
             "k_invalid": k_invalid, "accepted": accepted, "emitted": emitted,
         }
-        self.truth.add_step(cols, skipped, self._ids)
+        self.truth.add_step(cols, skipped, self._ids, self._ctx)
         envelope = {
             "event_id": f"{self._boot}-{self._step}",
             "engine_instance": self.instance,
@@ -104,7 +105,7 @@ class EngineSimulator:
             "batch_max_seq_len": batch_max,
             "skip_check": "observed",  # a V1 runner whose every drafter-fit decision is seen
         }
-        message = encode_step(envelope, OutcomeColumns(request_id=self._ids, **cols))
+        message = encode_step(envelope, OutcomeColumns(request_id=self._ids, **cols, seq_len=self._ctx))
         self._advance(emitted)
         return message
 

@@ -31,9 +31,12 @@ from emitter.vllm.worker import DECISION_ATTR
 from emitter.vllm.worker_v2 import BUDGET_ATTR
 
 OBSERVER_ATTR = "_specmetrics_observer"
-TAG_ATTR = "specmetrics_step"  # (step index, decoding requests without a draft slot), set by schedule
+TAG_ATTR = "specmetrics_step"  # a Tag, set by schedule
 REQUEST_ID = attrgetter("request_id")
+COMPUTED = attrgetter("num_computed_tokens")
 NONE_WITHOUT_DRAFTS: dict[str, int] = {}  # shared, never written: most steps have no such request
+#: (step index, decoding requests without a draft slot, scheduled requests' lengths), see EngineObserver.tag
+Tag = tuple[int, dict[str, int], list[int]]
 
 
 class EngineObserver:
@@ -79,13 +82,15 @@ class EngineObserver:
         self.detached = False
         self.publisher = attach(self.context["dp_rank"])  # last: an engine is counted once it observes
 
-    def tag(self, scheduler: Any, scheduler_output: Any) -> tuple[int, dict[str, int]]:
-        """What ``schedule`` notes on its output: the step index, and the decoding requests it left
-        without a draft slot (read now: async scheduling moves them on before the output returns)."""
-        return int(scheduler.current_step), decoding_without_drafts(scheduler.requests, scheduler_output)
+    def tag(self, scheduler: Any, scheduler_output: Any) -> Tag:
+        """What ``schedule`` notes on its output: the step index, the decoding requests it left
+        without a draft slot, and the scheduled requests' lengths (read now: async scheduling moves
+        them on before the output returns)."""
+        requests = scheduler.requests
+        return (int(scheduler.current_step), decoding_without_drafts(requests, scheduler_output),
+                seq_lens(requests, scheduler_output.num_scheduled_tokens))
 
-    def before(self, scheduler: Any, scheduler_output: Any,
-               model_runner_output: Any) -> tuple[list[int], tuple[int, dict[str, int]]] | None:
+    def before(self, scheduler: Any, scheduler_output: Any, model_runner_output: Any) -> tuple[list[int], Tag] | None:
         """Read what vLLM is about to change: sampled lengths before stop handling; and the tag of
         ``schedule`` (made now if it is not wrapped: in sync mode nothing has moved since it ran)."""
         sampled = model_runner_output.sampled_token_ids
@@ -94,8 +99,8 @@ class EngineObserver:
         tag = getattr(scheduler_output, TAG_ATTR, None)
         return list(map(len, sampled)), tag if tag is not None else self.tag(scheduler, scheduler_output)
 
-    def after(self, scheduler_output: Any, model_runner_output: Any,
-              seen: tuple[list[int], tuple[int, dict[str, int]]] | None, outputs: Any) -> None:
+    def after(self, scheduler_output: Any, model_runner_output: Any, seen: tuple[list[int], Tag] | None,
+              outputs: Any) -> None:
         """Swap the state linking steps and publish the step. Cheap on purpose (it runs cold, right
         after vLLM's update): the step's values go out as a plain tuple in the field order of
         :class:`emitter.outcomes.RawStep` (tests/emitter/vllm/test_scheduler.py holds the two
@@ -111,7 +116,7 @@ class EngineObserver:
             self.skip_drafts = getattr(scheduler_output, "skip_drafts", False)
         if seen is None:
             return
-        sampled_before, (step_index, without) = seen
+        sampled_before, (step_index, without, lengths) = seen
         # Async only (vLLM skips requests finished while their step was in flight): the ids, not the
         # outputs, which hold token lists and logprobs a stalled queue would keep alive.
         processed = [rid for core_outputs in outputs.values() for rid in map(REQUEST_ID, core_outputs.outputs)] \
@@ -122,7 +127,7 @@ class EngineObserver:
             model_runner_output.req_ids, sampled_before, list(map(len, model_runner_output.sampled_token_ids)),
             without, proposed, truncated, self.max_model_len, self.num_sampled, step_k, self.asynchronous,
             processed, self.decision, self.after_drop, getattr(model_runner_output, BUDGET_ATTR, None),
-            drafts_skipped)))
+            drafts_skipped, lengths)))
 
 
 def runs_model_runner_v2(scheduler: Any) -> bool:
@@ -132,6 +137,13 @@ def runs_model_runner_v2(scheduler: Any) -> bool:
     if flag is not None:
         return bool(flag)
     return importlib.util.find_spec("vllm.v1.worker.gpu_model_runner") is None
+
+
+def seq_lens(requests: dict[str, Any], num_scheduled: dict[str, int]) -> list[int]:
+    """Each scheduled request's sequence length once the step runs, in ``num_scheduled`` order, read
+    right after ``schedule`` (which advanced ``num_computed_tokens`` by the scheduled tokens): what the
+    worker's drafter-fit check compares, for the batch's longest, after the step. C-level passes."""
+    return list(map(COMPUTED, map(requests.__getitem__, num_scheduled)))
 
 
 def decoding_without_drafts(requests: dict[str, Any], scheduler_output: Any) -> dict[str, int]:

@@ -52,7 +52,8 @@ def test_skip_check_says_whether_a_skip_could_be_seen_for_every_request_verified
     assert check({}, events, decision=None, batch_decision=(True, 40, 96)) == "observed"
     assert check({}, events, decision=None, num_scheduled={"d": 4, "x": 4},
                  scheduled_drafts={"d": [5, 6, 7], "x": [5, 6, 7]}, req_ids=["d", "x"],
-                 sampled_before=[3, 3], sampled_after=[3, 3]) == "unobserved"  # x has no decision
+                 sampled_before=[3, 3], sampled_after=[3, 3],
+                 seq_lens=[40, 40]) == "unobserved"  # x has no decision
 
 
 def test_envelope_carries_the_verified_total_only_when_some_drafts_were_left_out() -> None:
@@ -66,9 +67,10 @@ def test_envelope_carries_the_verified_total_only_when_some_drafts_were_left_out
 
 
 def step(scheduled: list[str], decision: tuple[bool, int, int], made: tuple[bool, int, int],
-         after_drop: bool = False) -> dict[str, Any]:
-    """A step verifying 3 drafts of each request in ``scheduled``."""
-    return {"num_scheduled": dict.fromkeys(scheduled, 4), "scheduled_drafts": {r: [0, 0, 0] for r in scheduled},
+         after_drop: bool = False, lengths: list[int] | None = None) -> dict[str, Any]:
+    """A step verifying 3 drafts of each request in ``scheduled`` (``lengths``: theirs once it ran)."""
+    return {"seq_lens": lengths or [50] * len(scheduled),
+            "num_scheduled": dict.fromkeys(scheduled, 4), "scheduled_drafts": {r: [0, 0, 0] for r in scheduled},
             "req_ids": list(scheduled), "sampled_before": [1] * len(scheduled),
             "sampled_after": [1] * len(scheduled), "decoding_without_drafts": {}, "decision": decision,
             "batch_decision": made, "after_drop": after_drop}
@@ -82,6 +84,24 @@ def test_a_request_left_out_of_a_step_verifies_the_drafts_of_the_last_step_that_
     assert kinds(events, **step(["x", "y"], FITS, SKIPS)) == {"x": "drafted", "y": "drafted"}
     assert kinds(events, **step(["x"], SKIPS, FITS)) == {"x": "skipped_for_length"}
     assert kinds(events, **step(["x", "y"], FITS, FITS)) == {"x": "drafted", "y": "skipped_for_length"}
+
+
+def seq_lens(events: StepEvents, **changes: Any) -> dict[str, int]:
+    event = events(({"boot": "b", "engine_instance": "e", "dp_rank": 0}, tuple(raw(**changes))))
+    assert event is not None and event[1].seq_len is not None
+    return dict(zip(event[1].request_id, event[1].seq_len, strict=True))
+
+
+def test_an_outcome_s_length_is_the_request_s_own_where_its_drafts_were_decided() -> None:
+    """The length each request had at the step after which the drafter-fit check decided about the
+    drafts it verifies: y, left out of step 2, verifies at step 3 the drafts decided after step 1;
+    a request first seen (or seen again after a dropped step) has none known (-1)."""
+    events = StepEvents()
+    assert seq_lens(events, **step(["x", "y"], FITS, SKIPS, lengths=[60, 90])) == {"x": -1, "y": -1}
+    assert seq_lens(events, **step(["x"], SKIPS, FITS, lengths=[64])) == {"x": 60}
+    assert seq_lens(events, **step(["x", "y"], FITS, FITS, lengths=[68, 94])) == {"x": 64, "y": 90}
+    assert seq_lens(events, **step(["x", "y"], FITS, FITS, lengths=[72, 98], after_drop=True)) == {"x": -1, "y": -1}
+    assert seq_lens(events, **step(["y"], FITS, FITS, lengths=[102])) == {"y": 98}
 
 
 def test_after_a_dropped_step_the_previous_step_s_decision_applies() -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import msgpack
+import numpy as np
+import pyarrow as pa
 import pytest
 
 from ingest import batch
@@ -61,6 +63,22 @@ def test_schema_1_3_fields_become_columns_and_steps_without_them_nulls() -> None
     per_step = [table.column(name).to_pylist()[::4] for name in ("max_model_len", "context_cap_from", "skip_check")]
     assert per_step == [[96, None, 512], [256, None, None], ["none", None, "unobserved"]]
     assert table.column("skip_check").type == table.schema.field("skip_check").type  # dictionary strings
+
+
+def test_schema_1_5_seq_lens_become_a_column_with_nulls_where_not_known() -> None:
+    buffer = PartitionBuffer(partition=0, start_offset=0)
+    known = [{"kind": "drafted", "request_id": f"r{i}", "k_valid": 3, "accepted": 1, "emitted": 2,
+              "seq_len": None if i == 2 else 100 + i} for i in range(4)]
+    add(buffer, 0, step_event_to_wire(step_event(known, event_id="new")))
+    add(buffer, 1, step_event_to_wire(step_event(event_id="old")))  # no length known: a 1.4 sender's too
+    too_short = msgpack.unpackb(step_event_to_wire(step_event(known, event_id="bad")))
+    too_short[FIELDS.index("seq_lens")] = np.array([1, 2, -3, 4], dtype="<i4").tobytes()
+    add(buffer, 2, msgpack.packb(too_short))
+    table, _ = buffer.build()
+    assert table.column("seq_len").to_pylist() == [100, 101, None, 103, None, None, None, None]
+    assert table.schema.field("seq_len").type == pa.int32()
+    assert [(d.offset, d.reason) for d in buffer.dead_letters] == [
+        (2, "outcome 2: seq_len must be a length (>= 0) or -1 (not known)")]
 
 
 def test_steps_breaking_the_contract_become_dead_letters_and_the_rest_is_kept() -> None:

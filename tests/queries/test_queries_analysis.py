@@ -166,3 +166,47 @@ def test_the_views_match_a_direct_count(connect_rows: Any, outcomes: OutcomeRows
     for r in comparison:
         steps, accepted, _ = per_config.get((r["method"], r["num_spec_tokens"]), (0, 0, 0))
         assert r["tokens_per_verify_step"] == (pytest.approx(1 + accepted / steps) if steps else None)
+    assert_collateral_skips_match(con, drawn, per_request)
+
+
+def assert_collateral_skips_match(con: Any, drawn: list[dict[str, Any]],
+                                  per_request: dict[tuple[Any, ...], list[int]]) -> None:
+    """collateral_skips against a direct count: skips by the request's own length, the draft tokens
+    the collateral ones lost, and the tokens they would have accepted at their request's rate."""
+    groups: dict[tuple[Any, ...], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    lost: dict[tuple[Any, ...], int] = defaultdict(int)  # per request
+    for r in drawn:
+        group = (f"{r['engine_instance']}/dp0", r["method"], r["num_spec_tokens"])
+        counts = groups[group]
+        counts["request_steps"] += 1
+        if r["kind"] != "skipped_for_length":
+            continue
+        counts["skips"] += 1
+        if r["seq_len"] is None:
+            continue
+        if r["seq_len"] + r["num_spec_tokens"] <= 96:
+            counts["collateral_skips"] += 1
+            counts["lost_draft_tokens"] += r["k_valid"]
+            lost[(*group, r["request_id"])] += r["k_valid"]
+        else:
+            counts["own_skips"] += 1
+    for (*group, request), tokens in lost.items():
+        _, draft_tokens, accepted = per_request.get((*group, request), [0, 0, 0])
+        group_tokens = sum(c[1] for (*g, _), c in per_request.items() if tuple(g) == tuple(group))
+        group_accepted = sum(c[2] for (*g, _), c in per_request.items() if tuple(g) == tuple(group))
+        rate = accepted / draft_tokens if draft_tokens else group_accepted / group_tokens if group_tokens else None
+        if rate is not None:
+            groups[tuple(group)]["estimated_accepted_tokens"] += tokens * rate
+        if not draft_tokens:
+            groups[tuple(group)]["estimated_from_group"] += sum(
+                1 for r in drawn if r["kind"] == "skipped_for_length" and r["seq_len"] is not None
+                and r["seq_len"] + r["num_spec_tokens"] <= 96 and r["request_id"] == request
+                and (f"{r['engine_instance']}/dp0", r["method"], r["num_spec_tokens"]) == tuple(group))
+    names = ("request_steps", "skips", "collateral_skips", "own_skips", "lost_draft_tokens", "estimated_from_group")
+    got = rows(con, f"SELECT engine_id, method, num_spec_tokens, {', '.join(names)}, estimated_accepted_tokens "
+                    "FROM collateral_skips")
+    assert {(r["engine_id"], r["method"], r["num_spec_tokens"]): tuple(r[n] for n in names) for r in got} == {
+        group: tuple(int(counts[n]) for n in names) for group, counts in groups.items()}
+    for r in got:
+        expected = groups[(r["engine_id"], r["method"], r["num_spec_tokens"])].get("estimated_accepted_tokens")
+        assert r["estimated_accepted_tokens"] == (None if expected is None else pytest.approx(expected))

@@ -68,16 +68,17 @@ def test_trees_written_before_schema_1_3_are_read_alone_and_beside_newer_files(t
     tree = tmp_path / "data"
     _write_1_2_file(tree / "dt=2025-01-01" / "hour=10", outcomes.drafted(3, 2, drafts_verified=5))
     con = connect(tree)
-    query = "SELECT drafts_verified, max_model_len, context_cap_from, skip_check FROM request_steps ORDER BY ALL"
+    query = ("SELECT drafts_verified, max_model_len, context_cap_from, skip_check, seq_len FROM request_steps "
+             "ORDER BY ALL")
     assert run_query(con, query).to_pylist() == [
-        {"drafts_verified": 5, "max_model_len": None, "context_cap_from": None, "skip_check": None}]
+        {"drafts_verified": 5, "max_model_len": None, "context_cap_from": None, "skip_check": None, "seq_len": None}]
     con.close()
     outcomes.write_tree(tree, [outcomes.drafted(3, 3, log_partition=1, max_model_len=96, context_cap_from=256,
-                                                skip_check="none")])
+                                                skip_check="none", seq_len=70)])
     con = connect(tree)
     assert run_query(con, query).to_pylist() == [  # NULLs last
-        {"drafts_verified": 5, "max_model_len": None, "context_cap_from": None, "skip_check": None},
-        {"drafts_verified": None, "max_model_len": 96, "context_cap_from": 256, "skip_check": "none"}]
+        {"drafts_verified": 5, "max_model_len": None, "context_cap_from": None, "skip_check": None, "seq_len": None},
+        {"drafts_verified": None, "max_model_len": 96, "context_cap_from": 256, "skip_check": "none", "seq_len": 70}]
     assert [r["summary"] for r in run_query(con, "SELECT summary FROM context_caps").to_pylist()] == [
         "context capped from 256 to 96 by the drafter"]
     con.close()

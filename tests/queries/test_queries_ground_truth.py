@@ -61,6 +61,40 @@ def test_wasted_verification_equals_ground_truth(loaded: tuple[Any, dict[int, li
     assert sum(r["placeholder_slots"] for r in got.values()) > 0
 
 
+def test_collateral_skips_equal_ground_truth(loaded: tuple[Any, dict[int, list[EngineTruth]]]) -> None:
+    """Skips told apart by the request's own length, the draft tokens the collateral ones lost, and
+    the tokens they would have accepted at their request's own rate (the engine's where it never
+    drafted), per engine and, summed, over the timeline's buckets."""
+    con, truth = loaded
+    got = {r["engine_id"]: r for r in run_query(con, "FROM collateral_skips").to_pylist()}
+    engines = engine_truths(truth)
+    assert set(got) == set(engines)
+    for engine_id, t in engines.items():
+        row, requests = got[engine_id], t.requests or {}
+        group_rate = t.num_accepted_tokens / t.num_draft_tokens
+        estimated = sum(r.lost_draft_tokens * (r.num_accepted_tokens / r.num_draft_tokens if r.num_draft_tokens
+                                               else group_rate) for r in requests.values())
+        assert (row["skips"], row["collateral_skips"], row["own_skips"], row["unknown_skips"]) == (
+            t.request_steps["skipped_for_length"], t.collateral_skips, t.own_skips, 0)
+        assert row["lost_draft_tokens"] == t.lost_draft_tokens
+        assert row["estimated_accepted_tokens"] == pytest.approx(estimated)
+        assert row["estimated_from_group"] == sum(r.collateral_skips for r in requests.values() if not r.num_drafts)
+        assert row["collateral_share"] == pytest.approx(t.collateral_skips / t.request_steps["skipped_for_length"])
+        assert row["acceptance_rate"] == pytest.approx(group_rate)
+        assert row["acceptance_rate_had_drafted"] == pytest.approx(
+            (t.num_accepted_tokens + estimated) / (t.num_draft_tokens + t.lost_draft_tokens))
+        assert row["mean_acceptance_length_had_drafted"] == pytest.approx(
+            1 + (t.num_accepted_tokens + estimated) / (t.num_drafts + t.collateral_skips))
+    assert all(r["collateral_skips"] > r["own_skips"] > 0 for r in got.values())
+    timeline = run_query(con, "SELECT engine_id, sum(collateral_skips) AS c, sum(lost_draft_tokens) AS lost, "
+                              "sum(estimated_accepted_tokens) AS est, count(*) AS buckets "
+                              "FROM collateral_skips_timeline(bucket := INTERVAL 2 SECOND) GROUP BY ALL").to_pylist()
+    assert {r["engine_id"]: (r["c"], r["lost"]) for r in timeline} == {
+        e: (r["collateral_skips"], r["lost_draft_tokens"]) for e, r in got.items()}
+    assert all(r["est"] == pytest.approx(got[r["engine_id"]]["estimated_accepted_tokens"]) and r["buckets"] > 1
+               for r in timeline)
+
+
 def test_baseline_comparison_equals_ground_truth(loaded: tuple[Any, dict[int, list[EngineTruth]]]) -> None:
     con, truth = loaded
     got = run_query(con, "FROM baseline_comparison").to_pylist()

@@ -26,6 +26,7 @@ rows = st.fixed_dictionaries({
     "k_invalid": st.integers(-1, K + 1),
     "accepted": st.integers(-1, K + 1),
     "emitted": st.integers(-1, K + 2),
+    "seq_len": st.integers(-2, 3),  # -1: not known
 })
 
 
@@ -57,7 +58,7 @@ def pydantic_accepts(row: dict[str, int]) -> bool:
 @settings(max_examples=1500, deadline=None)
 @given(st.lists(rows, min_size=1, max_size=20))
 def test_vectorised_rules_match_the_models(batch: list[dict[str, int]]) -> None:
-    cols = {name: np.array([r[name] for r in batch], dtype=np.int64) for name in OUTCOME_COLUMNS}
+    cols = {name: np.array([r[name] for r in batch], dtype=np.int64) for name in (*OUTCOME_COLUMNS, "seq_len")}
     bad, reasons = invalid_outcome_rows(cols, np.full(len(batch), K))
     for i, row in enumerate(batch):
         assert bool(bad[i]) is not pydantic_accepts(row), (row, reasons.get(i))

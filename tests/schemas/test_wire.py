@@ -127,6 +127,35 @@ def test_a_schema_1_2_message_without_the_context_cap_and_the_skip_check_is_read
     assert step.dropped_steps == 12 and step.envelope().skip_check is None
 
 
+def test_a_schema_1_4_message_without_seq_lens_is_read() -> None:
+    outcomes = [{"kind": "drafted", "request_id": "a", "k_valid": 3, "accepted": 2, "emitted": 3, "seq_len": 130},
+                {"kind": "k_zero", "request_id": "b", "reason": "no_proposal", "emitted": 1}]
+    message = msgpack.unpackb(step_event_to_wire(step_event(outcomes)))
+    assert np.frombuffer(message[FIELDS.index("seq_lens")], dtype="<i4").tolist() == [130, -1]
+    assert [o.seq_len for o in step_event_from_wire(msgpack.packb(message)).outcomes] == [130, None]
+    message[0] = "1.4"
+    step = decode_step(msgpack.packb(message[:FIELDS.index("seq_lens")]))
+    assert step.seq_lens is None and step.context.schema_version == "1.4"
+    assert step_event_from_wire(msgpack.packb(message[:FIELDS.index("seq_lens")])).outcomes[0].seq_len is None
+
+
+def test_a_message_whose_outcomes_know_no_length_sends_none() -> None:
+    message = msgpack.unpackb(step_event_to_wire(step_event()))
+    assert len(message) == len(FIELDS) and message[FIELDS.index("seq_lens")] is None
+
+
+@pytest.mark.parametrize("value", [b"\0" * 15, b"\0" * 17, "0000" * 4, [1, 2, 3, 4]])
+def test_seq_lens_of_the_wrong_size_or_type_are_rejected(value: object) -> None:
+    with pytest.raises(InvalidRecord, match="'seq_lens' must be null or n int32 values \\(16 bytes\\)"):
+        decode_step(_message(seq_lens=value))
+
+
+def test_a_seq_len_below_minus_one_is_rejected() -> None:
+    lengths = np.array([5, -2, -1, 0], dtype="<i4").tobytes()
+    with pytest.raises(InvalidRecord, match="outcome 1: seq_len must be a length"):
+        step_event_from_wire(_message(seq_lens=lengths))
+
+
 @pytest.mark.parametrize("value", ["seen", 1, b"none", {"a": 1}])
 def test_an_unknown_skip_check_is_rejected(value: object) -> None:
     with pytest.raises(InvalidRecord, match="'skip_check' must be null or one of observed, none, unobserved"):

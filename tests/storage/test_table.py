@@ -11,16 +11,17 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from schemas.arrow import REQUEST_STEP_SCHEMA
+from schemas.arrow import REQUEST_STEP_SCHEMA, schema_before
 from storage.layout import FileName
 from storage.location import S3Location
-from storage.table import CommitRefused, DataFile, Table, app_id, is_table
+from storage.table import TABLE_SCHEMA, CommitRefused, DataFile, Table, app_id, is_table
 
 
-def flush_file(root: Path, name: FileName, dt: str = "2026-12-01", hour: str = "07") -> Path:
+def flush_file(root: Path, name: FileName, dt: str = "2026-12-01", hour: str = "07",
+               schema: pa.Schema = REQUEST_STEP_SCHEMA) -> Path:
     path = root / f"dt={dt}" / f"hour={hour}" / name.render("parquet")
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(REQUEST_STEP_SCHEMA.empty_table(), path)
+    pq.write_table(schema.empty_table(), path)
     return path
 
 
@@ -41,6 +42,27 @@ def test_a_commit_names_the_flushs_files_and_sets_where_the_partition_ends(tmp_p
     assert delta.file_uris() == [str(committed)]
     assert delta.transaction_version(app_id("log", 0)) == 10
     assert delta.schema().to_arrow().names[-2:] == ["dt", "hour"]
+
+
+def test_a_writer_adds_the_columns_of_later_minor_versions_to_an_older_table_s_schema(tmp_path: Path) -> None:
+    """A table made before schema 1.5 has no seq_len: the next writer to open it adds the column to
+    the table's schema (Delta readers then see it, null in the rows before), once."""
+    old = pa.schema([field for field in TABLE_SCHEMA if field.name != "seq_len"])
+    DeltaTable.create(str(tmp_path), old, partition_by=["dt", "hour"], name="request_outcomes")
+    name = FileName("log", 0, 0, 9, "0123456789ab")
+    path = flush_file(tmp_path, name, schema=schema_before("1.5"))
+    Table(tmp_path).commit(name, [DataFile.local(tmp_path, path)])
+    assert "seq_len" not in DeltaTable(str(tmp_path)).schema().to_arrow().names  # a reader adds nothing
+    table = Table(tmp_path, create=True)
+    delta = DeltaTable(str(tmp_path))
+    assert delta.schema().to_arrow().names[-1] == "seq_len" and delta.version() == 2
+    Table(tmp_path, create=True)
+    assert DeltaTable(str(tmp_path)).version() == 2  # nothing left to add
+    later = FileName("log", 0, 10, 19, "0123456789ac")
+    table.commit(later, [DataFile.local(tmp_path, flush_file(tmp_path, later))])
+    assert sorted(file.relative for file in table.files()) == [f"dt=2026-12-01/hour=07/{n.render('parquet')}"
+                                                               for n in (name, later)]
+    assert table.position("log", 0) == 20
 
 
 def test_a_commit_from_where_the_table_does_not_end_is_refused_with_where_it_ends(tmp_path: Path) -> None:

@@ -73,7 +73,8 @@ def outcomes(draw: st.DrawFn, request_id: str) -> dict[str, Any]:
             fields |= {"k_sched": k_sched, "k_valid": k_valid, "k_invalid": k_sched - k_valid}
         accepted = 0
     emitted = draw(st.integers(0, accepted + 1))
-    return {"kind": kind, "request_id": request_id, "emitted": emitted, **fields}
+    seq_len = draw(st.none() | st.integers(0, 2**31 - 1))
+    return {"kind": kind, "request_id": request_id, "emitted": emitted, "seq_len": seq_len, **fields}
 
 
 @st.composite
@@ -106,6 +107,7 @@ def raw(**changes: Any) -> RawStep:
         "decoding_without_drafts": {"z": 50}, "proposed": (["d", "z"], [3, 0]), "truncated": {},
         "max_model_len": 512, "num_sampled": 1, "step_k": 3, "asynchronous": False,
         "processed": None, "batch_decision": None, "after_drop": False, "verify_budget": None, "drafts_skipped": False,
+        "seq_lens": [43, 30, 51],
     }
     fields.update(changes)
     return RawStep(**fields)

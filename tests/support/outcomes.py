@@ -173,4 +173,5 @@ def outcome(draw: st.DrawFn) -> dict[str, Any]:
         "accepted": accepted, "emitted": draw(st.integers(0, accepted + 1)),
         "event_time": draw(st.sampled_from(TIMES)), "request_id": draw(st.sampled_from(["r1", "r2", "r3"])),
         "batch_max_seq_len": draw(st.one_of(st.none(), st.integers(1, 4096))),
+        "seq_len": draw(st.one_of(st.none(), st.integers(0, 200))),  # the drafter fits 96 - K
     }

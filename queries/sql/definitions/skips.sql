@@ -14,6 +14,14 @@
 --   num_skipped(kind, request_steps)        request-steps skipped for length (BIGINT)
 --   skip_share(skipped, request_steps)      skipped / request_steps (DOUBLE; NULL when there is no
 --                                           request-step)
+--   is_collateral_skip(kind, seq_len, num_spec_tokens, drafter_max_len)
+--                                           skipped although the request's own length fit the
+--                                           drafter (seq_len + K <= drafter_max_len): a longer
+--                                           request in its batch turned drafting off (BOOLEAN; false
+--                                           when seq_len or drafter_max_len is unknown)
+--   is_own_skip(kind, seq_len, num_spec_tokens, drafter_max_len)
+--                                           skipped, and the request's own length did not fit the
+--                                           drafter (BOOLEAN; false when either is unknown)
 CREATE OR REPLACE MACRO is_skipped(kind) AS
     COALESCE(kind = 'skipped_for_length', false);
 
@@ -23,6 +31,14 @@ CREATE OR REPLACE MACRO num_skipped(kind, request_steps := 1) AS
 CREATE OR REPLACE MACRO skip_share(skipped, request_steps) AS
     skipped / nullif(request_steps, 0);
 
+CREATE OR REPLACE MACRO is_collateral_skip(kind, seq_len, num_spec_tokens, drafter_max_len) AS
+    COALESCE(is_skipped(kind) AND seq_len + num_spec_tokens <= drafter_max_len, false);
+
+CREATE OR REPLACE MACRO is_own_skip(kind, seq_len, num_spec_tokens, drafter_max_len) AS
+    COALESCE(is_skipped(kind) AND seq_len + num_spec_tokens > drafter_max_len, false);
+
 COMMENT ON MACRO is_skipped IS 'A request-step skipped for length: kind skipped_for_length (the drafter did not run; the target verified placeholders).';
 COMMENT ON MACRO num_skipped IS 'Request-steps skipped for length (aggregate; request_steps weights a row).';
+COMMENT ON MACRO is_collateral_skip IS 'Skipped for length although the request alone fit the drafter (seq_len + K <= drafter_max_len); false when either is unknown.';
+COMMENT ON MACRO is_own_skip IS 'Skipped for length, and the request alone did not fit the drafter (seq_len + K > drafter_max_len); false when either is unknown.';
 COMMENT ON MACRO skip_share IS 'skipped / request_steps; NULL when there is no request-step.';

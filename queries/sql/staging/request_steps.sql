@@ -48,6 +48,11 @@
 --   k_invalid                        drafts invalidated by the grammar
 --   accepted                         drafts accepted (len(sampled_token_ids) - 1)
 --   emitted                          tokens committed after stop handling
+--   seq_len                          the request's own sequence length where the drafter-fit check
+--                                    decided about the drafts verified now (after the request's
+--                                    previous step): it alone fits the drafter when
+--                                    seq_len + num_spec_tokens <= drafter_max_len. NULL when not
+--                                    known, and in files written before schema 1.5
 --   is_draft                         counts as a draft in the corrected metrics (the macro is_draft):
 --                                    kind = 'drafted', or kind = 'grammar_invalid' or 'grammar_rejected'
 --                                    with k_valid > 0
@@ -85,13 +90,15 @@ SELECT
     CAST(k_invalid AS INTEGER) AS k_invalid,
     CAST(accepted AS INTEGER) AS accepted,
     CAST(emitted AS INTEGER) AS emitted,
+    CAST(seq_len AS INTEGER) AS seq_len,
     is_draft(kind, k_valid) AS is_draft,
     is_vllm_draft(k_sched) AS is_vllm_draft
 -- Files written before schema 1.1 have no drafts_verified column, before 1.3 none of the three
--- after it: BY NAME fills them with NULL.
+-- after it, before 1.5 no seq_len: BY NAME fills them with NULL.
 FROM (FROM raw_request_steps UNION ALL BY NAME
       SELECT CAST(NULL AS INTEGER) AS drafts_verified, CAST(NULL AS INTEGER) AS max_model_len,
-             CAST(NULL AS INTEGER) AS context_cap_from, CAST(NULL AS VARCHAR) AS skip_check WHERE false);
+             CAST(NULL AS INTEGER) AS context_cap_from, CAST(NULL AS VARCHAR) AS skip_check,
+             CAST(NULL AS INTEGER) AS seq_len WHERE false);
 
 COMMENT ON VIEW request_steps IS 'One row per request-step: typed counts, partition keys, is_draft (corrected) and is_vllm_draft (vLLM 0.32.0) flags.';
 

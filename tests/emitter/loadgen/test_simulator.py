@@ -22,11 +22,21 @@ def test_skip_is_batch_wide_exactly_when_the_longest_sequence_plus_k_exceeds_the
     spec = LoadSpec(batch_size=16, num_spec_tokens=3, drafter_max_len=600, prompt_len=(100, 450),
                     output_len=(50, 200), start_time=T0, seed=9)
     seen = set()
+    lengths: dict[str, int] = {}
     for payload in steps(spec, 300):
         step = decode_step(payload)
         kinds = set(np.frombuffer(step.outcomes, dtype=OUTCOME_DTYPE)["kind"].tolist())
         skipped = step.batch_max_seq_len is not None and step.batch_max_seq_len + 3 > 600
         assert (kinds == {KindCode.SKIPPED_FOR_LENGTH}) is skipped
+        # Each request's own length (schema 1.5): the batch's longest is the longest of them, and a
+        # request's length grows by what it emitted at its previous step.
+        event = step_event_from_wire(payload)
+        assert step.batch_max_seq_len == max(o.seq_len or 0 for o in event.outcomes)
+        for outcome in event.outcomes:
+            assert outcome.seq_len is not None
+            if outcome.request_id in lengths:
+                assert outcome.seq_len == lengths[outcome.request_id]
+            lengths[outcome.request_id] = outcome.seq_len + outcome.emitted
         if not skipped:
             assert KindCode.SKIPPED_FOR_LENGTH not in kinds
         seen.add(skipped)

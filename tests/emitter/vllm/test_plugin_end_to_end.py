@@ -101,6 +101,43 @@ def test_one_long_request_turns_drafting_off_for_the_short_ones(run: Run, engine
         assert got["num_accepted_tokens"] == got["num_draft_tokens"] == 3 * got["num_drafts"]
 
 
+def scenario_rows(run: Run, name: str) -> list[dict[str, Any]]:
+    """The request-steps of one scenario: request, kind and seq_len, in step order."""
+    scenario = run.scenarios[name]
+    con = connect(run.data)
+    try:
+        return run_query(con, "SELECT request_id, kind, seq_len FROM request_steps_between(make_timestamp(CAST(? * 1e6 "
+                              "AS BIGINT)), make_timestamp(CAST(? * 1e6 AS BIGINT) + 1)) ORDER BY step_index",
+                         [scenario["started"], scenario["finished"]]).to_pylist()
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("engine", EXACT)
+def test_each_outcome_carries_its_request_s_own_length_where_its_drafts_were_decided(run: Run, engine: str) -> None:
+    """Schema 1.5. Short prompts of 20 tokens, every draft accepted: a request's first drafts were
+    decided after its prefill (20 tokens), each later step adds the 3 drafts and the bonus token."""
+    lengths: dict[str, list[int]] = {}
+    for row in scenario_rows(run, f"{engine}/fits"):
+        lengths.setdefault(row["request_id"], []).append(row["seq_len"])
+    assert len(lengths) == 4
+    assert all(seen == [20 + 4 * i for i in range(len(seen))] and len(seen) >= 5 for seen in lengths.values())
+
+
+@pytest.mark.parametrize("engine", DRAFTING)
+def test_the_short_requests_skipped_beside_a_long_one_are_told_apart_by_their_own_length(run: Run, engine: str) -> None:
+    """The drafter (max 96 tokens, K = 3) fits a request of seq_len 93 or less. Beside the long
+    request (121 tokens) every skip but the long one's own is a short request that fit."""
+    rows = scenario_rows(run, f"{engine}/mixed")
+    skipped = [row for row in rows if row["kind"] == "skipped_for_length"]
+    fitting = [row for row in skipped if row["seq_len"] + 3 <= 96]
+    long_ids = {row["request_id"] for row in skipped if row["seq_len"] + 3 > 96}
+    assert all(row["seq_len"] is not None for row in rows)
+    assert len(long_ids) == 1 and len(skipped) - len(fitting) <= 8
+    assert len(fitting) > 8 and all(row["seq_len"] < 50 for row in fitting)
+    assert all(row["seq_len"] >= 121 for row in skipped if row["request_id"] in long_ids)
+
+
 @pytest.mark.parametrize("engine", DRAFTING)
 def test_grammar_invalid_drafts_are_counted_apart(run: Run, engine: str) -> None:
     got = scenario_numbers(run, f"{engine}/grammar")

@@ -86,6 +86,7 @@ def run_steps(cls: type[Scheduler], model: Path) -> list[tuple[tuple[Any, ...], 
             "after_drop": lambda v, s=step: v is (s == DROPPED_STEP + 1),
             "verify_budget": lambda v, s=step: v == 100 + s,
             "drafts_skipped": lambda v, s=skipped: v is s,
+            "seq_lens": lambda v, tag=tag: v is tag[2],
         }
         if step != DROPPED_STEP:
             queued.append(check)

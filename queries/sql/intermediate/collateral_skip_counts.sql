@@ -1,0 +1,105 @@
+-- collateral_skip_counts(width_us, t0, t1): collateral_skips per fixed-width time bucket.
+--
+-- A table macro: one row per time bucket of width_us microseconds (bucket_index =
+-- epoch_us(event_time) // width_us; NULL width: one bucket, index 0) and group with request-steps,
+-- with the columns of collateral_skips (metrics/collateral_skips.sql, where they are described).
+-- Each request's acceptance rate, which estimates what its collateral skips would have accepted,
+-- is taken over the whole window t0 <= event_time < t1 (NULL: open end), not per bucket.
+-- collateral_skips_between and collateral_skips_timeline select from it.
+--
+-- Example:
+--   SELECT bucket_index, engine_id, collateral_skips FROM collateral_skip_counts(60000000, NULL, NULL)
+--
+-- Columns:
+--   bucket_index                                the time bucket (BIGINT; 0 with a NULL width)
+--   engine_id, model, method, num_spec_tokens   the group
+--   request_steps, skips, collateral_skips, own_skips, unknown_skips, collateral_share,
+--   lost_draft_tokens, estimated_accepted_tokens, estimated_from_group, num_drafts,
+--   num_draft_tokens, num_accepted_tokens, acceptance_rate, mean_acceptance_length,
+--   acceptance_rate_had_drafted, mean_acceptance_length_had_drafted   as in collateral_skips
+CREATE OR REPLACE MACRO collateral_skip_counts(width_us, t0, t1) AS TABLE
+WITH per_request AS (
+    SELECT
+        coalesce(epoch_us(event_time) // width_us, 0) AS bucket_index,
+        engine_id,
+        model,
+        method,
+        num_spec_tokens,
+        request_id,
+        CAST(count(*) AS BIGINT) AS request_steps,
+        num_skipped(kind) AS skips,
+        CAST(count(*) FILTER (WHERE is_collateral_skip(kind, seq_len, num_spec_tokens, drafter_max_len))
+             AS BIGINT) AS collateral_skips,
+        CAST(count(*) FILTER (WHERE is_own_skip(kind, seq_len, num_spec_tokens, drafter_max_len))
+             AS BIGINT) AS own_skips,
+        CAST(coalesce(sum(k_valid) FILTER (WHERE is_collateral_skip(kind, seq_len, num_spec_tokens,
+                                                                       drafter_max_len)), 0)
+             AS BIGINT) AS lost_draft_tokens,
+        num_drafts(kind, k_valid) AS num_drafts,
+        num_draft_tokens(kind, k_valid) AS num_draft_tokens,
+        num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens
+    FROM request_steps_between(t0, t1)
+    GROUP BY ALL
+),
+request_rates AS (
+    SELECT engine_id, model, method, num_spec_tokens, request_id,
+           acceptance_rate(sum(num_accepted_tokens), sum(num_draft_tokens)) AS rate
+    FROM per_request
+    GROUP BY engine_id, model, method, num_spec_tokens, request_id
+),
+group_rates AS (
+    SELECT engine_id, model, method, num_spec_tokens,
+           acceptance_rate(sum(num_accepted_tokens), sum(num_draft_tokens)) AS group_rate
+    FROM per_request
+    GROUP BY engine_id, model, method, num_spec_tokens
+),
+totals AS (
+    SELECT
+        bucket_index,
+        engine_id,
+        model,
+        method,
+        num_spec_tokens,
+        CAST(sum(request_steps) AS BIGINT) AS request_steps,
+        CAST(sum(skips) AS BIGINT) AS skips,
+        CAST(sum(collateral_skips) AS BIGINT) AS collateral_skips,
+        CAST(sum(own_skips) AS BIGINT) AS own_skips,
+        CAST(sum(lost_draft_tokens) AS BIGINT) AS lost_draft_tokens,
+        sum(lost_draft_tokens * coalesce(rate, group_rate)) FILTER (WHERE collateral_skips > 0)
+            AS estimated_accepted_tokens,
+        CAST(coalesce(sum(collateral_skips) FILTER (WHERE rate IS NULL), 0) AS BIGINT) AS estimated_from_group,
+        CAST(sum(num_drafts) AS BIGINT) AS num_drafts,
+        CAST(sum(num_draft_tokens) AS BIGINT) AS num_draft_tokens,
+        CAST(sum(num_accepted_tokens) AS BIGINT) AS num_accepted_tokens
+    FROM per_request
+    JOIN request_rates USING (engine_id, model, method, num_spec_tokens, request_id)
+    JOIN group_rates USING (engine_id, model, method, num_spec_tokens)
+    GROUP BY ALL
+)
+SELECT
+    bucket_index,
+    engine_id,
+    model,
+    method,
+    num_spec_tokens,
+    request_steps,
+    skips,
+    collateral_skips,
+    own_skips,
+    skips - collateral_skips - own_skips AS unknown_skips,
+    skip_share(collateral_skips, skips) AS collateral_share,
+    lost_draft_tokens,
+    estimated_accepted_tokens,
+    estimated_from_group,
+    num_drafts,
+    num_draft_tokens,
+    num_accepted_tokens,
+    acceptance_rate(num_accepted_tokens, num_draft_tokens) AS acceptance_rate,
+    mean_acceptance_length(num_accepted_tokens, num_drafts) AS mean_acceptance_length,
+    acceptance_rate(num_accepted_tokens + coalesce(estimated_accepted_tokens, 0),
+                    num_draft_tokens + lost_draft_tokens) AS acceptance_rate_had_drafted,
+    mean_acceptance_length(num_accepted_tokens + coalesce(estimated_accepted_tokens, 0),
+                           num_drafts + collateral_skips) AS mean_acceptance_length_had_drafted
+FROM totals;
+
+COMMENT ON MACRO TABLE collateral_skip_counts IS 'collateral_skips per time bucket of width_us microseconds (NULL: one bucket, index 0), the rate of each request over the whole window t0 <= event_time < t1.';
