@@ -84,6 +84,7 @@ PUBLIC_MACROS: tuple[str, ...] = (
     *(f"{view}_between" for view in PUBLIC_VIEWS[1:] if view != "baselines"),
     "acceptance_timeline",
     "collateral_skips_timeline",
+    "wasted_verification_timeline",
 )
 LAYERS: tuple[str, ...] = ("definitions", "staging", "rollup", "intermediate", "metrics", "report")
 #: The layer that defines file_rollup, the columns of an empty :data:`ROLLUP_SOURCE_VIEW`.

@@ -15,7 +15,17 @@ from queries import run_query
 
 #: The request-steps from the first instant to the last, both included (event times are whole
 #: microseconds, so the open end is one microsecond past the last).
-_WINDOW = "request_steps_between(make_timestamp(CAST(? * 1e6 AS BIGINT)), make_timestamp(CAST(? * 1e6 AS BIGINT) + 1))"
+_BOUNDS = "make_timestamp(CAST(? * 1e6 AS BIGINT)), make_timestamp(CAST(? * 1e6 AS BIGINT) + 1)"
+_WINDOW = f"request_steps_between({_BOUNDS})"
+#: The skips of a window told apart by each request's own length (the view collateral_skips).
+COLLATERAL_COLUMNS = ("skips", "collateral_skips", "collateral_share", "lost_draft_tokens", "estimated_accepted_tokens")
+COLLATERAL = f"""
+SELECT CAST(coalesce(sum(skips), 0) AS BIGINT) AS skips,
+       CAST(coalesce(sum(collateral_skips), 0) AS BIGINT) AS collateral_skips,
+       skip_share(sum(collateral_skips), sum(skips)) AS collateral_share,
+       CAST(coalesce(sum(lost_draft_tokens), 0) AS BIGINT) AS lost_draft_tokens,
+       sum(estimated_accepted_tokens) AS estimated_accepted_tokens
+FROM collateral_skips_between({_BOUNDS})"""
 
 TOTALS = f"""
 SELECT vllm_num_drafts(k_sched) AS vllm_num_drafts,
@@ -56,6 +66,12 @@ def window_metrics(con: duckdb.DuckDBPyConnection, started: float, finished: flo
     per_pos = run_query(con, VLLM_PER_POSITION, [*window, positions]).to_pylist()
     kinds = run_query(con, KINDS, window).to_pylist()
     return {**totals, "vllm_per_pos": [int(r["n"]) for r in per_pos], "kinds": {r["kind"]: int(r["n"]) for r in kinds}}
+
+
+def window_collateral(con: duckdb.DuckDBPyConnection, started: float, finished: float) -> dict[str, Any]:
+    """:data:`COLLATERAL_COLUMNS` between two instants, over every group there."""
+    row: dict[str, Any] = run_query(con, COLLATERAL, [started, finished]).to_pylist()[0]
+    return row
 
 
 def reproduces(got: dict[str, Any], vllm: dict[str, Any]) -> bool:

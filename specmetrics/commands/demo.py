@@ -24,7 +24,7 @@ from queries import connect, run_query
 from specmetrics.commands.ingest import ingest_source
 from specmetrics.progress import Progress
 from specmetrics.tables import text_table
-from specmetrics.windows import ratios, reproduces, window_metrics
+from specmetrics.windows import COLLATERAL_COLUMNS, ratios, reproduces, window_collateral, window_metrics
 
 MARKER = ".specmetrics-demo"
 
@@ -108,9 +108,12 @@ def run_vllm(args: argparse.Namespace) -> int:
     stats = ingest_source(log_dir.resolve().as_uri(), data_dir, once=True)
     print(f"\ningested {stats.rows:,} request-steps into {stats.files} Parquet file(s) under {data_dir}\n")
     con = connect(data_dir)
-    rows = []
+    rows, collateral = [], []
     try:
         for scenario in json.loads(scenarios_file.read_text()):
+            skips = window_collateral(con, scenario["started"], scenario["finished"])
+            if skips["skips"]:
+                collateral.append([scenario["engine"], scenario["name"], *skips.values()])
             got = window_metrics(con, scenario["started"], scenario["finished"], positions=3)
             vllm = scenario["vllm"]
             rows.append([
@@ -128,7 +131,8 @@ def run_vllm(args: argparse.Namespace) -> int:
                       "corrected_rate", "corrected_mal", "skip_share", "k_zero_share", "grammar_invalid_tokens",
                       "reproduced", "what it shows"], rows))
     print("\nreproduced: the events give back vLLM's own counters exactly (the vLLM-compatible view).")
-    print(f"Explore: specmetrics sql --data {data_dir} \"SELECT * FROM outcome_shares\"")
+    print_collateral(["engine", "scenario"], collateral)
+    print(f"\nExplore: specmetrics sql --data {data_dir} \"SELECT * FROM outcome_shares\"")
     return 0
 
 
@@ -153,6 +157,8 @@ def run_loadgen(args: argparse.Namespace) -> int:
     con = connect(data_dir)
     try:
         table = run_query(con, SIDE_BY_SIDE)
+        collateral = run_query(con, f"SELECT engine_id, {', '.join(COLLATERAL_COLUMNS)} FROM collateral_skips "
+                                    "WHERE skips > 0").to_pylist()
     finally:
         con.close()
     order = {f"{prefix}-0/dp0": (i, shows) for i, (prefix, shows, _) in enumerate(SCENARIOS)}
@@ -160,8 +166,18 @@ def run_loadgen(args: argparse.Namespace) -> int:
                   key=lambda row: order[str(row[0])][0])
     print("vLLM-reported (vllm_*) vs what happened (corrected_*); shares are of request-steps:\n")
     print(text_table([*table.column_names, "what it shows"], rows))
+    print_collateral(["engine"], [list(r.values()) for r in sorted(
+        collateral, key=lambda r: order[str(r["engine_id"])][0])])
     print(f"\nExplore: specmetrics sql --data {data_dir} \"SELECT * FROM acceptance_per_position\"")
     return 0
+
+
+def print_collateral(keys: list[str], rows: list[list[Any]]) -> None:
+    """Who paid for the long requests: the skips told apart by each request's own length."""
+    print("\nSkips for length, by each request's own length: collateral_skips fit the drafter alone (a longer "
+          "request in the batch turned drafting off);\nlost_draft_tokens, the drafts they lost, "
+          "estimated_accepted_tokens, what they would have accepted at their request's own rate:\n")
+    print(text_table([*keys, *COLLATERAL_COLUMNS], rows))
 
 
 def prepare_workdir(workdir: Path) -> tuple[Path, Path]:

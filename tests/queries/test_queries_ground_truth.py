@@ -59,6 +59,12 @@ def test_wasted_verification_equals_ground_truth(loaded: tuple[Any, dict[int, li
     assert sorted((r["verified_slots"], r["placeholder_slots"]) for r in got.values()) == expected
     assert all(r["pad_slots"] == 0 for r in got.values())  # sync: invalid drafts were cut, not padded
     assert sum(r["placeholder_slots"] for r in got.values()) > 0
+    timeline = run_query(con, "SELECT engine_id, sum(verified_slots) AS verified, sum(wasted_slots) AS wasted, "
+                              "count(*) AS buckets, min(wasted_share) AS low, max(wasted_share) AS high "
+                              "FROM wasted_verification_timeline(bucket := INTERVAL 2 SECOND) GROUP BY ALL").to_pylist()
+    assert {r["engine_id"]: (r["verified"], r["wasted"]) for r in timeline} == {
+        e: (r["verified_slots"], r["wasted_slots"]) for e, r in got.items()}
+    assert all(r["buckets"] > 1 and r["low"] < r["high"] for r in timeline)
 
 
 def test_collateral_skips_equal_ground_truth(loaded: tuple[Any, dict[int, list[EngineTruth]]]) -> None:

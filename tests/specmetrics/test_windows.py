@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from queries import connect
-from specmetrics.windows import ratios, reproduces, window_metrics
+from specmetrics.windows import ratios, reproduces, window_collateral, window_metrics
 from tests.support.outcomes import OutcomeRows
 
 EVENT_TIME = datetime(2025, 1, 1, 10, 30)
@@ -40,5 +40,25 @@ def test_a_window_counts_ratios_and_shares(tmp_path: Path) -> None:
         assert (empty["request_steps"], empty["acceptance_rate"], empty["skip_share"], empty["k_zero_share"]) == (
             0, None, None, None)
         assert ratios(con, 0, 0, 0) == (None, None)
+    finally:
+        con.close()
+
+
+def test_a_window_tells_collateral_skips_from_own_ones(tmp_path: Path) -> None:
+    """K = 3, drafter 96: a request of length 93 fits alone, one of 94 does not. r1's own rate where it
+    drafted (2 of 3) estimates what its 3 lost placeholders would have accepted."""
+    rows = OutcomeRows()
+    data = rows.write_tree(tmp_path / "data", [
+        {**row, "event_time": EVENT_TIME} for row in
+        [rows.drafted(3, 2, request_id="r1", seq_len=20), rows.skipped(3, request_id="r1", seq_len=93),
+         rows.skipped(3, request_id="r2", seq_len=94), rows.skipped(3, request_id="r3")]])
+    con = connect(data)
+    try:
+        got = window_collateral(con, SECOND - 1, SECOND + 1)
+        assert got == {"skips": 3, "collateral_skips": 1, "collateral_share": pytest.approx(1 / 3),
+                       "lost_draft_tokens": 3, "estimated_accepted_tokens": pytest.approx(2.0)}
+        assert window_collateral(con, SECOND + 10, SECOND + 20) == {
+            "skips": 0, "collateral_skips": 0, "collateral_share": None, "lost_draft_tokens": 0,
+            "estimated_accepted_tokens": None}
     finally:
         con.close()

@@ -184,13 +184,21 @@ def test_every_event_says_the_context_served_and_that_skips_could_be_seen(run: R
 
 
 def test_the_demo_prints_vllm_next_to_the_truth(demo: DemoRun) -> None:
-    lines = {"/".join(cells[:2]): cells for cells in (line.split() for line in demo.output.splitlines())
+    side_by_side, _, collateral = demo.output.partition("Skips for length, by each request's own length")
+    lines = {"/".join(cells[:2]): cells for cells in (line.split() for line in side_by_side.splitlines())
              if "/".join(cells[:2]) in SCENARIOS}
     assert list(lines) == SCENARIOS
     assert all(cells[11] == "yes" for cells in lines.values())  # events reproduce vLLM's counters
     for engine in DRAFTING:
         assert lines[f"{engine}/too_long"][3:8] == ["0.0000", "1.0000", "0", "NULL", "NULL"]  # vLLM 0.00 %, no drafts
         assert lines[f"{engine}/fits"][6:8] == ["1.0000", "4.0000"]
+    # Who paid for the long request: the short ones beside it, which fit the drafter alone.
+    skips = {"/".join(cells[:2]): cells[2:] for cells in (line.split() for line in collateral.splitlines())
+             if "/".join(cells[:2]) in SCENARIOS}
+    for engine in DRAFTING:
+        assert skips[f"{engine}/too_long"][:2] == [skips[f"{engine}/too_long"][0], "0"]
+        mixed_skips, mixed_collateral = map(int, skips[f"{engine}/mixed"][:2])
+        assert mixed_collateral > 8 and mixed_skips - mixed_collateral <= 8
     assert "Running the scenarios on real vLLM" in demo.output
 
 

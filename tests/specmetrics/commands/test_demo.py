@@ -16,8 +16,17 @@ def test_demo_shows_the_scenarios_side_by_side(capsys: pytest.CaptureFixture[str
     out, err = capsys.readouterr()
     assert "--loadgen was given: the events come from the load generator" in out
     assert "demo events:" in err and "ingest:" in err
-    lines = {line.split()[0]: line.split() for line in out.splitlines() if "-0/dp0" in line}
+    side_by_side, _, collateral = out.partition("Skips for length, by each request's own length")
+    lines = {line.split()[0]: line.split() for line in side_by_side.splitlines() if "-0/dp0" in line}
     assert list(lines) == ["fits-0/dp0", "too-long-0/dp0", "crossing-0/dp0", "grammar-0/dp0", "ngram-0/dp0"]
+    # Who paid for the long requests: in crossing, nearly every skip is a request that fit the drafter
+    # alone (its drafts lost: 3 placeholder slots each, all would have been accepted); in too-long, none.
+    skips = {line.split()[0]: line.split()[1:] for line in collateral.splitlines() if "-0/dp0" in line}
+    assert list(skips) == ["too-long-0/dp0", "crossing-0/dp0"]
+    assert skips["too-long-0/dp0"] == ["4032", "0", "0.0000", "0", "NULL"]
+    crossing_skips, crossing_collateral, _, lost, estimated = skips["crossing-0/dp0"]
+    assert int(crossing_collateral) > 0.9 * int(crossing_skips) and int(lost) == 3 * int(crossing_collateral)
+    assert float(estimated) == int(lost)
     # too-long: vLLM reports drafts at 0.00 % (MAL 1.00); the truth is no drafts at all.
     assert lines["too-long-0/dp0"][2:7] == ["0.0000", "1.0000", "0", "NULL", "NULL"]
     con = connect(workdir / "data")
