@@ -24,7 +24,7 @@ from emitter.loadgen.simulator import EngineSimulator
 from ingest.batch import PartitionBuffer
 from schemas import StepEvent
 from schemas.codes import OUTCOME_COLUMNS, OUTCOME_DTYPE
-from schemas.wire import OutcomeColumns, _outcome_dict, decode_step, encode_step, step_event_from_wire
+from schemas.wire import OutcomeColumns, _outcome_dict, decode_step, encode_step, seq_len_column, step_event_from_wire
 
 Step = tuple[dict[str, Any], dict[str, list[Any]]]
 
@@ -43,6 +43,7 @@ def sample_steps(count: int) -> list[Step]:
         packed = np.frombuffer(step.outcomes, dtype=OUTCOME_DTYPE)
         ends = np.frombuffer(step.request_id_offsets, dtype="<i4")
         cols: dict[str, list[Any]] = {name: packed[name].tolist() for name in OUTCOME_COLUMNS}
+        cols["seq_len"] = seq_len_column([step]).tolist()
         cols["request_id"] = [step.request_id_data[ends[i]:ends[i + 1]].decode() for i in range(step.n)]
         steps.append((env, cols))
     return steps

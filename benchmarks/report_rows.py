@@ -116,5 +116,8 @@ def _rows(steps: int, hour: int, rng: np.random.Generator) -> pa.Table:
         "k_invalid": pa.array(invalid),
         "accepted": pa.array(accepted.astype(np.int16)),
         "emitted": pa.array(np.where(k_zero, 1, accepted + 1).astype(np.int16)),
+        # each request's own length: up to 600 tokens below the step's longest, so a skipped step
+        # holds requests that fit the drafter alone (collateral skips) and the ones that did not
+        "seq_len": pa.array(np.maximum(context - rng.integers(0, 600, n), 1).astype(np.int32)),
     }
     return pa.table(columns).cast(REQUEST_STEP_SCHEMA)

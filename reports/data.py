@@ -1,4 +1,5 @@
-"""The numbers of a report for one time window, from one scan of the Parquet tree.
+"""The numbers of a report for one time window, from one scan of the Parquet tree (and the
+per-request sections from the rows of the window).
 
 ``report_rollup`` (queries/sql/report) counts request-steps per group and outcome shape,
 per time bucket and per context bucket in one pass; ``report_rollup_stored`` gives the same rows
@@ -188,6 +189,84 @@ FROM context_caps_between($t0, $t1) WHERE capped
 ORDER BY engine_id, model, vllm_version, method, max_model_len
 """
 
+#: The per-request sections read one scan of the window's rows (rollups keep no request): each
+#: request's counts, kept in a temporary table for the three queries below (the views
+#: collateral_skips, acceptance_histogram and request_outliers, from the same macros).
+_REQUESTS = """
+CREATE TEMP TABLE {requests} AS
+SELECT engine_id, model, method, num_spec_tokens, request_id, CAST(count(*) AS BIGINT) AS request_steps,
+       num_drafts(kind, k_valid) AS num_drafts,
+       num_draft_tokens(kind, k_valid) AS num_draft_tokens,
+       num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens,
+       num_skipped(kind) AS skips,
+       num_collateral_skips(kind, seq_len, num_spec_tokens, drafter_max_len) AS collateral_skips,
+       num_own_skips(kind, seq_len, num_spec_tokens, drafter_max_len) AS own_skips,
+       num_lost_draft_tokens(kind, k_valid, seq_len, num_spec_tokens, drafter_max_len) AS lost_draft_tokens
+FROM request_steps_between($t0, $t1)
+GROUP BY engine_id, model, method, num_spec_tokens, request_id
+"""
+#: Each request with its own corrected acceptance rate and its group's.
+_RATED = """
+WITH rated AS (
+    SELECT *, acceptance_rate(num_accepted_tokens, num_draft_tokens) AS rate,
+           acceptance_rate(sum(num_accepted_tokens) OVER g, sum(num_draft_tokens) OVER g) AS group_rate
+    FROM {requests}
+    WINDOW g AS (PARTITION BY engine_id, model, method, num_spec_tokens)
+)"""
+#: Per group with skips of known request lengths, the skips told apart by each request's own length.
+_COLLATERAL = _RATED + """,
+totals AS (
+    SELECT engine_id, model, method, num_spec_tokens,
+           CAST(sum(skips) AS BIGINT) AS skips, CAST(sum(collateral_skips) AS BIGINT) AS collateral_skips,
+           CAST(sum(own_skips) AS BIGINT) AS own_skips, CAST(sum(lost_draft_tokens) AS BIGINT) AS lost_draft_tokens,
+           sum(would_accept(lost_draft_tokens, rate, group_rate)) FILTER (WHERE collateral_skips > 0)
+               AS estimated_accepted_tokens,
+           sum(num_drafts) AS num_drafts, sum(num_draft_tokens) AS num_draft_tokens,
+           sum(num_accepted_tokens) AS num_accepted_tokens
+    FROM rated
+    GROUP BY engine_id, model, method, num_spec_tokens
+)
+SELECT engine_id, model, method, num_spec_tokens, skips, collateral_skips, skips - collateral_skips - own_skips
+       AS unknown_skips, skip_share(collateral_skips, skips) AS collateral_share, lost_draft_tokens,
+       estimated_accepted_tokens, acceptance_rate(num_accepted_tokens, num_draft_tokens) AS acceptance_rate,
+       acceptance_rate(num_accepted_tokens + coalesce(estimated_accepted_tokens, 0),
+                       num_draft_tokens + lost_draft_tokens) AS acceptance_rate_had_drafted
+FROM totals WHERE collateral_skips + own_skips > 0
+ORDER BY collateral_skips DESC, engine_id, model, method, num_spec_tokens
+"""
+#: Requests by their own corrected acceptance rate, in HISTOGRAM_BUCKETS buckets, pooled over the groups
+#: (no row when no request has a draft token).
+_HISTOGRAM = """
+WITH counts AS (
+    SELECT rate_bucket(acceptance_rate(num_accepted_tokens, num_draft_tokens), $buckets) AS bucket,
+           CAST(count(*) AS BIGINT) AS requests
+    FROM {requests} WHERE num_draft_tokens > 0
+    GROUP BY bucket
+)
+SELECT CAST(b.bucket AS INTEGER) AS bucket, b.bucket / $buckets AS lower_rate, (b.bucket + 1) / $buckets AS upper_rate,
+       coalesce(c.requests, 0) AS requests, coalesce(c.requests, 0) / nullif(sum(c.requests) OVER (), 0) AS share
+FROM range(CAST($buckets AS BIGINT)) AS b(bucket) LEFT JOIN counts AS c USING (bucket)
+WHERE EXISTS (FROM counts)
+ORDER BY bucket
+"""
+#: The requests farthest from their group's acceptance (as the view request_outliers finds them, with
+#: its default thresholds), at most OUTLIER_ROWS, with how many there are in all and how many are low.
+_OUTLIERS = _RATED + """
+SELECT engine_id, request_id, outlier_direction(rate, group_rate) AS direction, rate AS acceptance_rate,
+       group_rate AS group_acceptance_rate, rate - group_rate AS difference, num_drafts, request_steps,
+       CAST(count(*) OVER () AS BIGINT) AS outliers,
+       CAST(count(*) FILTER (WHERE rate < group_rate) OVER () AS BIGINT) AS low_outliers
+FROM rated
+WHERE is_outlier(rate, group_rate, num_drafts, $margin, $min_drafts)
+ORDER BY abs(difference) DESC, engine_id, request_id
+LIMIT $limit
+"""
+#: The thresholds of the view request_outliers' defaults, and acceptance_histogram's buckets.
+OUTLIER_MARGIN, OUTLIER_MIN_DRAFTS = 0.3, 8
+HISTOGRAM_BUCKETS = 10
+#: The outliers a report lists.
+OUTLIER_ROWS = 20
+
 
 @dataclass(frozen=True)
 class Window:
@@ -224,6 +303,9 @@ class ReportData:
     baselines: list[Row]
     published: list[Row]
     wasted: list[Row]
+    collateral: list[Row]
+    histogram: list[Row]
+    outliers: list[Row]
 
     @property
     def empty(self) -> bool:
@@ -231,12 +313,13 @@ class ReportData:
 
 
 def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta | None = None,
-            context_tokens: int = 256, stored_rollups: bool = False) -> ReportData:
+            context_tokens: int = 256, stored_rollups: bool = False, requests: bool = True) -> ReportData:
     """Run the report's queries for ``window``: one scan for the time span, one for
     ``report_rollup`` (kept in a temporary table), then small queries over that table.
     ``bucket`` None picks a timeline width that gives at most :data:`MAX_BUCKETS` buckets.
     ``stored_rollups``: the tree's rollups cover the window (:func:`queries.rollup.rollups_cover`),
-    so both scans read them instead of the raw rows, where the widths allow it."""
+    so both scans read them instead of the raw rows, where the widths allow it. ``requests``: also the
+    sections about single requests, from one more scan of the window's raw rows (rollups keep no request)."""
     stored = stored_rollups and context_tokens % ROLLUP_CONTEXT_TOKENS == 0 and \
         (bucket is None or bucket % timedelta(minutes=1) == timedelta(0))
     span = {"t0": window.since, "t1": window.until}
@@ -269,9 +352,28 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
             baselines=rows(_BASELINES),
             published=rows(_PUBLISHED),
             wasted=rows(_WASTED),
+            **(_per_request(con, span) if requests else {"collateral": [], "histogram": [], "outliers": []}),
         )
     finally:
         con.execute(f"DROP TABLE {table}")
+
+
+def _per_request(con: duckdb.DuckDBPyConnection, span: dict[str, Any]) -> dict[str, list[Row]]:
+    """The sections about single requests, from one scan of the window's rows."""
+    requests = f"report_requests_{uuid.uuid4().hex}"
+    con.execute(_REQUESTS.format(requests=requests), span)
+    try:
+        def rows(sql: str, params: dict[str, Any]) -> list[Row]:
+            return list(run_query(con, sql.format(requests=requests), params).to_pylist())
+
+        return {
+            "collateral": rows(_COLLATERAL, {}),
+            "histogram": rows(_HISTOGRAM, {"buckets": HISTOGRAM_BUCKETS}),
+            "outliers": rows(_OUTLIERS, {"margin": OUTLIER_MARGIN, "min_drafts": OUTLIER_MIN_DRAFTS,
+                                         "limit": OUTLIER_ROWS}),
+        }
+    finally:
+        con.execute(f"DROP TABLE {requests}")
 
 
 def _pick_bucket(first: datetime | None, last: datetime | None) -> timedelta:

@@ -4,9 +4,10 @@ Both formats show the same things: the window, the headline (corrected vs vLLM-r
 happened to speculation (outcome kinds), acceptance over time, per-position rates with both
 denominators, skip share by context length, K = 0 reasons, the per-engine/model table, where a
 model ran in more than one configuration, the configurations ranked by tokens per verification, the
-draft slots verified that held no draft (where there are some), and
-each configuration's per-position rates against the published baseline of its model, method and K
-(or that none matches).
+draft slots verified that held no draft (where there are some), the skips for length of requests
+that fit the drafter alone (where there are some), requests by their own acceptance rate (a chart)
+and those far from their group (where there are some), and each configuration's per-position rates
+against the published baseline of its model, method and K (or that none matches).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from html import escape
 from typing import Any
 
 from reports.charts import Series, bar_chart, line_chart
-from reports.data import ReportData, Row
+from reports.data import OUTLIER_MARGIN, OUTLIER_MIN_DRAFTS, ReportData, Row
 
 #: (key in ReportData.headline without the vllm_ prefix, label, formatter name)
 HEADLINE_ROWS: tuple[tuple[str, str, str], ...] = (
@@ -64,6 +65,23 @@ WASTED_COLUMNS: tuple[tuple[str, str, str], ...] = (
 WASTED_NOTE = ("Draft slots the target verified that held no draft: placeholders of steps skipped for length, and "
                "the -1 pads async scheduling puts in place of grammar-invalid drafts. vLLM counts them as rejected "
                "drafts; here they are verification work spent on nothing.")
+COLLATERAL_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("engine_id", "engine", "text"), ("model", "model", "text"), ("method", "method", "text"),
+    ("num_spec_tokens", "K", "count"), ("skips", "skips", "count"), ("collateral_skips", "collateral", "count"),
+    ("unknown_skips", "length unknown", "count"), ("collateral_share", "collateral share", "pct"),
+    ("lost_draft_tokens", "draft tokens lost", "count"),
+    ("estimated_accepted_tokens", "tokens they would have accepted", "ratio"),
+    ("acceptance_rate", "acceptance", "pct"), ("acceptance_rate_had_drafted", "acceptance had they drafted", "pct"),
+)
+COLLATERAL_NOTE = ("vLLM decides for the whole batch whether the drafter runs, from its longest sequence. A skip is "
+                   "collateral when the request alone fit the drafter: a longer request in its batch turned drafting "
+                   "off. What they would have accepted is estimated at each request's own acceptance rate where it "
+                   "drafted (its group's where it never did).")
+OUTLIER_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("engine_id", "engine", "text"), ("request_id", "request", "text"), ("direction", "direction", "text"),
+    ("acceptance_rate", "acceptance", "pct"), ("group_acceptance_rate", "group acceptance", "pct"),
+    ("num_drafts", "drafts", "count"), ("request_steps", "request-steps", "count"),
+)
 CAP_NOTE = ("vLLM lowered these engines' context to their drafter's at start-up (Model Runner V2 cannot skip "
             "drafting for longer sequences): requests longer than the served context are refused.")
 
@@ -108,6 +126,11 @@ def charts(data: ReportData) -> list[Chart]:
         [Series("skip share", [r["skip_share"] for r in data.context]),
          Series("acceptance, corrected", [r["acceptance_rate"] for r in data.context]),
          Series("acceptance, vLLM-reported", [r["vllm_acceptance_rate"] for r in data.context])])))
+    if any(r["requests"] for r in data.histogram):
+        out.append(Chart("requests", bar_chart(
+            "requests", "Requests by their own acceptance rate (share of requests with a draft token)",
+            [f"{r['lower_rate']:.0%}–{r['upper_rate']:.0%}" for r in data.histogram],
+            [r["share"] for r in data.histogram])))
     if data.k_zero:
         out.append(Chart("k_zero", bar_chart(
             "k_zero", "Why K = 0: share of K = 0 request-steps by reason",
@@ -141,6 +164,12 @@ def markdown(data: ReportData, generated: datetime, chart_files: dict[str, str])
     if data.wasted:
         lines += ["", "## Verification that held no draft", "", WASTED_NOTE, ""]
         lines += _md_rows(WASTED_COLUMNS, data.wasted)
+    if data.collateral:
+        lines += ["", "## Who paid for the long requests", "", COLLATERAL_NOTE, ""]
+        lines += _md_rows(COLLATERAL_COLUMNS, data.collateral)
+    if data.outliers:
+        lines += ["", "## Requests far from their group", "", _outlier_text(data), ""]
+        lines += _md_rows(OUTLIER_COLUMNS, data.outliers)
     if data.baselines:
         matched, text = _baseline_text(data)
         lines += ["", "## Against published baselines"]
@@ -192,6 +221,19 @@ def html(data: ReportData, generated: datetime, drawn: Sequence[Chart]) -> str:
             body.append(f'<section id="wasted"><h2>Verification that held no draft</h2><p>{escape(WASTED_NOTE)}</p>')
             body.append(_html_rows("wasted-table", WASTED_COLUMNS, data.wasted))
             body.append("</section>")
+        if data.collateral:
+            body.append('<section id="collateral"><h2>Who paid for the long requests</h2>'
+                        f"<p>{escape(COLLATERAL_NOTE)}</p>")
+            body.append(_html_rows("collateral-table", COLLATERAL_COLUMNS, data.collateral,
+                                   lambda row: f"{row['engine_id']}/{row['model']}/{row['method']}/"
+                                               f"{row['num_spec_tokens']}"))
+            body.append("</section>")
+        if data.outliers:
+            body.append('<section id="outliers"><h2>Requests far from their group</h2>'
+                        f"<p>{escape(_outlier_text(data))}</p>")
+            body.append(_html_rows("outliers-table", OUTLIER_COLUMNS, data.outliers,
+                                   lambda row: f"{row['engine_id']}/{row['request_id']}"))
+            body.append("</section>")
         if data.baselines:
             matched, text = _baseline_text(data)
             body.append('<section id="baselines"><h2>Against published baselines</h2>')
@@ -237,6 +279,16 @@ def _baseline_text(data: ReportData) -> tuple[list[Row], list[str]]:
                                                               for model, method, k in missing)
                     + f". Baselines exist for: {published}.")
     return matched, text
+
+
+def _outlier_text(data: ReportData) -> str:
+    """How many requests are far from their group's acceptance, and which the table lists."""
+    first = data.outliers[0]
+    total, low = first["outliers"], first["low_outliers"]
+    listed = "all of them" if total <= len(data.outliers) else f"the {len(data.outliers)} farthest"
+    return (f"{total:,} requests with {OUTLIER_MIN_DRAFTS} drafts or more have an acceptance rate "
+            f"{OUTLIER_MARGIN * 100:.0f} points or more from their group's: {low:,} below (read their output "
+            f"first if it looks garbled), {total - low:,} above (loops); {listed}:")
 
 
 def _headline_note(data: ReportData) -> str | None:

@@ -51,6 +51,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--raw", action="store_true",
                         help="Read the raw rows only: neither build nor read the rollups under DATA/_rollup "
                              "(default: build those the window's days lack, then read them).")
+    parser.add_argument("--no-requests", dest="requests", action="store_false",
+                        help="Leave out the sections about single requests (collateral skips, requests by their own "
+                             "acceptance, outliers): they read the window's raw rows, which rollups do not replace.")
     parser.set_defaults(run=run)
 
 
@@ -96,11 +99,12 @@ def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timede
     stored_rollups = not args.raw and _update_rollups(root, window)  # before connect()
     con = connect(args.data)
     try:
-        data = collect(con, window, bucket=bucket, context_tokens=args.context_tokens, stored_rollups=stored_rollups)
+        data = collect(con, window, bucket=bucket, context_tokens=args.context_tokens, stored_rollups=stored_rollups,
+                       requests=args.requests)
         if stored_rollups and window_files(root, window.since, window.until) != files:
             # A data file came or went while the rollups were read: it may have no rollup yet.
             log.info("data files changed during the report; reading the raw rows instead")
-            data = collect(con, window, bucket=bucket, context_tokens=args.context_tokens)
+            data = collect(con, window, bucket=bucket, context_tokens=args.context_tokens, requests=args.requests)
     finally:
         con.close()
     if data.empty and not scheduled:

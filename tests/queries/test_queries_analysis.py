@@ -210,3 +210,17 @@ def assert_collateral_skips_match(con: Any, drawn: list[dict[str, Any]],
     for r in got:
         expected = groups[(r["engine_id"], r["method"], r["num_spec_tokens"])].get("estimated_accepted_tokens")
         assert r["estimated_accepted_tokens"] == (None if expected is None else pytest.approx(expected))
+    # Over time: the buckets of each group add up to the group (each request's rate over the window).
+    buckets = rows(con, f"SELECT engine_id, method, num_spec_tokens, {', '.join(f'sum({n}) AS {n}' for n in names)}, "
+                        "sum(estimated_accepted_tokens) AS estimated_accepted_tokens "
+                        "FROM collateral_skips_timeline(bucket := INTERVAL 1 HOUR) GROUP BY ALL")
+    assert {(r["engine_id"], r["method"], r["num_spec_tokens"]): tuple(r[n] for n in names) for r in buckets} == {
+        (r["engine_id"], r["method"], r["num_spec_tokens"]): tuple(r[n] for n in names) for r in got}
+    totals = {(r["engine_id"], r["method"], r["num_spec_tokens"]): r["estimated_accepted_tokens"] for r in got}
+    assert all(r["estimated_accepted_tokens"] == (None if totals[key] is None else pytest.approx(totals[key]))
+               for r in buckets for key in [(r["engine_id"], r["method"], r["num_spec_tokens"])])
+    wasted = rows(con, "SELECT engine_id, method, num_spec_tokens, sum(verified_slots) AS v, sum(wasted_slots) AS w "
+                       "FROM wasted_verification_timeline(bucket := INTERVAL 1 HOUR) GROUP BY ALL")
+    assert {(r["engine_id"], r["method"], r["num_spec_tokens"]): (r["v"], r["w"]) for r in wasted} == {
+        (r["engine_id"], r["method"], r["num_spec_tokens"]): (r["verified_slots"], r["wasted_slots"])
+        for r in rows(con, "FROM wasted_verification")}

@@ -59,7 +59,7 @@ def test_the_html_report_renders_in_chromium_with_the_sql_numbers(report_tree: P
 
     assert seen["title"].startswith("specmetrics report:")
     charts = {c["name"]: c for c in seen["charts"]}
-    assert list(charts) == ["timeline", "positions", "context", "k_zero"]
+    assert list(charts) == ["timeline", "positions", "context", "requests", "k_zero"]
     assert all((c["width"], c["height"]) == (720, 300) for c in charts.values())
     # minutes 0-1 have corrected rates, 0-2 vLLM ones, then a gap; minute 5 is a lone dot
     assert [series for series, _ in charts["timeline"]["lines"]] == ["corrected", "vLLM-reported"]
@@ -67,6 +67,9 @@ def test_the_html_report_renders_in_chromium_with_the_sql_numbers(report_tree: P
     assert {series for series, _ in charts["positions"]["lines"]} == {
         "corrected, over all drafts", "corrected, over drafts reaching it", "vLLM-reported"}
     assert len(charts["k_zero"]["bars"]) == 2 and all(h > 0 for h in charts["k_zero"]["bars"])
+    # one request per engine: a at 4 of 6 (60-70 %), b at 2 of 2 (the last bucket), half of the requests each
+    requests = charts["requests"]["bars"]
+    assert len(requests) == 10 and [i for i, h in enumerate(requests) if h > 0] == [6, 9] and requests[6] == requests[9]
 
     con = connect(report_tree)
     try:

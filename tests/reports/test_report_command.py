@@ -26,12 +26,40 @@ def test_one_report_in_both_formats(report_tree: Path, tmp_path: Path, capsys: p
     assert len(stems) == 1
     [stem] = stems
     assert names == sorted(["latest.html", "latest.md", f"{stem}.html", f"{stem}.md", *(
-        f"{stem}-{chart}.svg" for chart in ("timeline", "positions", "context", "k_zero"))])
+        f"{stem}-{chart}.svg" for chart in ("timeline", "positions", "context", "requests", "k_zero"))])
     assert (out / "latest.html").read_text() == (out / f"{stem}.html").read_text()
     md = (out / "latest.md").read_text()
     assert "| Acceptance rate | 75.00% | 42.86% |" in md
     assert f"![timeline]({stem}-timeline.svg)" in md
     assert "vLLM counted 3 request-steps without real drafts" in md
+
+
+def test_the_report_says_who_paid_for_the_long_requests_and_which_requests_stand_out(
+        tmp_path: Path, outcomes: Any) -> None:
+    """K = 3, drafter 96. r1 accepts every draft, r2 none (group rate 0.5: both 50 points away);
+    r1 was skipped twice beside a long request (collateral: 6 draft tokens lost, which it would have
+    accepted: 30 of 54 draft tokens), r3 once for its own length."""
+    o = outcomes
+    rows = [*(o.drafted(3, 3, request_id="r1", event_time=T) for _ in range(8)),
+            *(o.drafted(3, 0, request_id="r2", event_time=T) for _ in range(8)),
+            *(o.skipped(3, request_id="r1", seq_len=60, event_time=T.replace(minute=1)) for _ in range(2)),
+            o.skipped(3, request_id="r3", seq_len=120, event_time=T.replace(minute=1))]
+    tree = o.write_tree(tmp_path / "data", rows)
+    out = tmp_path / "reports"
+    assert main(["report", "--data", str(tree), "--out", str(out)]) == 0
+    md = (out / "latest.md").read_text()
+    assert "## Who paid for the long requests" in md
+    assert "| a/dp0 | tiny-llama | draft\\_model | 3 | 3 | 2 | 0 | 66.67% | 6 | 6.000 | 50.00% | 55.56% |" in md
+    assert ("2 requests with 8 drafts or more have an acceptance rate 30 points or more from their group's: "
+            "1 below") in md
+    assert {line.split(" | ")[1:3][0] for line in md.splitlines() if line.startswith("| a/dp0 | r")} == {"r1", "r2"}
+    page = (out / "latest.html").read_text()
+    assert 'id="collateral-table"' in page and 'id="outliers-table"' in page
+    assert main(["report", "--data", str(tree), "--out", str(tmp_path / "lean"), "--no-requests"]) == 0
+    lean = (tmp_path / "lean" / "latest.md").read_text()
+    assert "Who paid" not in lean and "far from their group" not in lean and "![requests]" not in lean
+    assert lean.split("## Per engine and model")[1].split("##")[0] == md.split("## Per engine and model")[1].split(
+        "##")[0]
 
 
 def test_window_and_format_options(report_tree: Path, tmp_path: Path) -> None:

@@ -73,6 +73,19 @@ def check(con: Any) -> None:
     assert {r["k_zero_reason"]: r["request_steps"] for r in data.k_zero} == {
         r["k_zero_reason"]: r["n"] for r in pooled(con, "SELECT k_zero_reason, sum(request_steps) AS n "
                                                          "FROM k_zero_reasons GROUP BY ALL")}
+    assert data.collateral == approx(pooled(con, """
+        SELECT engine_id, model, method, num_spec_tokens, skips, collateral_skips, unknown_skips, collateral_share,
+               lost_draft_tokens, estimated_accepted_tokens, acceptance_rate, acceptance_rate_had_drafted
+        FROM collateral_skips WHERE collateral_skips + own_skips > 0
+        ORDER BY collateral_skips DESC, engine_id, model, method, num_spec_tokens"""))
+    assert [(r["bucket"], r["requests"]) for r in data.histogram] == [tuple(r.values()) for r in pooled(con, """
+        SELECT bucket, CAST(sum(requests) AS BIGINT) FROM acceptance_histogram GROUP BY bucket ORDER BY bucket""")]
+    outliers = pooled(con, "SELECT engine_id, request_id, direction FROM request_outliers "
+                           "ORDER BY abs(difference) DESC, engine_id, request_id")
+    assert [(r["engine_id"], r["request_id"], r["direction"]) for r in data.outliers] == \
+        [tuple(r.values()) for r in outliers[:20]]
+    assert all((r["outliers"], r["low_outliers"]) == (len(outliers), sum(o["direction"] == "low" for o in outliers))
+               for r in data.outliers)
     assert {r["kind"]: r["request_steps"] for r in data.shares} == {
         r["kind"]: r["n"] for r in pooled(con, "SELECT kind, sum(request_steps) AS n FROM outcome_shares GROUP BY ALL")}
 

@@ -22,6 +22,17 @@
 --   is_own_skip(kind, seq_len, num_spec_tokens, drafter_max_len)
 --                                           skipped, and the request's own length did not fit the
 --                                           drafter (BOOLEAN; false when either is unknown)
+--   num_collateral_skips(kind, seq_len, num_spec_tokens, drafter_max_len, request_steps)
+--                                           collateral skips (BIGINT)
+--   num_own_skips(kind, seq_len, num_spec_tokens, drafter_max_len, request_steps)
+--                                           skips for the request's own length (BIGINT)
+--   num_lost_draft_tokens(kind, k_valid, seq_len, num_spec_tokens, drafter_max_len, request_steps)
+--                                           the placeholder slots of collateral skips: draft tokens
+--                                           the drafter would have proposed (BIGINT)
+--   would_accept(lost_draft_tokens, request_rate, group_rate)
+--                                           what lost draft tokens would have accepted: at the
+--                                           request's own acceptance rate, or its group's where it
+--                                           never drafted (DOUBLE; NULL when neither is known)
 CREATE OR REPLACE MACRO is_skipped(kind) AS
     COALESCE(kind = 'skipped_for_length', false);
 
@@ -37,8 +48,28 @@ CREATE OR REPLACE MACRO is_collateral_skip(kind, seq_len, num_spec_tokens, draft
 CREATE OR REPLACE MACRO is_own_skip(kind, seq_len, num_spec_tokens, drafter_max_len) AS
     COALESCE(is_skipped(kind) AND seq_len + num_spec_tokens > drafter_max_len, false);
 
+CREATE OR REPLACE MACRO num_collateral_skips(kind, seq_len, num_spec_tokens, drafter_max_len, request_steps := 1) AS
+    CAST(coalesce(sum(request_steps) FILTER (WHERE is_collateral_skip(kind, seq_len, num_spec_tokens,
+                                                                       drafter_max_len)), 0) AS BIGINT);
+
+CREATE OR REPLACE MACRO num_own_skips(kind, seq_len, num_spec_tokens, drafter_max_len, request_steps := 1) AS
+    CAST(coalesce(sum(request_steps) FILTER (WHERE is_own_skip(kind, seq_len, num_spec_tokens, drafter_max_len)), 0)
+         AS BIGINT);
+
+CREATE OR REPLACE MACRO num_lost_draft_tokens(kind, k_valid, seq_len, num_spec_tokens, drafter_max_len,
+                                              request_steps := 1) AS
+    CAST(coalesce(sum(request_steps * k_valid) FILTER (WHERE is_collateral_skip(kind, seq_len, num_spec_tokens,
+                                                                                 drafter_max_len)), 0) AS BIGINT);
+
+CREATE OR REPLACE MACRO would_accept(lost_draft_tokens, request_rate, group_rate) AS
+    lost_draft_tokens * coalesce(request_rate, group_rate);
+
 COMMENT ON MACRO is_skipped IS 'A request-step skipped for length: kind skipped_for_length (the drafter did not run; the target verified placeholders).';
 COMMENT ON MACRO num_skipped IS 'Request-steps skipped for length (aggregate; request_steps weights a row).';
 COMMENT ON MACRO is_collateral_skip IS 'Skipped for length although the request alone fit the drafter (seq_len + K <= drafter_max_len); false when either is unknown.';
 COMMENT ON MACRO is_own_skip IS 'Skipped for length, and the request alone did not fit the drafter (seq_len + K > drafter_max_len); false when either is unknown.';
+COMMENT ON MACRO num_collateral_skips IS 'Collateral skips (aggregate; request_steps weights a row).';
+COMMENT ON MACRO num_own_skips IS 'Skips for the request''s own length (aggregate; request_steps weights a row).';
+COMMENT ON MACRO num_lost_draft_tokens IS 'Placeholder slots (k_valid) of collateral skips: the draft tokens they lost (aggregate; request_steps weights a row).';
+COMMENT ON MACRO would_accept IS 'lost_draft_tokens at the request''s own acceptance rate, or its group''s where it has none.';
 COMMENT ON MACRO skip_share IS 'skipped / request_steps; NULL when there is no request-step.';

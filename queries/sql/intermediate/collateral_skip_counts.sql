@@ -28,13 +28,9 @@ WITH per_request AS (
         request_id,
         CAST(count(*) AS BIGINT) AS request_steps,
         num_skipped(kind) AS skips,
-        CAST(count(*) FILTER (WHERE is_collateral_skip(kind, seq_len, num_spec_tokens, drafter_max_len))
-             AS BIGINT) AS collateral_skips,
-        CAST(count(*) FILTER (WHERE is_own_skip(kind, seq_len, num_spec_tokens, drafter_max_len))
-             AS BIGINT) AS own_skips,
-        CAST(coalesce(sum(k_valid) FILTER (WHERE is_collateral_skip(kind, seq_len, num_spec_tokens,
-                                                                       drafter_max_len)), 0)
-             AS BIGINT) AS lost_draft_tokens,
+        num_collateral_skips(kind, seq_len, num_spec_tokens, drafter_max_len) AS collateral_skips,
+        num_own_skips(kind, seq_len, num_spec_tokens, drafter_max_len) AS own_skips,
+        num_lost_draft_tokens(kind, k_valid, seq_len, num_spec_tokens, drafter_max_len) AS lost_draft_tokens,
         num_drafts(kind, k_valid) AS num_drafts,
         num_draft_tokens(kind, k_valid) AS num_draft_tokens,
         num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens
@@ -65,7 +61,7 @@ totals AS (
         CAST(sum(collateral_skips) AS BIGINT) AS collateral_skips,
         CAST(sum(own_skips) AS BIGINT) AS own_skips,
         CAST(sum(lost_draft_tokens) AS BIGINT) AS lost_draft_tokens,
-        sum(lost_draft_tokens * coalesce(rate, group_rate)) FILTER (WHERE collateral_skips > 0)
+        sum(would_accept(lost_draft_tokens, rate, group_rate)) FILTER (WHERE collateral_skips > 0)
             AS estimated_accepted_tokens,
         CAST(coalesce(sum(collateral_skips) FILTER (WHERE rate IS NULL), 0) AS BIGINT) AS estimated_from_group,
         CAST(sum(num_drafts) AS BIGINT) AS num_drafts,

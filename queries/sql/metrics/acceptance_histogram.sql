@@ -27,8 +27,7 @@ WITH rates AS (
         model,
         method,
         num_spec_tokens,
-        CAST(least(floor(acceptance_rate(num_accepted_tokens, num_draft_tokens) * buckets), buckets - 1) AS INTEGER)
-            AS bucket
+        rate_bucket(acceptance_rate(num_accepted_tokens, num_draft_tokens), buckets) AS bucket
     FROM request_acceptance_between(t0, t1)
     WHERE num_draft_tokens > 0
 ),

@@ -38,7 +38,7 @@ SELECT
     method,
     num_spec_tokens,
     request_id,
-    CASE WHEN acceptance_rate < group_acceptance_rate THEN 'low' ELSE 'high' END AS direction,
+    outlier_direction(acceptance_rate, group_acceptance_rate) AS direction,
     acceptance_rate,
     group_acceptance_rate,
     acceptance_rate - group_acceptance_rate AS difference,
@@ -50,7 +50,7 @@ SELECT
     first_event,
     last_event
 FROM rated
-WHERE num_drafts >= min_drafts AND abs(acceptance_rate - group_acceptance_rate) >= margin;
+WHERE is_outlier(acceptance_rate, group_acceptance_rate, num_drafts, margin, min_drafts);
 
 CREATE OR REPLACE VIEW request_outliers AS
 FROM request_outliers_between(NULL, NULL)
