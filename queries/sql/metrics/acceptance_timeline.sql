@@ -17,11 +17,7 @@
 --   vllm_num_drafts, vllm_num_draft_tokens, vllm_num_accepted_tokens   as vLLM counts (BIGINT)
 --   vllm_acceptance_rate, vllm_mean_acceptance_length           as vLLM reports (DOUBLE)
 CREATE OR REPLACE MACRO acceptance_timeline(bucket := INTERVAL 1 MINUTE, t0 := NULL, t1 := NULL) AS TABLE
-WITH width AS (
-    SELECT CASE WHEN epoch_us(CAST(bucket AS INTERVAL)) > 0 THEN epoch_us(CAST(bucket AS INTERVAL))
-                ELSE error('acceptance_timeline: bucket must be a positive interval')
-           END AS us
-),
+WITH width AS (SELECT bucket_us(bucket, 'acceptance_timeline') AS us),
 totals AS (
     SELECT
         epoch_us(event_time) // width.us AS bucket_index,

@@ -17,11 +17,7 @@
 --   num_draft_tokens, num_accepted_tokens, acceptance_rate, mean_acceptance_length,
 --   acceptance_rate_had_drafted, mean_acceptance_length_had_drafted   as in collateral_skips
 CREATE OR REPLACE MACRO collateral_skips_timeline(bucket := INTERVAL 1 MINUTE, t0 := NULL, t1 := NULL) AS TABLE
-WITH width AS (
-    SELECT CASE WHEN epoch_us(CAST(bucket AS INTERVAL)) > 0 THEN epoch_us(CAST(bucket AS INTERVAL))
-                ELSE error('collateral_skips_timeline: bucket must be a positive interval')
-           END AS us
-)
+WITH width AS (SELECT bucket_us(bucket, 'collateral_skips_timeline') AS us)
 SELECT
     make_timestamp(bucket_index * width.us) AS bucket_start,
     make_timestamp((bucket_index + 1) * width.us) AS bucket_end,

@@ -14,11 +14,7 @@
 --   engine_id, model, method, num_spec_tokens   the group
 --   verified_slots, placeholder_slots, pad_slots, wasted_slots, wasted_share   as in wasted_verification
 CREATE OR REPLACE MACRO wasted_verification_timeline(bucket := INTERVAL 1 MINUTE, t0 := NULL, t1 := NULL) AS TABLE
-WITH width AS (
-    SELECT CASE WHEN epoch_us(CAST(bucket AS INTERVAL)) > 0 THEN epoch_us(CAST(bucket AS INTERVAL))
-                ELSE error('wasted_verification_timeline: bucket must be a positive interval')
-           END AS us
-),
+WITH width AS (SELECT bucket_us(bucket, 'wasted_verification_timeline') AS us),
 slots AS (
     SELECT
         epoch_us(event_time) // width.us AS bucket_index,

@@ -25,9 +25,7 @@ WITH rolled AS (
     -- then plain integer arithmetic per row.
     SELECT
         engine_id, model, method, num_spec_tokens,
-        epoch_us(event_time) // CASE WHEN epoch_us(CAST(bucket AS INTERVAL)) > 0 THEN epoch_us(CAST(bucket AS INTERVAL))
-                                     ELSE error('report_rollup: bucket must be a positive interval') END
-            AS bucket_index,
+        epoch_us(event_time) // bucket_us(bucket, 'report_rollup') AS bucket_index,
         batch_max_seq_len // CASE WHEN CAST(context_tokens AS INTEGER) > 0 THEN CAST(context_tokens AS INTEGER)
                                   ELSE error('report_rollup: context_tokens must be positive') END AS context_index,
         kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted,
