@@ -120,6 +120,14 @@ def test_baseline_comparison_puts_a_configuration_next_to_its_models_published_b
     assert len(rows(con, "SELECT * FROM baselines")) == 4 * 3
 
 
+def test_a_length_at_the_contract_s_limit_is_an_own_skip(connect_rows: Any, outcomes: OutcomeRows) -> None:
+    """seq_len up to 2**31 - 1 is valid: plus K it passes INTEGER, and must not overflow."""
+    con = connect_rows([outcomes.skipped(5, num_spec_tokens=5, seq_len=2**31 - 4, drafter_max_len=2**31 - 1),
+                        outcomes.skipped(5, num_spec_tokens=5, seq_len=2**31 - 6, drafter_max_len=2**31 - 1)])
+    assert rows(con, "SELECT skips, collateral_skips, own_skips FROM collateral_skips") == [
+        {"skips": 2, "collateral_skips": 1, "own_skips": 1}]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(drawn=st.lists(outcome(), min_size=1, max_size=40))
 def test_the_views_match_a_direct_count(connect_rows: Any, outcomes: OutcomeRows, drawn: list[dict[str, Any]]) -> None:

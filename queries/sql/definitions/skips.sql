@@ -42,11 +42,12 @@ CREATE OR REPLACE MACRO num_skipped(kind, request_steps := 1) AS
 CREATE OR REPLACE MACRO skip_share(skipped, request_steps) AS
     skipped / nullif(request_steps, 0);
 
+-- BIGINT: a length near 2**31 plus K overflows INTEGER.
 CREATE OR REPLACE MACRO is_collateral_skip(kind, seq_len, num_spec_tokens, drafter_max_len) AS
-    COALESCE(is_skipped(kind) AND seq_len + num_spec_tokens <= drafter_max_len, false);
+    COALESCE(is_skipped(kind) AND CAST(seq_len AS BIGINT) + num_spec_tokens <= drafter_max_len, false);
 
 CREATE OR REPLACE MACRO is_own_skip(kind, seq_len, num_spec_tokens, drafter_max_len) AS
-    COALESCE(is_skipped(kind) AND seq_len + num_spec_tokens > drafter_max_len, false);
+    COALESCE(is_skipped(kind) AND CAST(seq_len AS BIGINT) + num_spec_tokens > drafter_max_len, false);
 
 CREATE OR REPLACE MACRO num_collateral_skips(kind, seq_len, num_spec_tokens, drafter_max_len, request_steps := 1) AS
     CAST(coalesce(sum(request_steps) FILTER (WHERE is_collateral_skip(kind, seq_len, num_spec_tokens,
