@@ -190,20 +190,12 @@ ORDER BY engine_id, model, vllm_version, method, max_model_len
 """
 
 #: The per-request sections read one scan of the window's rows (rollups keep no request): each
-#: request's counts, kept in a temporary table for the three queries below (the views
-#: collateral_skips, acceptance_histogram and request_outliers, from the same macros).
+#: request's counts (request_counts, what the view collateral_skips adds up), kept in a temporary
+#: table for the three queries below (the views collateral_skips, acceptance_histogram and
+#: request_outliers, from the same macros).
 _REQUESTS = """
 CREATE TEMP TABLE {requests} AS
-SELECT engine_id, model, method, num_spec_tokens, request_id, CAST(count(*) AS BIGINT) AS request_steps,
-       num_drafts(kind, k_valid) AS num_drafts,
-       num_draft_tokens(kind, k_valid) AS num_draft_tokens,
-       num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens,
-       num_skipped(kind) AS skips,
-       num_collateral_skips(kind, seq_len, num_spec_tokens, drafter_max_len) AS collateral_skips,
-       num_own_skips(kind, seq_len, num_spec_tokens, drafter_max_len) AS own_skips,
-       num_lost_draft_tokens(kind, k_valid, seq_len, num_spec_tokens, drafter_max_len) AS lost_draft_tokens
-FROM request_steps_between($t0, $t1)
-GROUP BY engine_id, model, method, num_spec_tokens, request_id
+SELECT * EXCLUDE (bucket_index) FROM request_counts(NULL, $t0, $t1)
 """
 #: Each request with its own corrected acceptance rate and its group's.
 _RATED = """

@@ -18,25 +18,7 @@
 --   num_draft_tokens, num_accepted_tokens, acceptance_rate, mean_acceptance_length,
 --   acceptance_rate_had_drafted, mean_acceptance_length_had_drafted   as in collateral_skips
 CREATE OR REPLACE MACRO collateral_skip_counts(width_us, t0, t1) AS TABLE
-WITH per_request AS (
-    SELECT
-        coalesce(epoch_us(event_time) // width_us, 0) AS bucket_index,
-        engine_id,
-        model,
-        method,
-        num_spec_tokens,
-        request_id,
-        CAST(count(*) AS BIGINT) AS request_steps,
-        num_skipped(kind) AS skips,
-        num_collateral_skips(kind, seq_len, num_spec_tokens, drafter_max_len) AS collateral_skips,
-        num_own_skips(kind, seq_len, num_spec_tokens, drafter_max_len) AS own_skips,
-        num_lost_draft_tokens(kind, k_valid, seq_len, num_spec_tokens, drafter_max_len) AS lost_draft_tokens,
-        num_drafts(kind, k_valid) AS num_drafts,
-        num_draft_tokens(kind, k_valid) AS num_draft_tokens,
-        num_accepted_tokens(kind, k_valid, accepted) AS num_accepted_tokens
-    FROM request_steps_between(t0, t1)
-    GROUP BY ALL
-),
+WITH per_request AS (FROM request_counts(width_us, t0, t1)),
 request_rates AS (
     SELECT engine_id, model, method, num_spec_tokens, request_id,
            acceptance_rate(sum(num_accepted_tokens), sum(num_draft_tokens)) AS rate
