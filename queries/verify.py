@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath, PurePosixPath
 
 import duckdb
-from pyarrow.fs import FileSelector
 
 from ingest.recovery import incomplete_flushes
 from queries.catalog import rollup_schema, s3_filesystem
 from queries.rollup import RollupCheck, check_rollups, check_rollups_on_s3
+from storage.files import list_folder
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FileName
 from storage.location import S3Location
-from storage.table import Table, is_table
+from storage.table import is_table
 from storage.tree_files import LeftOut, select_files, select_objects
 
 
@@ -113,11 +113,9 @@ def verify_table_on_s3(location: S3Location, examples: int = 10) -> VerifyReport
     offsets covered once, events once, dead letters of committed flushes, rollups equal to their
     recomputation from the raw rows."""
     objects = select_objects(location, rollup_schema=rollup_schema())
-    committed = Table(location).files()
+    committed = objects.files
     filesystem = location.filesystem()
-    root = location.key("")
-    listed = {info.path.removeprefix(f"{root}/"): info.size
-              for info in filesystem.get_file_info(FileSelector(root, recursive=True)) if info.is_file}
+    listed = {file.relative: file.size for file in list_folder(location, "", recursive=True)}
     left_out, present = [], []
     for file in committed:
         size = listed.get(file.relative)

@@ -47,7 +47,7 @@ from schemas.arrow import ADDED_COLUMNS, REQUEST_STEP_SCHEMA, schema_before
 from storage.files import list_folder
 from storage.layout import ROLLUP_DIR, FileName
 from storage.location import S3Location
-from storage.table import Table, is_table
+from storage.table import Table, TableFile, is_table
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -137,12 +137,17 @@ def select_files(root: Path, since: datetime | None = None, until: datetime | No
 
 @dataclass(frozen=True, slots=True)
 class TableObjects:
-    """The objects readers take from a table on S3: data files and rollups (paths under the prefix,
-    sorted), and the rollups left out."""
+    """The objects readers take from a table on S3: the data files its log holds and rollups (paths
+    under the prefix, sorted), and the rollups left out."""
 
-    data: tuple[str, ...]
+    files: tuple[TableFile, ...]  # by path
     rollups: tuple[str, ...]
     left_out: tuple[LeftOut, ...]
+
+    @property
+    def data(self) -> tuple[str, ...]:
+        """The data files' paths under the prefix."""
+        return tuple(file.relative for file in self.files)
 
     def warn(self) -> None:
         """Log a warning for each rollup left out."""
@@ -158,14 +163,14 @@ def select_objects(location: S3Location, since: datetime | None = None, until: d
     if not is_table(location):
         raise FileNotFoundError(f"{location.url} holds no table: point at the output of 'specmetrics ingest --out "
                                 f"{location.url}'")
-    data = tuple(sorted(file.relative for file in Table(location).files(since, until)))
+    files = tuple(sorted(Table(location).files(since, until), key=lambda file: file.relative))
     rollups: list[str] = []
     left_out: list[LeftOut] = []
     if rollup_schema is not None:
         present = {file.relative: file for file in list_folder(location, ROLLUP_DIR, recursive=True)}
         schema = rollup_schema.remove_metadata()
-        for relative in data:
-            if (listed := present.get(rollup := f"{ROLLUP_DIR}/{relative}")) is None:
+        for file in files:
+            if (listed := present.get(rollup := f"{ROLLUP_DIR}/{file.relative}")) is None:
                 continue
             # An object is replaced whole: the same size and time, the same schema (a report selects
             # its window's objects several times, and each schema read is a request to the store).
@@ -175,7 +180,7 @@ def select_objects(location: S3Location, since: datetime | None = None, until: d
                 rollups.append(rollup)
             else:
                 left_out.append(LeftOut(rollup, difference))
-    return TableObjects(data, tuple(rollups), tuple(left_out))
+    return TableObjects(files, tuple(rollups), tuple(left_out))
 
 
 def partition_files(root: Path, since: datetime | None, until: datetime | None) -> list[Path]:
