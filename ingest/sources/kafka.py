@@ -28,6 +28,11 @@ from transport.kafka import KafkaAddress, KafkaSettings, ensure_topic
 
 logger = logging.getLogger(__name__)
 
+#: How long a fetch that checks whether the broker still holds a record may take.
+PROBE_WAIT_S = 5.0
+#: How long a fetch's proof that the broker held a partition's last record read is trusted.
+PROBE_INTERVAL_S = 2.0
+
 #: The dead-letter reason of a record without a value.
 TOMBSTONE = "a Kafka tombstone (a message without a value), not a step message"
 
@@ -59,6 +64,8 @@ class KafkaSource(Source):
             ensure_topic(address, self.settings)
             self._consumer = self._connect(group)
         self._joined = False
+        self._probe: KafkaConsumer | None = None  # reads single records outside the group (_holds)
+        self._held: dict[TopicPartition, float] = {}  # per partition: when a fetch last proved the broker held it
         self._newly_assigned: set[TopicPartition] | None = None
         self._in_rebalance = False
         self._assigned: OnAssigned = lambda committed: {}
@@ -133,14 +140,50 @@ class KafkaSource(Source):
     def _check_positions(self) -> None:
         """A position past the end of the topic: the broker holds fewer records than were read
         and stored (the topic was recreated, or the broker lost its data). The broker may not
-        say so (Tansu answers such a fetch with nothing), but it reports its end offset."""
+        say so (Tansu answers such a fetch with nothing), but it reports its end offset. That
+        report alone is not proof: Tansu reports the end of a partition whose last batch holds
+        several records as short of it while the records are there. So a fetch of the last
+        record read decides (:meth:`_holds`), at most once per :data:`PROBE_INTERVAL_S` per partition."""
         for tp in self._consumer.assignment():
             highwater = self._consumer.highwater(tp)
             if highwater is None or tp in self._consumer.paused():
                 continue
             position = self._consumer.position(tp, timeout_ms=self._timeout_ms)
-            if position > highwater:
+            if position <= highwater or time.monotonic() - self._held.get(tp, -PROBE_INTERVAL_S) < PROBE_INTERVAL_S:
+                continue
+            if not self._holds(tp, position - 1):
                 raise SourceWentBack(f"topic {self.address.topic}", tp.partition, highwater, position)
+
+    def _holds(self, tp: TopicPartition, offset: int) -> bool:
+        """Whether the broker still holds the record at ``offset``, from a fetch of it by a consumer
+        outside the group. False only when the fetch proves it gone (offset out of range, or an
+        answer without it from a broker that reports its end at or before it); a broker that does
+        not answer (paused, overloaded) is not taken for one that lost its data: True, asked again
+        at the next check."""
+        try:
+            if self._probe is None:
+                self._probe = KafkaConsumer(bootstrap_servers=list(self.address.bootstrap_servers), group_id=None,
+                                            enable_auto_commit=False, auto_offset_reset="none",
+                                            **self.settings.client_config())
+            self._probe.assign([tp])
+            self._probe.seek(tp, offset)
+            deadline = time.monotonic() + PROBE_WAIT_S
+            while time.monotonic() < deadline:
+                records = self._probe.poll(timeout_ms=200, max_records=1).get(tp, [])
+                if any(record.offset >= offset for record in records):
+                    self._held[tp] = time.monotonic()
+                    return True
+                end = self._probe.highwater(tp)
+                if end is not None and end <= offset and not records:
+                    logger.warning("partition %d of %s: a fetch of offset %d found nothing, and the broker says the "
+                                   "partition ends at %d", tp.partition, self.address.topic, offset, end)
+                    return False
+        except OffsetOutOfRangeError:
+            return False
+        except KafkaError:
+            logger.warning("could not fetch offset %d of partition %d of %s to check the broker still holds it",
+                           offset, tp.partition, self.address.topic, exc_info=True)
+        return True
 
     def committed(self) -> dict[int, int | None]:
         with self._unavailable():
@@ -218,10 +261,12 @@ class KafkaSource(Source):
     def close(self) -> None:
         """Leave the group. The ingester is done: a revocation on the way out has nothing to flush."""
         self.listen(lambda committed: {}, lambda partitions: None, lambda partitions: None)
-        try:
-            self._consumer.close(autocommit=False, timeout_ms=self._timeout_ms)
-        except KafkaError:
-            logger.debug("closing the consumer failed", exc_info=True)
+        for consumer in (self._consumer, self._probe):
+            try:
+                if consumer is not None:
+                    consumer.close(autocommit=False, timeout_ms=self._timeout_ms)
+            except KafkaError:
+                logger.debug("closing a consumer failed", exc_info=True)
 
     def _committed(self, tp: TopicPartition) -> int | None:
         offset = self._consumer.committed(tp, timeout_ms=self._timeout_ms)
