@@ -42,7 +42,7 @@ from ingest.output import ParquetOptions, write_dead_letters, write_lost_range, 
 from ingest.partition_lock import PartitionLocks
 from ingest.recovery import recent_steps, resume_positions, table_resume_position
 from ingest.settings import IngestSettings
-from ingest.sources.base import LostRange, Source, SourceWentBack
+from ingest.sources.base import LostRange, Source, SourceUnavailable, SourceWentBack
 from schemas.arrow import REQUEST_STEP_SCHEMA
 from schemas.version import UnsupportedSchemaVersion
 from schemas.wire import InvalidRecord, decode_step
@@ -130,6 +130,10 @@ class Ingester:
         self._rotate_us = int(self.settings.flush_event_time_s * 1_000_000)
         self._max_ahead_us = int(self.settings.max_ahead_s * 1_000_000)
         self._max_behind_us = int(self.settings.max_behind_s * 1_000_000)
+        #: Seconds this ingester has had work it does not do: waiting for its consumer group to hand out
+        #: partitions, or holding partitions with records behind and reading none (updated about once a
+        #: second by :meth:`run`); 0 while it keeps up.
+        self.stalled_s = 0.0
         self._read_clock()
         if state_dir is None and not isinstance(out, Path):
             raise ValueError("an ingester of an S3 output needs a local state folder")
@@ -139,14 +143,15 @@ class Ingester:
 
     def run(self, once: bool, progress: Callable[[IngestStats], None] | None = None,
             should_stop: Callable[[], bool] = lambda: False,
-            alive: Callable[[IngestStats], None] | None = None) -> IngestStats:
+            alive: Callable[[IngestStats, float], None] | None = None) -> IngestStats:
         """Ingest until the end of the source (``once``) or until ``should_stop()``. ``alive`` is
-        called on every pass of the loop, records or not (a live source is polled with a 0.5 s timeout)."""
+        called on every pass of the loop, records or not (a live source is polled with a 0.5 s timeout),
+        with the totals and :attr:`stalled_s`."""
         last_record = last_log = last_lag = time.monotonic()
         rows_at_log = 0
         while not should_stop():
             if alive:
-                alive(self.stats)
+                alive(self.stats, self.stalled_s)
             caught_up = once and self.source.at_end()
             try:
                 records = self.source.poll(self.settings.poll_records, 0.0 if caught_up else 0.5)
@@ -167,12 +172,18 @@ class Ingester:
                 for partition in {record.partition for record in records}:
                     if buffer := self._buffers.get(partition):
                         buffer.convert()
-                if now - last_lag >= LAG_INTERVAL_S:
-                    self._observer.lag(self.source.name, self.source.partition_lag())
-                    last_lag = now
-            self._reap()
             if records or losses:
                 last_record = now
+            if now - last_lag >= LAG_INTERVAL_S:
+                self._check_progress(now - last_record)
+                last_lag = now
+                if self.stalled_s > self.settings.max_stalled_s:
+                    raise SourceUnavailable(f"{self.source.name} stalled for {self.stalled_s:.0f} s (limit "
+                                            f"SPECMETRICS_INGEST_MAX_STALLED_S={self.settings.max_stalled_s:g}): its "
+                                            "consumer group handed out no partitions, or records wait behind the "
+                                            "partitions it holds; leaving the group to join it again")
+            self._reap()
+            if records or losses:
                 if progress:
                     progress(self.stats)
             elif caught_up:
@@ -190,6 +201,16 @@ class Ingester:
         if progress:
             progress(self.stats)
         return self.stats
+
+    def _check_progress(self, idle_s: float) -> None:
+        """Work out :attr:`stalled_s` (and tell the observer the lag and it): the time the source has
+        waited for its group to hand out partitions, or, while a partition this ingester holds has
+        records behind its position, the time since a record was read."""
+        lags = self.source.partition_lag()
+        self.stalled_s = max(self.source.rebalancing_s(), idle_s if any(lags.values()) else 0.0)
+        if self._observer is not None:
+            self._observer.lag(self.source.name, lags)
+            self._observer.stalled(self.source.name, self.stalled_s)
 
     def _assigned(self, committed: dict[int, int | None]) -> dict[int, int | None]:
         self.wait()  # a flush in flight holds its partition's lock, and may be of one assigned again

@@ -45,3 +45,7 @@ class IngestObserver(ABC):
     @abstractmethod
     def lag(self, source: str, records: dict[int, int]) -> None:
         """Records written to each partition of ``source`` this ingester reads, and not read yet."""
+
+    def stalled(self, source: str, seconds: float) -> None:
+        """How long the ingester of ``source`` has had work it does not do (:attr:`Ingester.stalled_s
+        <ingest.ingester.Ingester.stalled_s>`); 0 while it keeps up. The default ignores it."""

@@ -43,6 +43,10 @@ class IngestSettings(BaseSettings):
                         "and a resuming ingester take from the table's log; False: a tree of Parquet files. An "
                         "existing output keeps its layout: a table is written as a table, a tree as a tree "
                         "('specmetrics table convert' makes it a table).")
+    max_stalled_s: float = Field(default=120.0, gt=0, description="An ingester that has had work it does not do "
+                                 "for this long (its consumer group hands out no partitions, or records wait behind "
+                                 "partitions it holds and it reads none) leaves its group and joins again as a new "
+                                 "member, as after a failure to reach the source.")
     log_interval_s: float = Field(default=30.0, gt=0, description="How often rows/s and lag are logged.")
     metrics_port: int | None = Field(default=None, ge=0, le=65535, description="Serve the live corrected metrics "
                                      "for Prometheus on this port (/metrics; 0: any free port); None: no endpoint.")

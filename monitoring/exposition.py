@@ -125,6 +125,10 @@ def _health_families(snapshot: Snapshot) -> Iterator[Metric]:
     for (source, partition), records in sorted(health.lag.items()):
         lag.add_metric([source, str(partition)], records)
     yield lag
+    stalled = _new(f.INGEST_STALLED)
+    for source, seconds in sorted(health.stalled.items()):
+        stalled.add_metric([source], seconds)
+    yield stalled
 
 
 class MetricsServer:

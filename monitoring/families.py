@@ -92,6 +92,10 @@ INGEST_LOST_OFFSETS = Family("specmetrics_ingest_lost_offsets", "counter",
 INGEST_LAG = Family("specmetrics_ingest_consumer_lag_records", "gauge",
                     "Records written to the source but not read yet, per partition this ingester reads.",
                     ("source", "partition"))
+INGEST_STALLED = Family("specmetrics_ingest_stalled_seconds", "gauge",
+                        "Seconds the ingester has had work it does not do: waiting for its consumer group to hand "
+                        "out partitions, or holding partitions with records behind and reading none; 0 while it "
+                        "keeps up.", ("source",))
 
 FAMILIES = (
     DRAFTS, DRAFT_TOKENS, ACCEPTED_TOKENS, ACCEPTED_PER_POSITION, REACHED_PER_POSITION,
@@ -99,6 +103,7 @@ FAMILIES = (
     REQUEST_STEPS, EMITTED_TOKENS, VERIFIED_SLOTS, WASTED_SLOTS, LAST_EVENT_TIME, PLUGIN_DROPPED_STEPS,
     MAX_MODEL_LEN, CONTEXT_CAP_FROM,
     INGEST_STEPS, INGEST_ROWS, INGEST_DEAD_LETTERS, INGEST_DUPLICATE_STEPS, INGEST_LOST_OFFSETS, INGEST_LAG,
+    INGEST_STALLED,
 )
 
 #: Every sample name the endpoint exposes.

@@ -34,6 +34,8 @@ class PipelineHealth:
     lost_offsets: int = 0
     #: Per (source, partition): records not read yet.
     lag: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: Per source: seconds the ingester has had work it does not do (ingest.ingester.Ingester.stalled_s).
+    stalled: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -109,10 +111,15 @@ class LiveMetrics(IngestObserver):
             self._health.lag = {key: value for key, value in self._health.lag.items() if key[0] != source}
             self._health.lag.update({(source, partition): lag for partition, lag in records.items()})
 
+    def stalled(self, source: str, seconds: float) -> None:
+        with self._lock:
+            self._health.stalled[source] = seconds
+
     def snapshot(self) -> Snapshot:
         with self._lock:
             health = PipelineHealth(self._health.steps, self._health.request_steps, self._health.dead_letters,
-                                    self._health.duplicate_steps, self._health.lost_offsets, dict(self._health.lag))
+                                    self._health.duplicate_steps, self._health.lost_offsets, dict(self._health.lag),
+                                    dict(self._health.stalled))
             return Snapshot(dict(self._shapes), dict(self._last_event_us), dict(self._plugin_dropped),
                             dict(self._context), health)
 

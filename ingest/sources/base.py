@@ -104,6 +104,11 @@ class Source(ABC):
         """After an empty poll: has everything written so far been read? The default: yes."""
         return True
 
+    def rebalancing_s(self) -> float:
+        """Seconds this reader has waited for its group to hand it partitions (a rebalance that
+        has not completed); 0 when it holds its share. The default: its partitions never move."""
+        return 0.0
+
     def lag(self) -> int | None:
         """Records written but not yet read, if the source knows."""
         return None

@@ -64,6 +64,7 @@ class KafkaSource(Source):
             ensure_topic(address, self.settings)
             self._consumer = self._connect(group)
         self._joined = False
+        self._rebalancing_since: float | None = time.monotonic()  # waiting for the group's assignment since
         self._probe: KafkaConsumer | None = None  # reads single records outside the group (_holds)
         self._held: dict[TopicPartition, float] = {}  # per partition: when a fetch last proved the broker held it
         self._newly_assigned: set[TopicPartition] | None = None
@@ -211,6 +212,10 @@ class KafkaSource(Source):
                     return False
         return True
 
+    def rebalancing_s(self) -> float:
+        since = self._rebalancing_since
+        return 0.0 if since is None else time.monotonic() - since
+
     def lag(self) -> int | None:
         total = 0
         with self._unavailable():
@@ -315,6 +320,9 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         self.source = source
 
     def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        # Called at the start of every rebalance, with what this member held (perhaps nothing).
+        if self.source._rebalancing_since is None:
+            self.source._rebalancing_since = time.monotonic()
         if revoked:
             self.source._in_rebalance = True
             try:
@@ -325,6 +333,8 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
     def on_partitions_lost(self, lost: set[TopicPartition]) -> None:
         # kafka-python's default treats them as revoked: the ingester would write (and try to
         # commit) data that the partitions' new owner may have stored already.
+        if self.source._rebalancing_since is None:
+            self.source._rebalancing_since = time.monotonic()
         if lost:
             self.source._lost(sorted(tp.partition for tp in lost))
 
@@ -335,4 +345,5 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
             self.source._consumer.seek(tp, 0)
         self.source._consumer.pause(*assigned)
         self.source._joined = True
+        self.source._rebalancing_since = None
         self.source._newly_assigned = set(assigned)

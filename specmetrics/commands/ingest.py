@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import signal
 import time
@@ -120,6 +121,7 @@ def ingest_source(url: str, out: Path | S3Location, once: bool, settings: Ingest
     progress = Progress("ingest", unit="records")
     totals = IngestStats()
     pause_s = RETRY_FIRST_S
+    failing_since = time.monotonic()  # of the source's failures in a row, the first
     live, server = _metrics_endpoint(settings)
     try:
         while True:
@@ -127,15 +129,16 @@ def ingest_source(url: str, out: Path | S3Location, once: bool, settings: Ingest
             try:
                 _ingest(url, out, state_dir, once, settings, totals, live, lambda: stopping,
                         (lambda s: progress.update(totals.records + s.records)) if show_progress else None,
-                        (lambda s: heartbeat.beat(asdict(s))) if heartbeat else None)
+                        (lambda s, stalled: heartbeat.beat(_beat(s, stalled))) if heartbeat else None)
                 break
             except SourceUnavailable as exc:
                 if once or stopping:
                     raise
-                if totals.records > records_before:  # it had recovered: start the pauses over
-                    pause_s = RETRY_FIRST_S
+                if totals.records > records_before or pause_s == RETRY_FIRST_S:  # the first failure since it read
+                    pause_s, failing_since = RETRY_FIRST_S, time.monotonic()
                 logger.warning("%s; trying again in %.0f s", exc, pause_s)
-                _pause(pause_s, lambda: stopping, (lambda: heartbeat.beat(asdict(totals))) if heartbeat else None)
+                _pause(pause_s, lambda: stopping,
+                       functools.partial(_beat_since, heartbeat, totals, failing_since) if heartbeat else None)
                 pause_s = min(pause_s * 2, RETRY_MAX_S)
     finally:
         for sig, handler in previous.items():
@@ -145,6 +148,17 @@ def ingest_source(url: str, out: Path | S3Location, once: bool, settings: Ingest
     if show_progress:
         progress.finish()
     return totals
+
+
+def _beat(stats: IngestStats, stalled_s: float) -> dict[str, object]:
+    """What the heartbeat file says: the totals, and how long the ingester has had work it does not do
+    (``specmetrics health --max-stalled-s``)."""
+    return {**asdict(stats), "stalled_s": round(stalled_s, 1)}
+
+
+def _beat_since(heartbeat: Heartbeat, stats: IngestStats, since: float) -> None:
+    """A heartbeat while the source cannot be reached: stalled since the first failure in a row."""
+    heartbeat.beat(_beat(stats, time.monotonic() - since))
 
 
 def _metrics_endpoint(settings: IngestSettings) -> tuple[LiveMetrics | None, MetricsServer | None]:
@@ -164,7 +178,7 @@ def _metrics_endpoint(settings: IngestSettings) -> tuple[LiveMetrics | None, Met
 
 def _ingest(url: str, out: Path | S3Location, state_dir: Path, once: bool, settings: IngestSettings,
             totals: IngestStats, observer: IngestObserver | None, should_stop: Callable[[], bool],
-            progress: Callable[[IngestStats], None] | None, alive: Callable[[IngestStats], None] | None) -> None:
+            progress: Callable[[IngestStats], None] | None, alive: Callable[[IngestStats, float], None] | None) -> None:
     """One source and ingester, from start to close; what it committed is added to ``totals``."""
     source = open_source(url, state_dir, settings.group)
     try:

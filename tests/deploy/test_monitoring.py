@@ -275,6 +275,7 @@ def test_the_alerts_cover_acceptance_collapse_ingest_lag_freshness_plugin_drops_
     assert used["SpecmetricsIngestLagHigh"] == {"specmetrics_ingest_consumer_lag_records"}
     assert used["SpecmetricsIngestStale"] == {"specmetrics_last_event_timestamp_seconds",
                                               "specmetrics_ingest_consumer_lag_records"}
+    assert used["SpecmetricsIngestStalled"] == {"specmetrics_ingest_stalled_seconds"}
     assert used["SpecmetricsPluginDroppedSteps"] == {"specmetrics_plugin_dropped_steps_total"}
     assert used["SpecmetricsDeadLettersRising"] == {"specmetrics_ingest_dead_letters_total"}
 

@@ -97,7 +97,8 @@ def test_a_failing_computation_or_a_closed_collector_still_shows_the_pipelines_h
     monkeypatch.setattr(collector._totals, "totals", fail)
     health = {"specmetrics_ingest_steps", "specmetrics_ingest_request_steps", "specmetrics_ingest_dead_letters",
               "specmetrics_ingest_duplicate_steps",
-              "specmetrics_ingest_lost_offsets", "specmetrics_ingest_consumer_lag_records"}
+              "specmetrics_ingest_lost_offsets", "specmetrics_ingest_consumer_lag_records",
+              "specmetrics_ingest_stalled_seconds"}
     assert {family.name for family in collector.collect()} == health
     assert "the live totals could not be computed" in caplog.text
     collector.close()

@@ -1,5 +1,5 @@
-"""What a consumer group's bad day must not be taken for: a stale end of a partition is not a
-broker that lost its data."""
+"""A consumer group's bad day: a stale end of a partition is not a broker that lost its data, and a
+member its group hands no partitions is stalled, says so, and joins again."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
-from ingest.sources.base import SourceRecord, SourceWentBack
+from ingest import Ingester, IngestSettings
+from ingest.sources.base import SourceRecord, SourceUnavailable, SourceWentBack
 from ingest.sources.kafka import KafkaSource
+from monitoring.live import LiveMetrics
 from transport.kafka import KafkaAddress
 
 PARTITIONS = 3
@@ -34,7 +36,7 @@ def read(source: KafkaSource, count: int) -> list[SourceRecord]:
 
 
 def open_source(url: str, tmp_path: Path) -> KafkaSource:
-    source = KafkaSource(KafkaAddress.parse(url), "stale", tmp_path / "state")
+    source = KafkaSource(KafkaAddress.parse(url), IngestSettings().group, tmp_path / "state")  # the test's own group
     source.listen(dict.fromkeys, lambda partitions: None, lambda partitions: None)
     return source
 
@@ -76,3 +78,41 @@ def test_a_position_past_the_end_the_broker_proves_is_refused(kafka_url: str, tm
             source._check_positions()
     finally:
         source.close()
+
+
+@pytest.mark.usefixtures("three_partitions")
+def test_an_ingester_its_group_hands_nothing_is_stalled_and_leaves_to_join_again(kafka_url: str,
+                                                                               tmp_path: Path) -> None:
+    """The broker's group coordinator holds the join (Tansu takes about half the session timeout, 3 s here;
+    after a storm of restarts it held every member's join for minutes): past max_stalled_s the ingester
+    gives up its membership, as after a failure to reach the broker, and the command joins again."""
+    source = open_source(kafka_url, tmp_path)
+    produce(",".join(source.address.bootstrap_servers), source.address.topic, 30)
+    ingester = Ingester(source, tmp_path / "out", IngestSettings(max_stalled_s=1.0))
+    try:
+        with pytest.raises(SourceUnavailable, match=r"stalled for [12] s \(limit SPECMETRICS_INGEST_MAX_STALLED_S=1\): "
+                                                    r"its consumer group handed out no partitions"):
+            ingester.run(once=False)
+    finally:
+        ingester.close()
+        source.close()
+    assert ingester.stats.records == 0 and 1.0 < ingester.stalled_s < 2.5  # checked once a second
+
+
+@pytest.mark.usefixtures("three_partitions")
+def test_a_stall_shows_in_the_live_metrics_until_the_group_hands_out_partitions(kafka_url: str,
+                                                                              tmp_path: Path) -> None:
+    source = open_source(kafka_url, tmp_path)
+    produce(",".join(source.address.bootstrap_servers), source.address.topic, 30)
+    live = LiveMetrics()
+    ingester = Ingester(source, tmp_path / "out", IngestSettings(flush_idle_s=0.5), observer=live)
+    beats: list[tuple[int, float]] = []
+    try:
+        ingester.run(once=False, alive=lambda stats, stalled: beats.append((stats.records, stalled)),
+                     should_stop=lambda: len(beats) > 2 and beats[-1][0] == 30 and beats[-1][1] == 0.0)
+    finally:
+        ingester.close()
+        source.close()
+    waiting = [stalled for records, stalled in beats if records == 0]
+    assert max(waiting) >= 1.0  # the join, counted while no partition was handed out
+    assert live.snapshot().health.stalled == {source.name: 0.0}

@@ -24,7 +24,7 @@ def test_ingest_writes_its_heartbeat_with_the_totals(log_dir: Path, data_dir: Pa
                  "--heartbeat-file", str(heartbeat)]) == 0
     content = json.loads(heartbeat.read_text())
     assert content["pid"] == os.getpid() and content["time"] <= time.time()
-    assert {"records", "rows", "files"} <= set(content)
+    assert {"records", "rows", "files"} <= set(content) and content["stalled_s"] == 0.0
 
 
 def test_an_idle_ingester_keeps_its_heartbeat_fresh(log_dir: Path, data_dir: Path, tmp_path: Path) -> None:
@@ -62,3 +62,13 @@ def test_health_is_0_when_fresh_and_1_when_stale_or_missing(
     os.utime(heartbeat, (past, past))
     assert main(["health", "--heartbeat-file", str(heartbeat), "--max-age-s", "60"]) == 1
     assert "unhealthy: last heartbeat 120" in capsys.readouterr().out
+
+
+def test_a_fresh_heartbeat_of_a_stalled_ingester_is_unhealthy(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    heartbeat = tmp_path / "hb"
+    heartbeat.write_text(json.dumps({"time": time.time(), "pid": 1, "rows": 42, "stalled_s": 150.0}))
+    assert main(["health", "--heartbeat-file", str(heartbeat), "--max-stalled-s", "200"]) == 0
+    assert "stalled_s=150.0" in capsys.readouterr().out
+    assert main(["health", "--heartbeat-file", str(heartbeat), "--max-stalled-s", "120"]) == 1
+    assert capsys.readouterr().out.startswith("unhealthy: stalled for 150 s (limit 120 s): it has work it does not do")
