@@ -35,9 +35,11 @@ class TansuBroker:
     """One broker process; :meth:`stop` kills it (memory storage: its data is gone) and
     :meth:`start` brings up an empty one on the same port."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, advertised_port: int | None = None) -> None:
+        """``advertised_port``: the port clients are told to connect to (a proxy in front of it)."""
         self.port = port or free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
+        self._advertised = f"tcp://127.0.0.1:{advertised_port or self.port}"
         self._process: subprocess.Popen[bytes] | None = None
 
     def url(self, topic: str) -> str:
@@ -46,7 +48,7 @@ class TansuBroker:
     def start(self) -> TansuBroker:
         listener = f"tcp://{self.bootstrap}"
         self._process = subprocess.Popen(
-            [str(tansu_binary()), "broker", "--listener-url", listener, "--advertised-listener-url", listener,
+            [str(tansu_binary()), "broker", "--listener-url", listener, "--advertised-listener-url", self._advertised,
              "--storage-engine", "memory://tansu/"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )

@@ -177,7 +177,7 @@ class Ingester:
             if now - last_lag >= LAG_INTERVAL_S:
                 self._check_progress(now - last_record)
                 last_lag = now
-                if self.stalled_s > self.settings.max_stalled_s:
+                if self.stalled_s > self.settings.max_stalled_s and not should_stop():
                     raise SourceUnavailable(f"{self.source.name} stalled for {self.stalled_s:.0f} s (limit "
                                             f"SPECMETRICS_INGEST_MAX_STALLED_S={self.settings.max_stalled_s:g}): its "
                                             "consumer group handed out no partitions, or records wait behind the "

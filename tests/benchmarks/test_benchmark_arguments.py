@@ -73,7 +73,8 @@ def test_report_benchmark_refuses_fewer_rows_than_one_step_per_file(capsys: pyte
     ("bench_ingest", "--flush-rows"), ("bench_truth", "--rows"), ("bench_table", "--files"),
     ("bench_kafka", "--batch-size"), ("bench_report", "--rows"), ("bench_report", "--rounds"),
     ("bench_hook_v2", "--calls"), ("bench_hook", "--max-tokens"), ("bench_hook", "--k"),
-    ("bench_churn", "--changes"), ("bench_churn", "--interval"),
+    ("bench_churn", "--changes"), ("bench_churn", "--interval"), ("bench_chaos", "--storm-s"),
+    ("bench_chaos", "--engines"), ("bench_chaos", "--deadline-s"),
 ])
 @pytest.mark.parametrize("value", ["0", "-3", "many"])
 def test_sizes_must_be_positive_whole_numbers(name: str, option: str, value: str,

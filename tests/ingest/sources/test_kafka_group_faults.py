@@ -1,5 +1,6 @@
-"""A consumer group's bad day: a stale end of a partition is not a broker that lost its data, and a
-member its group hands no partitions is stalled, says so, and joins again."""
+"""A consumer group's bad day: a stale end of a partition is not a broker that lost its data, a
+member its group hands no partitions is stalled, says so, and joins again, and a member that goes
+away sends no LeaveGroup (which can leave the test broker's group without a leader for good)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import time
 from pathlib import Path
 
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer
 
+from devtools.kafka_broker import TansuBroker, free_port
 from ingest import Ingester, IngestSettings
 from ingest.sources.base import SourceRecord, SourceUnavailable, SourceWentBack
 from ingest.sources.kafka import KafkaSource
 from monitoring.live import LiveMetrics
+from tests.support.kafka_proxy import JOIN_GROUP, LEAVE_GROUP, RequestProxy
 from transport.kafka import KafkaAddress
 
 PARTITIONS = 3
@@ -116,3 +119,30 @@ def test_a_stall_shows_in_the_live_metrics_until_the_group_hands_out_partitions(
     waiting = [stalled for records, stalled in beats if records == 0]
     assert max(waiting) >= 1.0  # the join, counted while no partition was handed out
     assert live.snapshot().health.stalled == {source.name: 0.0}
+
+
+@pytest.mark.usefixtures("three_partitions")
+def test_an_ingester_leaves_its_group_by_its_session_timing_out_not_by_a_leave_group_request(
+        tmp_path: Path) -> None:
+    """A LeaveGroup from the member a forming group chose as its leader leaves Tansu's group without a
+    leader for good (half of the tries here with plain kafka-python consumers, BENCHMARKS.md
+    bench_chaos); a member that goes away without one is dropped when its session times out."""
+    proxy_port = free_port()
+    with TansuBroker(advertised_port=proxy_port) as broker, RequestProxy(proxy_port, broker.port) as proxy:
+        url = f"kafka://127.0.0.1:{proxy_port}/leaving"
+        source = open_source(url, tmp_path)
+        try:
+            produce(f"127.0.0.1:{proxy_port}", "leaving", 30)
+            read(source, 30)
+        finally:
+            source.close()
+        joined_by_source = proxy.api_keys.count(JOIN_GROUP)
+        plain = KafkaConsumer("leaving", bootstrap_servers=[f"127.0.0.1:{proxy_port}"], group_id=IngestSettings().group,
+                              session_timeout_ms=6000, heartbeat_interval_ms=2000, enable_auto_commit=False)
+        deadline = time.monotonic() + 30
+        while not plain.assignment() and time.monotonic() < deadline:
+            plain.poll(timeout_ms=500)
+        assert len(plain.assignment()) == PARTITIONS  # the closed source's membership expired
+        plain.close(autocommit=False)  # kafka-python's own close: a LeaveGroup, which the proxy sees
+    assert joined_by_source >= 1
+    assert proxy.api_keys.count(LEAVE_GROUP) == 1
