@@ -7,7 +7,9 @@ faults stop, the load ends, the ingesters still up keep running, and the table i
 every engine's rows equal the load generator's truth (or the deadline passes). Prints one JSON
 line: the faults and their timeline, the rows stored per engine against the truth, duplicates, and
 ``catch_up_s``, the seconds from the end of the load to the last row stored. The ingesters give up
-a stalled membership after 20 s (``SPECMETRICS_INGEST_MAX_STALLED_S``, unless set). ``--plain``: the
+a stalled membership after 20 s (``SPECMETRICS_INGEST_MAX_STALLED_S``, unless set) and send no
+LeaveGroup when they stop (``SPECMETRICS_KAFKA_LEAVE_GROUP_ON_CLOSE=false``, unless set: Tansu's group
+never forms again after the leader of a forming group leaves it). ``--plain``: the
 members are plain kafka-python consumers instead, to tell the broker's part from the ingester's.
 
     python -m benchmarks.bench_chaos [--seed 1] [--storm-s 360] [--engines 12] [--deadline-s 240]
@@ -170,7 +172,8 @@ def run_storm(seed: int, storm_s: float, engines: int, deadline_s: float, work: 
            "SPECMETRICS_INGEST_FLUSH_EVENT_TIME_S": "5",
            "SPECMETRICS_INGEST_FLUSH_IDLE_S": "1",
            "SPECMETRICS_INGEST_LOG_INTERVAL_S": "5",
-           "SPECMETRICS_INGEST_MAX_STALLED_S": os.environ.get("SPECMETRICS_INGEST_MAX_STALLED_S", "20")}
+           "SPECMETRICS_INGEST_MAX_STALLED_S": os.environ.get("SPECMETRICS_INGEST_MAX_STALLED_S", "20"),
+           "SPECMETRICS_KAFKA_LEAVE_GROUP_ON_CLOSE": os.environ.get("SPECMETRICS_KAFKA_LEAVE_GROUP_ON_CLOSE", "false")}
     storm = Storm()
     with TansuBroker() as broker:
         url = broker.url("chaos.steps")

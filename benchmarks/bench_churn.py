@@ -3,8 +3,7 @@ restarts of the ingesters of one Kafka consumer group (Tansu on loopback), per g
 
 For each setting: a topic of ``--partitions`` partitions fed by a realtime load generator, and
 ``--members`` ingesters of one group. Every ``--interval`` seconds one ingester is stopped
-(SIGTERM: it flushes, commits and stops; it sends no LeaveGroup, so the group drops it when its
-session times out) and a new one started in its place, ``--changes``
+(SIGTERM: it flushes, commits and leaves) and a new one started in its place, ``--changes``
 times. A change has settled when every live ingester has logged an assignment made after the
 change and together they cover every partition; its settle time runs from the SIGTERM. A change
 that has not settled when the next one comes counts as unsettled (its time is then at least the

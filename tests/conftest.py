@@ -63,3 +63,5 @@ def kafka_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SPECMETRICS_KAFKA_SESSION_TIMEOUT_MS", "6000")
     monkeypatch.setenv("SPECMETRICS_KAFKA_HEARTBEAT_INTERVAL_MS", "2000")
     monkeypatch.setenv("SPECMETRICS_KAFKA_TOPIC_PARTITIONS", "3")
+    # Tansu's group never forms again after the leader of a forming group sends LeaveGroup.
+    monkeypatch.setenv("SPECMETRICS_KAFKA_LEAVE_GROUP_ON_CLOSE", "false")

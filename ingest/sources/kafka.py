@@ -264,16 +264,16 @@ class KafkaSource(Source):
         return {partition: int(end) for partition, end in ends.items() if end is not None}
 
     def close(self) -> None:
-        """Stop being a member, without a LeaveGroup request: the group hands this member's partitions
-        on when its session times out (as Kafka Streams closes its consumers). A LeaveGroup from the
-        member that a forming group chose as its leader leaves the test broker's group (Tansu 0.6)
-        without a leader for good: no member, old or new, is handed a partition again (seen with plain
+        """Leave the group; with ``leave_group_on_close`` off, without a LeaveGroup request: the group
+        hands this member's partitions on when its session times out. A LeaveGroup from the member
+        that a forming group chose as its leader leaves the test broker's group (Tansu 0.6) without a
+        leader for good: no member, old or new, is handed a partition again (seen with plain
         kafka-python consumers: ``benchmarks/bench_chaos.py --plain``). The ingester is done: a
         revocation on the way out has nothing to flush."""
         self.listen(lambda committed: {}, lambda partitions: None, lambda partitions: None)
         coordinator = getattr(self._consumer, "_coordinator", None)
-        if coordinator is not None:  # kafka-python sends no LeaveGroup for a member without a generation
-            coordinator.reset_generation()
+        if not self.settings.leave_group_on_close and coordinator is not None:
+            coordinator.reset_generation()  # kafka-python sends no LeaveGroup for a member without a generation
         for consumer in (self._consumer, self._probe):
             try:
                 if consumer is not None:

@@ -57,7 +57,8 @@ def stack(docker_engine: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
     env = {"STEPS_TOPIC": "enginetest.steps", "LOADGEN_ROWS": ROWS, "SPECMETRICS_INGEST_FLUSH_IDLE_S": 1,
            "SPECMETRICS_INGEST_FLUSH_ROWS": 2000,  # files while a stream goes on
            "REPORTS_PORT": free_port(), "PROMETHEUS_PORT": free_port(), "KAFKA_HOST_PORT": free_port(),
-           "INGEST_MAX_AGE_S": STALE_AFTER_S, "INGEST_HEALTH_INTERVAL": "2s"}  # the stall test's timings
+           "INGEST_MAX_AGE_S": STALE_AFTER_S, "INGEST_HEALTH_INTERVAL": "2s",  # the stall test's timings
+           "SPECMETRICS_KAFKA_LEAVE_GROUP_ON_CLOSE": "false"}  # Tansu stands in for Kafka (docs/kafka.md)
     with compose_project(PROJECT, prepare_images(), tmp_path_factory.mktemp("engine") / "stack.env",
                          ("demo", "monitoring"), env, ("--scale", f"ingest={INGESTERS}", *SERVICES)) as up:
         yield up

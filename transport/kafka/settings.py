@@ -38,6 +38,10 @@ class KafkaSettings(BaseSettings):
                                      "reaching a broker at all, and for the acknowledgement of a batch.")
     session_timeout_ms: int = Field(default=10_000, ge=1000, description="Consumer group session timeout.")
     heartbeat_interval_ms: int = Field(default=3_000, ge=100, description="Consumer group heartbeat interval.")
+    leave_group_on_close: bool = Field(default=True, description="An ingester that stops sends a LeaveGroup "
+                                       "request, so its partitions move at once; False: they move when its "
+                                       "session times out. False against Tansu 0.6, whose group never forms "
+                                       "again after the leader of a forming group leaves it.")
     group_instance_id: str | None = Field(default=None, min_length=1, description="Static group membership "
                                           "(KIP-345): a member that restarts with the same id within the session "
                                           "timeout gets its partitions back without a rebalance; each ingester of "

@@ -1,6 +1,7 @@
 """A consumer group's bad day: a stale end of a partition is not a broker that lost its data, a
 member its group hands no partitions is stalled, says so, and joins again, and a member that goes
-away sends no LeaveGroup (which can leave the test broker's group without a leader for good)."""
+away sends a LeaveGroup only where that is asked for (against the test broker, it can leave the
+group without a leader for good)."""
 
 from __future__ import annotations
 
@@ -122,11 +123,14 @@ def test_a_stall_shows_in_the_live_metrics_until_the_group_hands_out_partitions(
 
 
 @pytest.mark.usefixtures("three_partitions")
-def test_an_ingester_leaves_its_group_by_its_session_timing_out_not_by_a_leave_group_request(
-        tmp_path: Path) -> None:
+@pytest.mark.parametrize("leave", [False, True])
+def test_leave_group_on_close_says_whether_a_stopping_ingester_sends_a_leave_group_request(
+        leave: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A LeaveGroup from the member a forming group chose as its leader leaves Tansu's group without a
     leader for good (half of the tries here with plain kafka-python consumers, BENCHMARKS.md
-    bench_chaos); a member that goes away without one is dropped when its session times out."""
+    bench_chaos), so the suite runs without it; a member that goes away without one is dropped when its
+    session times out."""
+    monkeypatch.setenv("SPECMETRICS_KAFKA_LEAVE_GROUP_ON_CLOSE", str(leave).lower())
     proxy_port = free_port()
     with TansuBroker(advertised_port=proxy_port) as broker, RequestProxy(proxy_port, broker.port) as proxy:
         url = f"kafka://127.0.0.1:{proxy_port}/leaving"
@@ -145,4 +149,4 @@ def test_an_ingester_leaves_its_group_by_its_session_timing_out_not_by_a_leave_g
         assert len(plain.assignment()) == PARTITIONS  # the closed source's membership expired
         plain.close(autocommit=False)  # kafka-python's own close: a LeaveGroup, which the proxy sees
     assert joined_by_source >= 1
-    assert proxy.api_keys.count(LEAVE_GROUP) == 1
+    assert proxy.api_keys.count(LEAVE_GROUP) == 1 + leave
