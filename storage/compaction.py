@@ -25,9 +25,9 @@ from pathlib import Path, PurePosixPath
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage.files import read_bytes, write_bytes, write_file
+from storage.files import read_bytes, remove, write_bytes, write_file
 from storage.layout import DEAD_LETTER_DIR, FileName
-from storage.table import DataFile, Table, TableFile
+from storage.table import DataFile, ReplaceRefused, Table, TableFile
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,7 @@ def compact(table: Table, target_rows: int, compression: str = "zstd") -> Compac
     runs = _runs(table, target_rows)
     removed: list[TableFile] = []
     added: list[DataFile] = []
+    written_letters: list[str] = []
     rows = 0
     for run in runs:
         names = [_name(file) for file in run]
@@ -56,12 +57,19 @@ def compact(table: Table, target_rows: int, compression: str = "zstd") -> Compac
         letters = [read_bytes(table.root, f"{DEAD_LETTER_DIR}/{name.render('jsonl')}") for name in names]
         lines = b"".join(letter for letter in letters if letter)
         if lines:
-            write_file(table.root, f"{DEAD_LETTER_DIR}/{merged.render('jsonl')}", partial(write_bytes, lines))
+            letters_file = f"{DEAD_LETTER_DIR}/{merged.render('jsonl')}"
+            write_file(table.root, letters_file, partial(write_bytes, lines))
+            written_letters.append(letters_file)
         removed.extend(run)
         added.append(DataFile(written.relative, written.size))
         rows += data.num_rows
     if added:
-        table.replace(removed, added)
+        try:
+            table.replace(removed, added)
+        except ReplaceRefused:
+            for relative in [*(file.relative for file in added), *written_letters]:  # no commit names them
+                remove(table.root, relative)
+            raise
         logger.info("merged %d file(s) into %d (%d rows)", len(removed), len(added), rows)
     return Compaction(len(removed), len(added), rows)
 

@@ -68,6 +68,15 @@ class CommitRefused(RuntimeError):
         self.position = position  # the partition's next offset, as the table says now
 
 
+class ReplaceRefused(ValueError):
+    """Files a replacement would remove are no longer in the table (another ``table optimize`` merged
+    them, or another writer removed them), or other writers kept committing first: nothing was committed."""
+
+
+#: How often a replacement is tried again when another writer committed first (ingesters commit often).
+REPLACE_ATTEMPTS = 20
+
+
 @dataclass(frozen=True, slots=True)
 class DataFile:
     """A data file to commit: its path under the table's root (``dt=…/hour=…/<name>``) and size."""
@@ -263,8 +272,27 @@ class Table:
             RemoveAction(file.relative, False, now_ms, file.size, {"dt": file.dt, "hour": file.hour})
             for file in removed]
         actions.extend(_add(file, now_ms, data_change=False) for file in added)
-        self._refresh()
-        self._delta.create_write_transaction(actions, "append", TABLE_SCHEMA, partition_by=PARTITION_BY)
+        # Built on the version whose files were checked, and committed as the next version or not at all:
+        # delta-rs's own retry would commit on top of another writer's commit without checking that the
+        # files removed are still there (two optimizes at once would each add their merged copy of them).
+        once = CommitProperties(max_commit_retries=0)
+        for _ in range(REPLACE_ATTEMPTS):
+            present = {file.relative for file in self.files()}
+            gone = [file.relative for file in removed if file.relative not in present]
+            if gone:
+                raise ReplaceRefused(f"{self.url}: {len(gone)} of the {len(removed)} file(s) to merge are no longer in "
+                                     f"the table (another 'table optimize' merged them, or a writer removed them; "
+                                     f"{gone[0]}, ...): nothing was committed")
+            try:
+                self._delta.create_write_transaction(actions, "append", TABLE_SCHEMA, partition_by=PARTITION_BY,
+                                                     commit_properties=once)
+                return
+            except CommitFailedError:
+                continue  # another writer committed first: check again against its version
+            except (DeltaError, OSError) as exc:
+                raise self._failed(exc) from None
+        raise ReplaceRefused(f"{self.url}: other writers committed first {REPLACE_ATTEMPTS} times in a row: nothing "
+                             "was committed; try again")
 
     def vacuum(self, retention_hours: float, dry_run: bool) -> list[str]:
         """Remove (or with ``dry_run`` only list) the files no commit names that were last changed

@@ -15,7 +15,7 @@ from storage.compaction import compact
 from storage.files import list_folder
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FileName
 from storage.location import S3Location
-from storage.table import LOG_DIR, Table
+from storage.table import LOG_DIR, DataFile, ReplaceRefused, Table, TableFile
 from tests.support.events import T0
 from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once, ingest_to_s3, rows_once
 from tests.support.loadgen import write_load
@@ -109,3 +109,29 @@ def test_optimize_vacuum_and_checkpoint_keep_a_table_on_s3(
     assert any(file.relative.endswith(".checkpoint.parquet") for file in list_folder(location, LOG_DIR))
     assert rows_once(s3_url) == 64 * 60
     assert main(["verify", "--data", s3_url]) == 3
+
+
+def test_two_optimizes_at_once_merge_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both read the same files and write their merged copies; the one that commits second finds the
+    files gone and commits nothing, and removes its copies (before: both committed, every merged row
+    counted twice, and verify said clean)."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=64 * 30, seed=31)
+    ingest_once(log, data, flush_rows=64 * 2)
+    flushes = {file.relative for file in Table(data).files()}
+    first, second = Table(data), Table(data)
+    replace = second.replace
+
+    def after_the_other(removed: list[TableFile], added: list[DataFile]) -> None:
+        assert compact(first, target_rows=64 * 7).merged_files == 15  # the other optimize commits first
+        replace(removed, added)
+
+    monkeypatch.setattr(second, "replace", after_the_other)
+    with pytest.raises(ReplaceRefused, match=r"15 of the 15 file\(s\) to merge are no longer in the table \(another "
+                                             r"'table optimize' merged them.*nothing was committed"):
+        compact(second, target_rows=64 * 7)
+    assert rows_once(str(data)) == 64 * 30  # the rows readers count
+    assert_rows_once(data, 64 * 30)
+    merged = {file.relative for file in Table(data).files()}
+    assert len(flushes) == 15 and len(merged) == 5
+    assert {path.relative_to(data).as_posix() for path in data.glob(DATA_GLOB)} == flushes | merged
