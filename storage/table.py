@@ -300,13 +300,15 @@ class Table:
         commit, or dropped into the folders, and the dead-letter files of such flushes. Younger
         ones may belong to a flush about to be committed, and stay. Their paths under the root."""
         self._refresh()
-        try:
-            data = list(self._delta.vacuum(retention_hours=int(retention_hours), dry_run=True,
-                                           enforce_retention_duration=False, full=True))
+        cutoff = time.time() - retention_hours * 3600
+        try:  # every file no commit names; delta-rs takes whole hours, so the age is checked here
+            unnamed = list(self._delta.vacuum(retention_hours=0, dry_run=True, enforce_retention_duration=False,
+                                              full=True))
         except (DeltaError, OSError) as exc:
             raise self._failed(exc) from None
+        changed = {file.relative: file.mtime_s for file in list_folder(self.root, "", recursive=True)}
+        data = [relative for relative in unnamed if changed.get(relative, cutoff) < cutoff]
         committed = {FileName.parse(PurePosixPath(file.relative).name) for file in self.files()}
-        cutoff = time.time() - retention_hours * 3600
         letters = [file.relative for file in list_folder(self.root, DEAD_LETTER_DIR)
                    if (name := FileName.parse(PurePosixPath(file.relative).name)) is not None and name.attempt
                    and name not in committed and file.mtime_s < cutoff]

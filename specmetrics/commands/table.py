@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ from storage.table import Table, is_table
 
 #: Files no commit names are removed once they are this old (Delta's own default).
 RETENTION_HOURS = 168.0
+#: Below this retention, vacuum asks for --force: an ingester's flush is written some time before its commit.
+MIN_RETENTION_HOURS = 1.0
 #: Rows of a merged file at most: the ingester's own flush size.
 TARGET_ROWS = IngestSettings.model_fields["flush_rows"].default
 
@@ -34,9 +37,12 @@ def add_parser(subparsers: Any) -> None:
     vacuum = actions.add_parser(
         "vacuum", help="Remove the files no commit names (writers killed or refused before their commit, files "
                        "dropped into the folders) older than --retention-hours.")
-    vacuum.add_argument("--retention-hours", type=float, default=RETENTION_HOURS,
+    vacuum.add_argument("--retention-hours", type=_hours, default=RETENTION_HOURS,
                         help=f"Keep files changed more recently than this (default {RETENTION_HOURS:g}: a flush "
-                             "being written is never removed).")
+                             f"being written is never removed; under {MIN_RETENTION_HOURS:g} only with --force).")
+    vacuum.add_argument("--force", action="store_true",
+                        help=f"Allow a retention under {MIN_RETENTION_HOURS:g} h: a flush an ingester is writing "
+                             "now may lose its files before its commit names them (its rows are then gone).")
     vacuum.add_argument("--dry-run", action="store_true", help="List the files, remove nothing.")
     checkpoint = actions.add_parser(
         "checkpoint", help="Checkpoint the log at its latest version, so readers start there; log entries past "
@@ -46,6 +52,17 @@ def add_parser(subparsers: Any) -> None:
         action.add_argument("--data", required=True, help="The output directory of 'specmetrics ingest', or "
                                                           "s3://bucket/prefix for a table on S3.")
     parser.set_defaults(run=run)
+
+
+def _hours(text: str) -> float:
+    """An ``argparse`` type: a finite number of hours, 0 or more."""
+    try:
+        hours = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours") from None
+    if not math.isfinite(hours) or hours < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours of 0 or more")
+    return hours
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
               "merged stay on disk until 'specmetrics table vacuum'")
         return 0
     if args.action == "vacuum":
+        if args.retention_hours < MIN_RETENTION_HOURS and not args.force:
+            raise ValueError(f"--retention-hours {args.retention_hours:g} is under {MIN_RETENTION_HOURS:g}: it can "
+                             "remove the files of a flush an ingester has written and not committed yet, whose rows "
+                             "are then gone for good; stop the ingesters first and pass --force")
         files = table.vacuum(args.retention_hours, args.dry_run)
         verb = "would remove" if args.dry_run else "removed"
         for relative in files:

@@ -3,6 +3,8 @@ numbers, report and dead letters from fewer files, and ingesting goes on."""
 
 from __future__ import annotations
 
+import os
+import time
 from datetime import timedelta
 from pathlib import Path, PurePosixPath
 
@@ -53,7 +55,7 @@ def test_optimize_merges_small_files_and_every_reader_says_the_same(
 
     write_load(log, rows=64 * 10, seed=29, engine_prefix="more")
     assert ingest_once(log, data, flush_rows=64 * 10).rows == 64 * 10
-    assert main(["table", "vacuum", "--data", str(data), "--retention-hours", "0"]) == 0
+    assert main(["table", "vacuum", "--data", str(data), "--retention-hours", "0", "--force"]) == 0
     assert "removed " in capsys.readouterr().out
     assert set(data.glob(DATA_GLOB)) == {file.path for file in Table(data).files()}
     assert_rows_once(data, 64 * 110)
@@ -92,10 +94,10 @@ def test_optimize_vacuum_and_checkpoint_keep_a_table_on_s3(
     assert main(["verify", "--data", s3_url]) == 3  # clean but for the dead letter, in the merged flush's file
     assert "set aside: log partition 0: 1 record(s), offsets 60-60" in capsys.readouterr().out
 
-    assert main(["table", "vacuum", "--data", s3_url, "--retention-hours", "0", "--dry-run"]) == 0
+    assert main(["table", "vacuum", "--data", s3_url, "--retention-hours", "0", "--force", "--dry-run"]) == 0
     listed = capsys.readouterr().out
     assert f"would remove {stray}\n" in listed and "would remove 9 file(s)" in listed  # 7 merged, their letters
-    assert main(["table", "vacuum", "--data", s3_url, "--retention-hours", "0"]) == 0
+    assert main(["table", "vacuum", "--data", s3_url, "--retention-hours", "0", "--force"]) == 0
     assert "removed 9 file(s)" in capsys.readouterr().out
     stored = {info.path.removeprefix(location.key("") + "/") for info in location.filesystem().get_file_info(
         FileSelector(location.key(""), recursive=True)) if info.path.endswith(".parquet") and "/dt=" in info.path}
@@ -135,3 +137,31 @@ def test_two_optimizes_at_once_merge_each_file_once(tmp_path: Path, monkeypatch:
     merged = {file.relative for file in Table(data).files()}
     assert len(flushes) == 15 and len(merged) == 5
     assert {path.relative_to(data).as_posix() for path in data.glob(DATA_GLOB)} == flushes | merged
+
+
+def test_vacuum_keeps_what_is_younger_than_the_retention_given_and_refuses_a_risky_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Half an hour is half an hour (it was read as 0 hours, and removed the files of flushes being
+    committed); under an hour only with --force; nonsense is one line."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=64 * 4, seed=32)
+    ingest_once(log, data, flush_rows=64 * 2)
+    folder = Table(data).files()[0].path.parent
+    young, old = folder / "unnamed-young.parquet", folder / "unnamed-old.parquet"
+    for path, age_s in ((young, 10 * 60), (old, 40 * 60)):
+        path.write_bytes(b"PAR1")
+        os.utime(path, (time.time() - age_s, time.time() - age_s))
+    capsys.readouterr()
+    assert main(["table", "vacuum", "--data", str(data), "--retention-hours", "0.5"]) == 2
+    assert ("--retention-hours 0.5 is under 1: it can remove the files of a flush an ingester has written and not "
+            "committed yet") in capsys.readouterr().err
+    assert young.exists() and old.exists()
+    assert main(["table", "vacuum", "--data", str(data), "--retention-hours", "0.5", "--force"]) == 0
+    assert young.exists() and not old.exists()
+    assert f"removed {old.relative_to(data).as_posix()}" in capsys.readouterr().out
+    for nonsense in ("inf", "nan", "-1", "soon"):
+        with pytest.raises(SystemExit) as exit_:
+            main(["table", "vacuum", "--data", str(data), "--retention-hours", nonsense])
+        assert exit_.value.code == 2
+        assert f"'{nonsense}' is not a number of hours" in capsys.readouterr().err
+    assert_rows_once(data, 64 * 4)
