@@ -20,8 +20,10 @@ def outcome_rule_violations(
     ``num_spec_tokens`` is each row's K.
     """
     kind, k_zero_reason = cols["kind"], cols["k_zero_reason"]
-    k_sched, k_valid, k_invalid = cols["k_sched"], cols["k_valid"], cols["k_invalid"]
-    accepted, emitted = cols["accepted"], cols["emitted"]
+    # In int32: the wire's int16 counts at the contract's bound (32,767) overflow in accepted + 1.
+    k_sched, k_valid, k_invalid, accepted, emitted = (
+        cols[name].astype(np.int32, copy=False) for name in ("k_sched", "k_valid", "k_invalid", "accepted", "emitted"))
+    num_spec_tokens = num_spec_tokens.astype(np.int32, copy=False)
     drafted, skipped = (kind == KindCode.DRAFTED.value), (kind == KindCode.SKIPPED_FOR_LENGTH.value)
     grammar, kzero = (kind == KindCode.GRAMMAR_INVALID.value), (kind == KindCode.K_ZERO.value)
     rejected = kind == KindCode.GRAMMAR_REJECTED.value

@@ -30,7 +30,7 @@ rows = st.fixed_dictionaries({
 })
 
 
-def pydantic_accepts(row: dict[str, int]) -> bool:
+def pydantic_accepts(row: dict[str, int], k: int = K) -> bool:
     if row["kind"] not in set(KindCode) or (
             row["kind"] == KindCode.K_ZERO and row["k_zero_reason"] not in K_ZERO_REASONS):
         return False
@@ -49,7 +49,7 @@ def pydantic_accepts(row: dict[str, int]) -> bool:
     if any(row[name] != value for name, value in implied.items()):
         return False
     try:
-        step_event([outcome], num_spec_tokens=K)
+        step_event([outcome], num_spec_tokens=k)
     except ValidationError:
         return False
     return True
@@ -71,4 +71,37 @@ def test_valid_events_pass_the_vectorised_rules(event: StepEvent) -> None:
     step = decode_step(step_event_to_wire(event))
     packed = np.frombuffer(step.outcomes, dtype=OUTCOME_DTYPE)
     bad, reasons = invalid_outcome_rows({n: packed[n] for n in OUTCOME_COLUMNS}, np.full(step.n, K_WIRE))
+    assert not bad.any(), reasons
+
+
+#: The contract's largest count (NonNegInt) and K; the wire holds counts as int16.
+BOUND = 32767
+near_the_bound = st.fixed_dictionaries({
+    "kind": st.sampled_from([int(code) for code in KindCode]),
+    "k_zero_reason": st.sampled_from([int(code) for code in KZeroReasonCode]),
+    **{name: st.integers(BOUND - 1, BOUND) | st.just(0) for name in ("k_sched", "k_valid", "k_invalid", "accepted")},
+    "emitted": st.integers(BOUND - 1, BOUND) | st.just(0),
+    "seq_len": st.just(-1),
+})
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(near_the_bound, min_size=1, max_size=10))
+def test_the_rules_hold_at_the_contracts_bounds_in_the_wires_own_types(batch: list[dict[str, int]]) -> None:
+    """accepted = 32,767 with emitted = 32,767 is valid: accepted + 1 computed in int16 wrapped to -32,768."""
+    packed = np.zeros(len(batch), dtype=OUTCOME_DTYPE)
+    for name in OUTCOME_COLUMNS:
+        packed[name] = [row[name] for row in batch]
+    cols = {name: packed[name] for name in OUTCOME_COLUMNS}
+    cols["seq_len"] = np.full(len(batch), -1, dtype=np.int32)
+    bad, reasons = invalid_outcome_rows(cols, np.full(len(batch), BOUND, dtype=np.int16))
+    for i, row in enumerate(batch):
+        assert bool(bad[i]) is not pydantic_accepts(row, BOUND), (row, reasons.get(i))
+
+
+def test_a_drafted_outcome_at_the_bound_is_valid() -> None:
+    packed = np.zeros(1, dtype=OUTCOME_DTYPE)
+    packed[0] = (int(KindCode.DRAFTED), 0, BOUND, BOUND, 0, BOUND, BOUND)
+    cols = {name: packed[name] for name in OUTCOME_COLUMNS}
+    bad, reasons = invalid_outcome_rows(cols, np.full(1, BOUND, dtype=np.int16))
     assert not bad.any(), reasons
