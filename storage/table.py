@@ -168,12 +168,25 @@ class Table:
                         raise
                     # another writer created it at the same moment
             self._delta = DeltaTable(self.url, storage_options=self._options or None)
+            self._check_foreign()
             if create:
                 self._add_new_columns()
         except (DeltaError, OSError) as exc:
             if isinstance(root, S3Location):
                 raise store_error(root, exc) from None
             raise
+
+    def _check_foreign(self) -> None:
+        """A Delta table another application wrote (other partition columns, or without the contract's
+        first columns) is refused in one line before anything reads or writes it."""
+        partitions = list(self._delta.metadata().partition_columns)
+        have = {field.name for field in self._delta.schema().fields}
+        needed = [name for name in ("event_id", "engine_id", "request_id", "kind", "event_time") if name not in have]
+        if partitions != list(PARTITION_BY) or needed:
+            what = f"partitioned by {', '.join(partitions) or 'nothing'}, not {', '.join(PARTITION_BY)}" \
+                if partitions != list(PARTITION_BY) else f"without the columns {', '.join(needed)}"
+            raise ValueError(f"{self.url} holds a Delta table another application wrote ({what}): not a table of step "
+                             "events; use another output")
 
     def _add_new_columns(self) -> None:
         """Add to the table's schema the columns later minor versions of the contract added (a table

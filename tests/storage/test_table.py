@@ -147,3 +147,31 @@ def test_a_table_on_s3_with_wrong_credentials_or_no_bucket_is_a_clear_error(
     monkeypatch.undo()
     with pytest.raises(OSError):
         Table(S3Location.parse("s3://no-such-bucket-for-specmetrics/data"), create=True)
+
+
+@pytest.mark.parametrize(("partition_by", "columns", "what"), [
+    (["x"], {"x": [1], "y": [2]}, "partitioned by x, not dt, hour"),
+    (["dt", "hour"], {"dt": ["2026-12-01"], "hour": ["07"], "value": [1]},
+     "without the columns event_id, engine_id, request_id, kind, event_time"),
+])
+def test_another_applications_delta_table_is_refused_in_one_line(
+        partition_by: list[str], columns: dict[str, list[object]], what: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """It was a KeyError traceback ('Field "partition.dt" does not exist in schema') from ingest."""
+    from deltalake import write_deltalake
+
+    from specmetrics.cli import main
+    from tests.support.loadgen import write_load
+
+    foreign = tmp_path / "foreign"
+    write_deltalake(str(foreign), pa.table(columns), partition_by=partition_by)
+    write_load(tmp_path / "log", rows=64, seed=1)
+    for command in (["ingest", "--source", (tmp_path / "log").as_uri(), "--out", str(foreign), "--once", "--quiet"],
+                    ["sql", "--data", str(foreign), "SELECT count(*) FROM request_steps"],
+                    ["table", "optimize", "--data", str(foreign)]):
+        capsys.readouterr()
+        assert main(command) == 2, command
+        err = capsys.readouterr().err
+        assert f"{foreign} holds a Delta table another application wrote ({what}): not a table of step events" in err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert DeltaTable(str(foreign)).version() == 0  # nothing written to it
