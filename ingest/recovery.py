@@ -99,9 +99,18 @@ def _resume_position(out: Path, source: str, partition: int, flushes: list[Store
 
 
 def table_resume_position(table: Table, source: str, partition: int, committed: int | None) -> int | None:
-    """Where to resume reading a partition of a table: its next offset as the table's log says, the
-    committed offset a hint as for a tree (a commit is atomic: no flush is ever incomplete)."""
-    return _reconcile(table.url, source, partition, table.position(source, partition), committed)
+    """Where to resume reading a partition of a table: its next offset as the table's log says (a
+    commit is atomic: no flush is ever incomplete). The log is the truth: a committed offset past it
+    (a commit lost from the log, the table restored to an older version, or the offsets committed for
+    another output) means offsets to read again, never to skip."""
+    position = table.position(source, partition)
+    if committed is not None and committed > (position or 0):
+        logger.warning("partition %d of %s: the committed offset %d is past where %s's log ends (offset %d): its log "
+                       "lacks the commits of offsets %d-%d (a commit lost, the table restored to an older version, "
+                       "or the offsets committed for another output); reading them again from the source",
+                       partition, source, committed, table.url, position or 0, position or 0, committed - 1)
+        return position
+    return _reconcile(table.url, source, partition, position, committed)
 
 
 def _reconcile(out: Path | str, source: str, partition: int, stored_end: int | None,

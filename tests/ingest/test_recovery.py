@@ -5,6 +5,7 @@ its files is written again."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -19,8 +20,9 @@ from hypothesis import strategies as st
 from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, STATE_DIR
+from storage.table import LOG_DIR, Table
 from tests.support.events import T0, step_event
-from tests.support.ingest import assert_rows_once, ingest_once, ingest_tree_once, read_rows
+from tests.support.ingest import assert_rows_once, ingest_once, ingest_tree_once, read_rows, rows_once
 from tests.support.loadgen import write_load
 from transport.log import LocalLogWriter
 from transport.log.segment import list_segments, segment_path
@@ -190,3 +192,20 @@ def test_verify_finds_a_flush_missing_a_file_that_the_offset_ranges_do_not_show(
     assert "incomplete flush: log partition 0 offsets 0-3: 1 of its 2 files are in place; the rows of the others " \
            "are not stored" in out
     assert "gap:" not in out  # the flush's other file still covers its offsets
+
+
+def test_a_table_whose_last_commit_is_gone_reads_its_offsets_again(
+        log_dir: Path, data_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The committed offset is past where the table's log ends: the table is the truth, and the offsets
+    it lacks are read again (it was "the files of offsets ... are missing", exit 2, while the files
+    were there and only the commit was not)."""
+    rows = sum(t.rows for t in write_load(log_dir, rows=6_000, seed=4).values())
+    assert ingest_once(log_dir, data_dir, flush_rows=2_000).rows == rows
+    last = sorted((data_dir / LOG_DIR).glob("*.json"))[-1]
+    last.unlink()
+    short, kept = Table(data_dir).position("log", 0), rows_once(str(data_dir))
+    assert short is not None and 0 < kept < rows
+    with caplog.at_level(logging.WARNING):
+        assert ingest_once(log_dir, data_dir, flush_rows=2_000).rows == rows - kept
+    assert f"the committed offset 94 is past where {Table(data_dir).url}'s log ends (offset {short})" in caplog.text
+    assert rows_once(str(data_dir)) == rows
