@@ -104,6 +104,13 @@ def table_resume_position(table: Table, source: str, partition: int, committed: 
     (a commit lost from the log, the table restored to an older version, or the offsets committed for
     another output) means offsets to read again, never to skip."""
     position = table.position(source, partition)
+    data_end = table.data_end(source, partition)
+    if position is not None and data_end is not None and data_end < position:
+        logger.warning("partition %d of %s: %s's log says offsets up to %d are stored, but the data files it holds end "
+                       "at offset %d (the table restored to an older version, or files taken out of its log): reading "
+                       "offsets %d-%d again from the source", partition, source, table.url, position - 1, data_end - 1,
+                       data_end, position - 1)
+        position = data_end
     if committed is not None and committed > (position or 0):
         logger.warning("partition %d of %s: the committed offset %d is past where %s's log ends (offset %d): its log "
                        "lacks the commits of offsets %d-%d (a commit lost, the table restored to an older version, "

@@ -234,12 +234,27 @@ class Table:
         self._refresh()
         return self._delta.transaction_version(app_id(source, partition))
 
+    def data_end(self, source: str, partition: int) -> int | None:
+        """The offset after the last one the data files of the partition hold, from their names (every
+        commit names a file of its flush's offsets); None when that cannot be told: no file of the
+        partition, or files another application wrote (a foreign optimize), which name no offsets. Below
+        :meth:`position` when the table was restored to an older version (Delta's RESTORE keeps the
+        newest application transaction) or files were taken out of its log."""
+        names = [FileName.parse(PurePosixPath(file.relative).name) for file in self.files()]
+        if any(name is None for name in names):
+            return None
+        ends = [name.end for name in names
+                if name is not None and name.source == source and name.partition == partition]
+        return max(ends) + 1 if ends else None
+
     def commit(self, name: FileName, files: Sequence[DataFile]) -> None:
         """Commit the data files of the flush ``name`` (written under ``root``) as one commit that
         sets the partition's next offset past the flush; :class:`CommitRefused` if the table holds
         the partition past where the flush starts, or another writer committed it meanwhile."""
         app = app_id(name.source, name.partition)
         position = self.position(name.source, name.partition)
+        if position not in (None, name.start) and self.data_end(name.source, name.partition) == name.start:
+            position = name.start  # the offsets past the data files are read again (ingest.recovery)
         if position not in (None, name.start):
             raise CommitRefused(f"the table's next offset of partition {name.partition} of {name.source} is "
                                 f"{position}, not {name.start} where the flush starts: another writer committed it",
