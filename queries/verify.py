@@ -33,7 +33,7 @@ from queries.rollup import RollupCheck, check_rollups, check_rollups_on_s3
 from storage.files import list_folder
 from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FileName
 from storage.location import S3Location
-from storage.table import is_table
+from storage.table import Table, is_table
 from storage.tree_files import LeftOut, select_files, select_objects
 
 
@@ -83,12 +83,16 @@ class VerifyReport:
     left_out: list[LeftOut] = field(default_factory=list)  # files readers do not read, with the reason
     set_aside: list[SetAside] = field(default_factory=list)  # dead letters, per source partition and reason
     uncommitted: list[str] = field(default_factory=list)  # a table's data files no commit names: never read
+    #: A table's partitions whose log says more offsets are stored than its data files hold (a restore):
+    #: (source, partition, the log's next offset, the data files' next offset).
+    log_ahead: list[tuple[str, int, int, int]] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
         """Every offset stored once, every event once, nothing lost or left out: dead letters aside."""
         return not self.duplicate_events and not any(p.gaps or p.overlaps for p in self.partitions) \
-            and self.rollups.clean and not self.lost and not self.incomplete_flushes and not self.left_out
+            and self.rollups.clean and not self.lost and not self.incomplete_flushes and not self.left_out \
+            and not self.log_ahead
 
 
 _DATA_FILE = re.compile(r"^dt=[^/]+/hour=[^/]+/[^/]+\.parquet$")
@@ -105,7 +109,8 @@ def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
         if table else []
     return VerifyReport(_coverage(stored), *_duplicate_events(files.data, examples), check_rollups(data, files),
                         lost=losses, incomplete_flushes=[] if table else incomplete_flushes(data),
-                        left_out=list(files.left_out), set_aside=set_aside, uncommitted=uncommitted)
+                        left_out=list(files.left_out), set_aside=set_aside, uncommitted=uncommitted,
+                        log_ahead=_log_ahead(Table(data), _coverage(stored)) if table else [])
 
 
 def verify_table_on_s3(location: S3Location, examples: int = 10) -> VerifyReport:
@@ -134,7 +139,18 @@ def verify_table_on_s3(location: S3Location, examples: int = 10) -> VerifyReport
     coverage = _coverage([PurePosixPath(relative) for relative in [*(f.relative for f in present), *letters]])
     return VerifyReport(coverage, *_duplicate_events([file.location for file in present], examples, location),
                         check_rollups_on_s3(location, objects), lost=losses, left_out=[*left_out, *objects.left_out],
-                        set_aside=set_aside, uncommitted=uncommitted)
+                        set_aside=set_aside, uncommitted=uncommitted, log_ahead=_log_ahead(Table(location), coverage))
+
+
+def _log_ahead(table: Table, partitions: Sequence[PartitionCoverage]) -> list[tuple[str, int, int, int]]:
+    """The partitions whose log's next offset is past the end of their data files (Table.data_end)."""
+    ahead = []
+    for partition in partitions:
+        position = table.position(partition.source, partition.partition)
+        end = table.data_end(partition.source, partition.partition)
+        if position is not None and end is not None and end < position:
+            ahead.append((partition.source, partition.partition, position, end))
+    return ahead
 
 
 def _stored_files(data: Path, committed: Sequence[Path] | None) -> list[Path]:

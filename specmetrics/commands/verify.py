@@ -77,6 +77,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"  'specmetrics rollup --data {args.data} --rebuild' rewrites every rollup from the raw rows")
     for left_out in report.left_out:
         print(f"left out by readers: {left_out.path}: {left_out.reason}")
+    for source, partition, position, end in report.log_ahead:
+        print(f"log ahead of the data: {source} partition {partition}: the table's log says offsets up to "
+              f"{position - 1} are stored, its data files end at offset {end - 1} (restored to an older version?); "
+              f"the next ingest reads offsets {end}-{position - 1} again")
     for path in report.uncommitted:
         print(f"not in the table's log (never read): {path}")
     for group in report.set_aside:

@@ -213,7 +213,7 @@ def test_a_table_whose_last_commit_is_gone_reads_its_offsets_again(
 
 
 def test_a_table_restored_to_an_older_version_reads_the_offsets_it_lost_again(
-        log_dir: Path, data_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+        log_dir: Path, data_dir: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> None:
     """Delta's RESTORE keeps the newest application transaction: the log said offsets up to 93 were
     stored over 2,048 rows, and ingest resumed after them, never storing the rest again."""
     rows = sum(t.rows for t in write_load(log_dir, rows=6_000, seed=4).values())
@@ -221,6 +221,9 @@ def test_a_table_restored_to_an_older_version_reads_the_offsets_it_lost_again(
     DeltaTable(str(data_dir)).restore(1)  # the first flush's commit
     kept = rows_once(str(data_dir))
     assert Table(data_dir).position("log", 0) == 94 and 0 < kept < rows
+    assert main(["verify", "--data", str(data_dir)]) == 1  # it said clean
+    assert "log ahead of the data: log partition 0: the table's log says offsets up to 93 are stored, its data " \
+           "files end at offset 31" in capsys.readouterr().out
     with caplog.at_level(logging.WARNING):
         assert ingest_once(log_dir, data_dir, flush_rows=2_000).rows == rows - kept
     assert "'s log says offsets up to 93 are stored, but the data files it holds end at offset" in caplog.text
