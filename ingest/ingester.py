@@ -172,8 +172,15 @@ class Ingester:
                 for partition in {record.partition for record in records}:
                     if buffer := self._buffers.get(partition):
                         buffer.convert()
+            self._reap()
             if records or losses:
                 last_record = now
+                if progress:
+                    progress(self.stats)
+            elif caught_up:
+                break
+            elif now - last_record >= self.settings.flush_idle_s:
+                self.flush_all()
             if now - last_lag >= LAG_INTERVAL_S:
                 self._check_progress(now - last_record)
                 last_lag = now
@@ -182,14 +189,6 @@ class Ingester:
                                             f"SPECMETRICS_INGEST_MAX_STALLED_S={self.settings.max_stalled_s:g}): its "
                                             "consumer group handed out no partitions, or records wait behind the "
                                             "partitions it holds; leaving the group to join it again")
-            self._reap()
-            if records or losses:
-                if progress:
-                    progress(self.stats)
-            elif caught_up:
-                break
-            elif now - last_record >= self.settings.flush_idle_s:
-                self.flush_all()
             if now - last_log >= self.settings.log_interval_s:
                 logger.info("ingest %s: %.0f rows/s, lag %s record(s), %d rows and %d dead letter(s) committed",
                             self.source.name, (self.stats.rows - rows_at_log) / (now - last_log), self.source.lag(),

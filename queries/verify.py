@@ -107,10 +107,11 @@ def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
     losses, set_aside = _dead_letters(path.read_bytes() for path in stored if path.suffix == ".jsonl")
     uncommitted = [path.relative_to(data).as_posix() for path in sorted(set(data.glob(DATA_GLOB)) - set(files.data))] \
         if table else []
-    return VerifyReport(_coverage(stored), *_duplicate_events(files.data, examples), check_rollups(data, files),
+    coverage = _coverage(stored)
+    return VerifyReport(coverage, *_duplicate_events(files.data, examples), check_rollups(data, files),
                         lost=losses, incomplete_flushes=[] if table else incomplete_flushes(data),
                         left_out=list(files.left_out), set_aside=set_aside, uncommitted=uncommitted,
-                        log_ahead=_log_ahead(Table(data), _coverage(stored)) if table else [])
+                        log_ahead=_log_ahead(Table(data), coverage) if table else [])
 
 
 def verify_table_on_s3(location: S3Location, examples: int = 10) -> VerifyReport:
@@ -143,11 +144,14 @@ def verify_table_on_s3(location: S3Location, examples: int = 10) -> VerifyReport
 
 
 def _log_ahead(table: Table, partitions: Sequence[PartitionCoverage]) -> list[tuple[str, int, int, int]]:
-    """The partitions whose log's next offset is past the end of their data files (Table.data_end)."""
+    """The partitions whose log's next offset is past the end of their data files (Table.data_ends)."""
+    ends = table.data_ends()
+    if ends is None:
+        return []
     ahead = []
     for partition in partitions:
         position = table.position(partition.source, partition.partition)
-        end = table.data_end(partition.source, partition.partition)
+        end = ends.get((partition.source, partition.partition))
         if position is not None and end is not None and end < position:
             ahead.append((partition.source, partition.partition, position, end))
     return ahead

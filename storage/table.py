@@ -234,18 +234,25 @@ class Table:
         self._refresh()
         return self._delta.transaction_version(app_id(source, partition))
 
+    def data_ends(self) -> dict[tuple[str, int], int] | None:
+        """Per (source, partition), the offset after the last one its data files hold, from their names
+        (every commit names a file of its flush's offsets); None when that cannot be told: files another
+        application wrote (a foreign optimize) name no offsets. Below :meth:`position` when the table was
+        restored to an older version (Delta's RESTORE keeps the newest application transaction) or files
+        were taken out of its log."""
+        ends: dict[tuple[str, int], int] = {}
+        for file in self.files():
+            name = FileName.parse(PurePosixPath(file.relative).name)
+            if name is None:
+                return None
+            key = (name.source, name.partition)
+            ends[key] = max(ends.get(key, 0), name.end + 1)
+        return ends
+
     def data_end(self, source: str, partition: int) -> int | None:
-        """The offset after the last one the data files of the partition hold, from their names (every
-        commit names a file of its flush's offsets); None when that cannot be told: no file of the
-        partition, or files another application wrote (a foreign optimize), which name no offsets. Below
-        :meth:`position` when the table was restored to an older version (Delta's RESTORE keeps the
-        newest application transaction) or files were taken out of its log."""
-        names = [FileName.parse(PurePosixPath(file.relative).name) for file in self.files()]
-        if any(name is None for name in names):
-            return None
-        ends = [name.end for name in names
-                if name is not None and name.source == source and name.partition == partition]
-        return max(ends) + 1 if ends else None
+        """:meth:`data_ends` of one partition (None also where no file holds it)."""
+        ends = self.data_ends()
+        return None if ends is None else ends.get((source, partition))
 
     def commit(self, name: FileName, files: Sequence[DataFile]) -> None:
         """Commit the data files of the flush ``name`` (written under ``root``) as one commit that

@@ -328,9 +328,7 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         self.source = source
 
     def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
-        # Called at the start of every rebalance, with what this member held (perhaps nothing).
-        if self.source._rebalancing_since is None:
-            self.source._rebalancing_since = time.monotonic()
+        self._rebalance_starts()  # called at the start of every rebalance, with what this member held (maybe nothing)
         if revoked:
             self.source._in_rebalance = True
             try:
@@ -341,10 +339,13 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
     def on_partitions_lost(self, lost: set[TopicPartition]) -> None:
         # kafka-python's default treats them as revoked: the ingester would write (and try to
         # commit) data that the partitions' new owner may have stored already.
-        if self.source._rebalancing_since is None:
-            self.source._rebalancing_since = time.monotonic()
+        self._rebalance_starts()
         if lost:
             self.source._lost(sorted(tp.partition for tp in lost))
+
+    def _rebalance_starts(self) -> None:
+        if self.source._rebalancing_since is None:
+            self.source._rebalancing_since = time.monotonic()
 
     def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         # Paused at a placeholder position until the polling thread seeks them where the
