@@ -137,8 +137,11 @@ class Ingester:
         self._read_clock()
         if state_dir is None and not isinstance(out, Path):
             raise ValueError("an ingester of an S3 output needs a local state folder")
-        self._locks = PartitionLocks(state_dir or out / STATE_DIR, source.name)  # type: ignore[operator]
         self._table = _open_table(out, self.settings.table)
+        #: The source's name in the output's files and offsets: in a table, the name it claimed for the source.
+        self.name = source.name if self._table is None or source.identity is None else \
+            self._table.claim(source.name, source.identity)
+        self._locks = PartitionLocks(state_dir or out / STATE_DIR, self.name)  # type: ignore[operator]
         source.listen(self._assigned, self._revoked, self._lost)
 
     def run(self, once: bool, progress: Callable[[IngestStats], None] | None = None,
@@ -185,13 +188,13 @@ class Ingester:
                 self._check_progress(now - last_record)
                 last_lag = now
                 if self.stalled_s > self.settings.max_stalled_s and not should_stop():
-                    raise SourceUnavailable(f"{self.source.name} stalled for {self.stalled_s:.0f} s (limit "
+                    raise SourceUnavailable(f"{self.name} stalled for {self.stalled_s:.0f} s (limit "
                                             f"SPECMETRICS_INGEST_MAX_STALLED_S={self.settings.max_stalled_s:g}): its "
                                             "consumer group handed out no partitions, or records wait behind the "
                                             "partitions it holds; leaving the group to join it again")
             if now - last_log >= self.settings.log_interval_s:
                 logger.info("ingest %s: %.0f rows/s, lag %s record(s), %d rows and %d dead letter(s) committed",
-                            self.source.name, (self.stats.rows - rows_at_log) / (now - last_log), self.source.lag(),
+                            self.name, (self.stats.rows - rows_at_log) / (now - last_log), self.source.lag(),
                             self.stats.rows, self.stats.dead_letters)
                 last_log, rows_at_log = now, self.stats.rows
         self.flush_all()
@@ -208,8 +211,8 @@ class Ingester:
         lags = self.source.partition_lag()
         self.stalled_s = max(self.source.rebalancing_s(), idle_s if any(lags.values()) else 0.0)
         if self._observer is not None:
-            self._observer.lag(self.source.name, lags)
-            self._observer.stalled(self.source.name, self.stalled_s)
+            self._observer.lag(self.name, lags)
+            self._observer.stalled(self.name, self.stalled_s)
 
     def _assigned(self, committed: dict[int, int | None]) -> dict[int, int | None]:
         self.wait()  # a flush in flight holds its partition's lock, and may be of one assigned again
@@ -227,11 +230,11 @@ class Ingester:
                 # Nobody stored the partition since this ingester lost it: what it read is still the
                 # next thing to store, and perhaps the only copy left (a broker that lost its data).
                 logger.info("partition %d of %s is back: keeping offsets %d-%d read before it was lost",
-                            partition, self.source.name, orphan.start_offset, orphan.end_offset)
+                            partition, self.name, orphan.start_offset, orphan.end_offset)
                 self._buffers[partition] = orphan
                 positions[partition] = position = orphan.end_offset + 1
             elif self.settings.dedupe_steps:
-                self._read_at[partition] = recent_steps(self._table or self._local_out, self.source.name, partition,
+                self._read_at[partition] = recent_steps(self._table or self._local_out, self.name, partition,
                                                         self.settings.dedupe_steps)
             if position is not None:
                 self._next[partition] = position
@@ -258,8 +261,8 @@ class Ingester:
         self._locks.acquire(partition)
         try:
             if self._table is not None:
-                return table_resume_position(self._table, self.source.name, partition, committed)
-            return resume_positions(self._local_out, self.source.name, {partition: committed})[partition]
+                return table_resume_position(self._table, self.name, partition, committed)
+            return resume_positions(self._local_out, self.name, {partition: committed})[partition]
         finally:
             self._locks.release(partition)
 
@@ -280,7 +283,7 @@ class Ingester:
         if gone:
             self._source_went_back = True
             logger.warning("partitions %s of %s end before what this ingester read of them (offsets %s) when it "
-                           "stops: the source lost them", sorted(gone), self.source.name,
+                           "stops: the source lost them", sorted(gone), self.name,
                            {p: (self._orphans[p].start_offset, self._orphans[p].end_offset) for p in sorted(gone)})
             if kept := self._store_orphans(gone):
                 logger.warning("%s", kept.removeprefix("; "))
@@ -288,7 +291,7 @@ class Ingester:
             logger.warning("stopping with offsets %s of %s read but not stored, of partitions this ingester lost: "
                            "left to their new owners (where the source ends could not be asked)",
                            {p: (o.start_offset, o.end_offset) for p, o in sorted(self._orphans.items())},
-                           self.source.name)
+                           self.name)
         self._orphans.clear()
 
     def _store_orphans(self, partitions: list[int] | None = None) -> str:
@@ -320,7 +323,7 @@ class Ingester:
         since (:meth:`_assigned`); a flush of theirs in flight is removed, not committed."""
         logger.warning("lost partitions %s of %s (this ingester was evicted from its group); what it had not "
                        "committed of them is kept aside unwritten, for their new owner to store, or this ingester "
-                       "if they come back", partitions, self.source.name)
+                       "if they come back", partitions, self.name)
         self._orphans.update((p, self._buffers[p]) for p in partitions if p in self._buffers)
         self._owned.difference_update(partitions)
         self._forget(partitions)
@@ -410,7 +413,7 @@ class Ingester:
                 f"({_iso(self._clock_us)}), more than {bound} allows")
 
     def _new_buffer(self, partition: int, offset: int) -> PartitionBuffer:
-        return PartitionBuffer(partition, offset, observer=self._observer, source=self.source.name)
+        return PartitionBuffer(partition, offset, observer=self._observer, source=self.name)
 
     def _lose(self, loss: LostRange) -> None:
         """Offsets gone from the source: what came before them is flushed and committed; then the
@@ -423,12 +426,12 @@ class Ingester:
         self.flush(loss.partition)
         self.wait()
         if not self.settings.accept_loss:
-            raise LostOffsets(self.source.name, loss)
-        self._submit(_Flush(FileName(self.source.name, loss.partition, loss.first, loss.last, self._attempt()),
+            raise LostOffsets(self.name, loss)
+        self._submit(_Flush(FileName(self.name, loss.partition, loss.first, loss.last, self._attempt()),
                             REQUEST_STEP_SCHEMA.empty_table(), np.zeros(0, dtype=np.int64), [], None, lost=loss))
         self.wait()
         if self._observer is not None:
-            self._observer.lost(self.source.name, loss.partition, loss.first, loss.last)
+            self._observer.lost(self.name, loss.partition, loss.first, loss.last)
 
     def flush_all(self) -> None:
         for partition in list(self._buffers):
@@ -440,7 +443,7 @@ class Ingester:
         buffer = self._buffers.pop(partition, None)
         if buffer is None:
             return
-        name = FileName(self.source.name, partition, buffer.start_offset, buffer.end_offset, self._attempt())
+        name = FileName(self.name, partition, buffer.start_offset, buffer.end_offset, self._attempt())
         table, event_time_us = buffer.build()
         self.wait()
         if partition in self._refused or partition in self._rewound:
@@ -503,7 +506,7 @@ class Ingester:
             return False
         logger.warning("the group refused the commit of partition %d of %s offsets %d-%d, and the partition now ends "
                        "at offset %d: the source lost what this flush holds, so its files stay (the only copy)",
-                       partition, self.source.name, work.name.start, work.name.end, ends.get(partition, 0))
+                       partition, self.name, work.name.start, work.name.end, ends.get(partition, 0))
         return True
 
     @property

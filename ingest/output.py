@@ -55,7 +55,7 @@ def write_partitioned(
 
 def _write_parquet(table: pa.Table, options: ParquetOptions, where: Path | pa.NativeFile) -> None:
     pq.write_table(table, where, compression=options.compression, compression_level=options.compression_level,
-                   row_group_size=options.row_group_rows)
+                   row_group_size=options.row_group_rows, write_page_checksum=True)
 
 
 def write_dead_letters(out: Path | S3Location, name: FileName, letters: list[DeadLetter],

@@ -47,9 +47,10 @@ from fsspec.implementations.arrow import ArrowFSWrapper
 
 from queries.guard import check_read_only
 from schemas.arrow import REQUEST_STEP_SCHEMA
+from storage.damage import LOG_DIR
 from storage.layout import DATA_GLOB, ROLLUP_DIR
 from storage.location import S3Location, is_s3
-from storage.table import LOG_DIR, Table
+from storage.table import Table
 from storage.tree_files import partition_files, select_files, select_objects
 
 SOURCE_VIEW = "raw_request_steps"

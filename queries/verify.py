@@ -20,20 +20,23 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath, PurePosixPath
+from typing import Any
 
 import duckdb
 
 from ingest.recovery import incomplete_flushes
 from queries.catalog import rollup_schema, s3_filesystem
 from queries.rollup import RollupCheck, check_rollups, check_rollups_on_s3
+from storage.damage import parquet_damage
 from storage.files import list_folder
-from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FileName
+from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, ROLLUP_DIR, FileName
 from storage.location import S3Location
-from storage.table import Table, is_table
+from storage.table import IN_FLIGHT_HOURS, Table, is_table
 from storage.tree_files import LeftOut, select_files, select_objects
 
 
@@ -75,14 +78,24 @@ class SetAside:
 @dataclass
 class VerifyReport:
     partitions: list[PartitionCoverage]
-    duplicate_events: int  # event ids stored at more than one position
-    duplicate_examples: list[tuple[str, int]]  # (event id, copies)
     rollups: RollupCheck
+    duplicate_events: int = 0  # event ids stored at more than one position
+    duplicate_examples: list[tuple[str, int]] = field(default_factory=list)  # (event id, copies)
+    #: Rows readers count more than once: the same row of one position in several committed data files.
+    rows_twice: int = 0
+    rows_twice_examples: list[tuple[str, str, int]] = field(default_factory=list)  # (event id, request id, copies)
     lost: list[RecordedLoss] = field(default_factory=list)
     incomplete_flushes: list[str] = field(default_factory=list)  # ingest.recovery.incomplete_flushes
     left_out: list[LeftOut] = field(default_factory=list)  # files readers do not read, with the reason
     set_aside: list[SetAside] = field(default_factory=list)  # dead letters, per source partition and reason
     uncommitted: list[str] = field(default_factory=list)  # a table's data files no commit names: never read
+    #: Data files readers take that do not decode (their footer or a page), with the problem: their rows
+    #: are not checked, and the exit code says the store is damaged.
+    damaged: list[LeftOut] = field(default_factory=list)
+    #: Offsets a table's data files hold past the log's next offset of their partition, older than a flush in
+    #: flight: their commit is missing (lost, or a writer killed between them and it), readers do not see them.
+    #: (source, partition, first, last), merged per partition.
+    commit_missing: list[tuple[str, int, int, int]] = field(default_factory=list)
     #: A table's partitions whose log says more offsets are stored than its data files hold (a restore):
     #: (source, partition, the log's next offset, the data files' next offset).
     log_ahead: list[tuple[str, int, int, int]] = field(default_factory=list)
@@ -90,9 +103,10 @@ class VerifyReport:
     @property
     def clean(self) -> bool:
         """Every offset stored once, every event once, nothing lost or left out: dead letters aside."""
-        return not self.duplicate_events and not any(p.gaps or p.overlaps for p in self.partitions) \
-            and self.rollups.clean and not self.lost and not self.incomplete_flushes and not self.left_out \
-            and not self.log_ahead
+        return not self.duplicate_events and not self.rows_twice \
+            and not any(p.gaps or p.overlaps for p in self.partitions) and self.rollups.clean and not self.lost \
+            and not self.incomplete_flushes and not self.left_out and not self.log_ahead and not self.damaged \
+            and not self.commit_missing
 
 
 _DATA_FILE = re.compile(r"^dt=[^/]+/hour=[^/]+/[^/]+\.parquet$")
@@ -102,16 +116,24 @@ def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
     if not data.is_dir():
         raise FileNotFoundError(f"{data} is not a directory")
     files = select_files(data, rollup_schema=rollup_schema())
+    committed = set(files.data)
+    damaged = [LeftOut(path.relative_to(data).as_posix(), problem) for path in files.data
+               if (problem := parquet_damage(data, path.relative_to(data).as_posix())) is not None]
+    unreadable = {data / file.path for file in damaged} | {data / ROLLUP_DIR / file.path for file in damaged}
+    files = replace(files, data=tuple(path for path in files.data if path not in unreadable),
+                    rollups=tuple(path for path in files.rollups if path not in unreadable))
     table = is_table(data)
     stored = _stored_files(data, files.data if table else None)
     losses, set_aside = _dead_letters(path.read_bytes() for path in stored if path.suffix == ".jsonl")
-    uncommitted = [path.relative_to(data).as_posix() for path in sorted(set(data.glob(DATA_GLOB)) - set(files.data))] \
-        if table else []
+    unnamed = sorted(set(data.glob(DATA_GLOB)) - committed) if table else []
+    uncommitted = [path.relative_to(data).as_posix() for path in unnamed]
     coverage = _coverage(stored)
-    return VerifyReport(coverage, *_duplicate_events(files.data, examples), check_rollups(data, files),
+    return VerifyReport(coverage, check_rollups(data, files), **_duplicates(files.data, examples),
                         lost=losses, incomplete_flushes=[] if table else incomplete_flushes(data),
-                        left_out=list(files.left_out), set_aside=set_aside, uncommitted=uncommitted,
-                        log_ahead=_log_ahead(Table(data), coverage) if table else [])
+                        left_out=list(files.left_out), set_aside=set_aside, uncommitted=uncommitted, damaged=damaged,
+                        log_ahead=_log_ahead(Table(data), coverage) if table else [],
+                        commit_missing=_commit_missing(Table(data), [(p.name, p.stat().st_mtime) for p in unnamed])
+                        if table else [])
 
 
 def verify_table_on_s3(location: S3Location, examples: int = 10) -> VerifyReport:
@@ -121,12 +143,16 @@ def verify_table_on_s3(location: S3Location, examples: int = 10) -> VerifyReport
     objects = select_objects(location, rollup_schema=rollup_schema())
     committed = objects.files
     filesystem = location.filesystem()
-    listed = {file.relative: file.size for file in list_folder(location, "", recursive=True)}
-    left_out, present = [], []
+    everything = list_folder(location, "", recursive=True)
+    listed = {file.relative: file.size for file in everything}
+    left_out, present, damaged = [], [], []
     for file in committed:
         size = listed.get(file.relative)
         if size == file.size:
-            present.append(file)
+            if (problem := parquet_damage(location, file.relative)) is None:
+                present.append(file)
+            else:
+                damaged.append(LeftOut(file.relative, problem))
         else:
             reason = "missing" if size is None else f"{size} bytes"
             left_out.append(LeftOut(file.relative, f"named by the table's log with {file.size} bytes, but {reason}"))
@@ -138,9 +164,40 @@ def verify_table_on_s3(location: S3Location, examples: int = 10) -> VerifyReport
     data_files = {file.relative for file in committed}
     uncommitted = sorted(relative for relative in listed if _DATA_FILE.match(relative) and relative not in data_files)
     coverage = _coverage([PurePosixPath(relative) for relative in [*(f.relative for f in present), *letters]])
-    return VerifyReport(coverage, *_duplicate_events([file.location for file in present], examples, location),
-                        check_rollups_on_s3(location, objects), lost=losses, left_out=[*left_out, *objects.left_out],
-                        set_aside=set_aside, uncommitted=uncommitted, log_ahead=_log_ahead(Table(location), coverage))
+    unreadable = {file.path for file in damaged} | {f"{ROLLUP_DIR}/{file.path}" for file in damaged}
+    readable = replace(objects, files=tuple(file for file in objects.files if file.relative not in unreadable),
+                       rollups=tuple(rollup for rollup in objects.rollups if rollup not in unreadable))
+    changed = {file.relative: file.mtime_s for file in everything}
+    missing = _commit_missing(Table(location), [(PurePosixPath(relative).name, changed[relative])
+                                                for relative in uncommitted])
+    return VerifyReport(coverage, check_rollups_on_s3(location, readable),
+                        **_duplicates([file.location for file in present], examples, location), lost=losses,
+                        left_out=[*left_out, *objects.left_out],
+                        set_aside=set_aside, uncommitted=uncommitted, log_ahead=_log_ahead(Table(location), coverage),
+                        damaged=damaged, commit_missing=missing)
+
+
+def _commit_missing(table: Table, files: Sequence[tuple[str, float]]) -> list[tuple[str, int, int, int]]:
+    """Of data files no commit names (name, when last changed), the offsets past their partition's next
+    offset in the log, of files older than a flush in flight; merged into ranges per partition."""
+    cutoff = time.time() - IN_FLIGHT_HOURS * 3600
+    spans: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)
+    for file_name, changed in files:
+        name = FileName.parse(file_name)
+        if name is None or changed > cutoff:
+            continue
+        if name.start >= (table.position(name.source, name.partition) or 0):
+            spans[name.source, name.partition].append((name.start, name.end))
+    merged = []
+    for (source, partition), ranges in sorted(spans.items()):
+        first, last = sorted(ranges)[0]
+        for start, end in sorted(ranges)[1:]:
+            if start > last + 1:
+                merged.append((source, partition, first, last))
+                first = start
+            last = max(last, end)
+        merged.append((source, partition, first, last))
+    return merged
 
 
 def _log_ahead(table: Table, partitions: Sequence[PartitionCoverage]) -> list[tuple[str, int, int, int]]:
@@ -213,28 +270,43 @@ def _dead_letters(contents: Iterable[bytes]) -> tuple[list[RecordedLoss], list[S
     return sorted(losses, key=lambda loss: (loss.source, loss.partition, loss.first)), set_aside
 
 
-def _duplicate_events(files: Sequence[Path | str], examples: int,
-                      location: S3Location | None = None) -> tuple[int, list[tuple[str, int]]]:
+def _duplicates(files: Sequence[Path | str], examples: int, location: S3Location | None = None) -> dict[str, Any]:
+    """The duplicate events (an event id at more than one position: produced or ingested twice), and
+    the rows stored twice (one row of one position in two data files: what readers count twice)."""
     if not files:
-        return 0, []
+        return {}
     con = duckdb.connect()
     if location is not None:
         con.register_filesystem(s3_filesystem(location))
     try:
+        con.execute(
+            """
+            CREATE TEMP TABLE stored AS
+            SELECT event_id, request_id, log_partition, log_offset,
+                   regexp_extract(filename, '([^/]+)-\\d+-\\d{20}-\\d{20}(\\.[0-9a-f]{12})?\\.parquet$', 1) AS src
+            FROM read_parquet(?, filename = true, hive_partitioning = false, union_by_name = true)
+            """, [[str(path) for path in files]])
         rows = con.execute(
             """
             WITH positions AS (
-                SELECT DISTINCT event_id,
-                       regexp_extract(filename, '([^/]+)-\\d+-\\d{20}-\\d{20}(\\.[0-9a-f]{12})?\\.parquet$', 1) AS src,
-                       log_partition, log_offset
-                FROM read_parquet(?, filename = true, hive_partitioning = false, union_by_name = true)
+                SELECT DISTINCT event_id, src, log_partition, log_offset FROM stored
             ), copies AS (
                 SELECT event_id, count(*) AS copies FROM positions GROUP BY event_id HAVING count(*) > 1
             )
             SELECT event_id, copies, count(*) OVER () AS total FROM copies ORDER BY copies DESC, event_id LIMIT ?
-            """,
-            [[str(path) for path in files], examples],
-        ).fetchall()
+            """, [examples]).fetchall()
+        twice = con.execute(
+            """
+            WITH copies AS (
+                SELECT event_id, request_id, count(*) AS copies FROM stored
+                GROUP BY event_id, request_id, log_partition, log_offset HAVING count(*) > 1
+            )
+            SELECT event_id, request_id, copies, sum(copies - 1) OVER () AS total FROM copies
+            ORDER BY copies DESC, event_id, request_id LIMIT ?
+            """, [examples]).fetchall()
     finally:
         con.close()
-    return (int(rows[0][2]) if rows else 0), [(str(e), int(c)) for e, c, _ in rows]
+    return {"duplicate_events": int(rows[0][2]) if rows else 0,
+            "duplicate_examples": [(str(e), int(c)) for e, c, _ in rows],
+            "rows_twice": int(twice[0][3]) if twice else 0,
+            "rows_twice_examples": [(str(e), str(r), int(c)) for e, r, c, _ in twice]}

@@ -114,4 +114,4 @@ def _name(file: TableFile) -> FileName:
 
 
 def _write(table: pa.Table, compression: str, where: Path | pa.NativeFile) -> None:
-    pq.write_table(table, where, compression=compression)
+    pq.write_table(table, where, compression=compression, write_page_checksum=True)

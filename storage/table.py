@@ -26,6 +26,7 @@ table as any Delta table (``dt`` and ``hour`` are its partition columns).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Sequence
@@ -46,13 +47,13 @@ from deltalake.transaction import (
 )
 
 from schemas.arrow import REQUEST_STEP_SCHEMA
+from storage.damage import LOG_DIR, StoreDamaged, file_damage, log_damage, one_line, os_errno
 from storage.files import list_folder, remove
 from storage.layout import DEAD_LETTER_DIR, FileName
 from storage.location import S3Location, store_error
 
 logger = logging.getLogger(__name__)
 
-LOG_DIR = "_delta_log"
 PARTITION_BY = ["dt", "hour"]
 #: The table's columns: the stored steps, then the partition keys (which the data files do not hold).
 TABLE_SCHEMA = pa.schema([*REQUEST_STEP_SCHEMA.remove_metadata(), pa.field("dt", pa.string()),
@@ -72,6 +73,10 @@ class ReplaceRefused(ValueError):
     """Files a replacement would remove are no longer in the table (another ``table optimize`` merged
     them, or another writer removed them), or other writers kept committing first: nothing was committed."""
 
+
+#: How long a flush's files may lie before its commit names them (an ingester writes them first): files
+#: no commit names that are younger may be in flight, older ones are a writer's that died or a lost commit's.
+IN_FLIGHT_HOURS = 1.0
 
 #: How often a replacement is tried again when another writer committed first (ingesters commit often).
 REPLACE_ATTEMPTS = 20
@@ -129,6 +134,16 @@ def app_id(source: str, partition: int) -> str:
     return f"specmetrics/{source}/{partition}"
 
 
+def identity_app_id(source: str) -> str:
+    """The application transaction id under which the table keeps which log a source name stands for."""
+    return f"specmetrics/{source}/identity"
+
+
+def fingerprint(identity: str) -> int:
+    """A source's identity as an application transaction's version (56 bits of its SHA-256)."""
+    return int.from_bytes(hashlib.sha256(identity.encode()).digest()[:7], "big")
+
+
 def create_table(root: Path, files: Sequence[DataFile], positions: dict[tuple[str, int], int]) -> None:
     """Make ``root`` a table whose first commit names ``files`` and sets each (source, partition)'s
     next offset: all of it or, when the commit fails, nothing."""
@@ -171,7 +186,12 @@ class Table:
             self._check_foreign()
             if create:
                 self._add_new_columns()
-        except (DeltaError, OSError) as exc:
+        except DeltaError as exc:
+            if not create and not is_table(root):
+                raise FileNotFoundError(f"{self.url} holds no table: point at the output of 'specmetrics ingest "
+                                        f"--out {self.url}'") from None
+            raise self._failed(exc) from None
+        except OSError as exc:
             if isinstance(root, S3Location):
                 raise store_error(root, exc) from None
             raise
@@ -219,10 +239,29 @@ class Table:
             raise self._failed(exc) from None
 
     def _failed(self, exc: BaseException) -> OSError:
-        """A failed read or write of the log, as one line."""
+        """A failed read or write of the log, as one line: :class:`StoreDamaged` naming the file when a
+        file of the log is damaged."""
+        try:
+            damage = log_damage(self.root)
+        except (OSError, ValueError, pa.ArrowException):
+            damage = None  # the store cannot be read at all: the error says why
+        if damage is not None:
+            return StoreDamaged(f"{self.url}: the table's log is damaged: {damage}")
         if isinstance(self.root, S3Location):
             return store_error(self.root, exc)
-        return OSError(f"{self.url}: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}")
+        text = one_line(exc)
+        return OSError(os_errno(text), f"{self.url}: {text}") if os_errno(text) else OSError(f"{self.url}: {text}")
+
+    def damaged_file(self, pages: bool = True) -> str | None:
+        """The first of the table's files that is damaged, and how (None: its log reads, and each data
+        file it names is there with its size, and its footer and, with ``pages``, its pages decode)."""
+        files = self.files()
+        for check_pages in (False, True) if pages else (False,):  # footers first: they are cheap
+            for file in files:
+                damage = file_damage(self.root, file.relative, file.size, check_pages)
+                if damage is not None:
+                    return f"{file.location}: {damage}"
+        return None
 
     def version(self) -> int:
         """The log's latest version: it changes with every commit."""
@@ -253,6 +292,47 @@ class Table:
         """:meth:`data_ends` of one partition (None also where no file holds it)."""
         ends = self.data_ends()
         return None if ends is None else ends.get((source, partition))
+
+    def claim(self, source: str, identity: str) -> str:
+        """The name under which the table keeps the offsets and files of the log ``identity`` (a local
+        log's id, say) whose own name is ``source``: ``source`` itself unless the table holds another
+        log under it, else ``source`` with a suffix of the identity's fingerprint. A name is claimed by
+        a commit of its own, so two logs with the same folder name, on one host or many, keep their
+        own offsets in one table."""
+        mark = fingerprint(identity)
+        for name in (source, f"{source}_{mark:014x}"[: len(source) + 9]):
+            if self._claim(name, identity, mark):
+                if name != source:
+                    logger.warning("%s holds another log as source %r: %s is stored as source %r", self.url, source,
+                                   identity, name)
+                return name
+        raise ValueError(f"{self.url}: the names {source!r} and {name!r} are both claimed by other logs")
+
+    def _claim(self, name: str, identity: str, mark: int) -> bool:
+        """Whether ``name`` stands for the log of fingerprint ``mark`` in the table, claimed now if no log was."""
+        app = identity_app_id(name)
+        for _ in range(REPLACE_ATTEMPTS):
+            self._refresh()
+            claimed = self._delta.transaction_version(app)
+            if claimed is not None:
+                return claimed == mark
+            unclaimed_data = any(held == name for held, _ in self.data_ends() or {})
+            try:  # as the next version or not at all: a claim another writer made meanwhile is read, not overwritten
+                self._delta.create_write_transaction(
+                    [], "append", TABLE_SCHEMA, partition_by=PARTITION_BY,
+                    commit_properties=CommitProperties(
+                        app_transactions=[Transaction(app, mark)], max_commit_retries=0,
+                        custom_metadata={"specmetrics.source": name, "specmetrics.identity": identity}))
+            except CommitFailedError:
+                continue
+            except (DeltaError, OSError) as exc:
+                raise self._failed(exc) from None
+            if unclaimed_data:
+                logger.warning("%s holds files of source %r written before its sources were claimed: they are taken "
+                               "as %s's", self.url, name, identity)
+            return True
+        raise OSError(f"{self.url}: other writers committed first {REPLACE_ATTEMPTS} times in a row while source "
+                      f"{name!r} was claimed; try again")
 
     def commit(self, name: FileName, files: Sequence[DataFile]) -> None:
         """Commit the data files of the flush ``name`` (written under ``root``) as one commit that

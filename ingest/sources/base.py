@@ -67,6 +67,9 @@ class Source(ABC):
 
     #: Stable name used in output file names (letters, digits, ``_``).
     name: str
+    #: What tells this source apart from another of the same name (a local log's id), or None where
+    #: nothing does: a table claims a name for one identity (:meth:`storage.table.Table.claim`).
+    identity: str | None = None
 
     @abstractmethod
     def poll(self, max_records: int, timeout_s: float) -> list[SourceRecord]:

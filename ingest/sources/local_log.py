@@ -31,6 +31,8 @@ class LocalLogSource(Source):
         if not self.log_dir.is_dir():
             raise FileNotFoundError(f"local log directory {self.log_dir} does not exist")
         self.name = re.sub(r"[^A-Za-z0-9_]", "_", self.log_dir.resolve().name) or "log"
+        identity = log_id(self.log_dir)
+        self.identity = None if identity is None else f"local log {identity}"
         self._lock_fd = _lock_output(Path(state_dir) / f"{self.name}.lock")
         self._state_file = Path(state_dir) / f"{self.name}.offsets.json"
         self._losses: list[LostRange] = []

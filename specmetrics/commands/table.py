@@ -11,12 +11,12 @@ from ingest.convert import convert_tree
 from ingest.settings import IngestSettings
 from storage.compaction import compact
 from storage.location import S3Location, is_s3
-from storage.table import Table, is_table
+from storage.table import IN_FLIGHT_HOURS, Table, is_table
 
 #: Files no commit names are removed once they are this old (Delta's own default).
 RETENTION_HOURS = 168.0
 #: Below this retention, vacuum asks for --force: an ingester's flush is written some time before its commit.
-MIN_RETENTION_HOURS = 1.0
+MIN_RETENTION_HOURS = IN_FLIGHT_HOURS
 #: Rows of a merged file at most: the ingester's own flush size.
 TARGET_ROWS = IngestSettings.model_fields["flush_rows"].default
 

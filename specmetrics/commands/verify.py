@@ -12,6 +12,7 @@ from typing import Any
 
 from queries.verify import VerifyReport, verify_table_on_s3, verify_tree
 from specmetrics.tables import text_table
+from storage.damage import StoreDamaged
 from storage.layout import DEAD_LETTER_DIR
 from storage.location import S3Location, is_s3
 
@@ -19,9 +20,10 @@ from storage.location import S3Location, is_s3
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "verify", help="Check a Parquet tree: offset gaps and overlaps per partition, offsets the ingester "
-                       "recorded as lost (--accept-loss), duplicate event ids, rollups orphaned or not equal "
-                       "to the raw rows, flushes missing some of their files, files readers leave out (exit "
-                       "code 1 when any); records set aside as dead letters (exit code 3 when the tree is "
+                       "recorded as lost (--accept-loss), duplicate event ids, rows counted twice, rollups orphaned or "
+                       "not equal to the raw rows, flushes missing some of their files, files readers leave out (exit "
+                       "code 1 when any), data files whose footer or a page does not decode (exit code 4); records "
+                       "set aside as dead letters (exit code 3 when the tree is "
                        "otherwise clean); counts data files without a rollup yet.")
     parser.add_argument("--data", required=True, help="The tree written by 'specmetrics ingest', or s3://bucket/prefix "
                                                       "for a table on S3.")
@@ -30,11 +32,14 @@ def add_parser(subparsers: Any) -> None:
 
 
 #: Exit codes: the tree is clean; it is not (data missing, twice, lost or left out); it is clean but
-#: records were set aside as dead letters (their bytes are kept, their rows are in no data file).
-CLEAN, NOT_CLEAN, SET_ASIDE = 0, 1, 3
+#: records were set aside as dead letters (their bytes are kept, their rows are in no data file); a
+#: data file is damaged (as every command that stops on a damaged file).
+CLEAN, NOT_CLEAN, SET_ASIDE, DAMAGED = 0, 1, 3, StoreDamaged.exit_code
 
 
 def exit_code(report: VerifyReport) -> int:
+    if report.damaged:
+        return DAMAGED
     if not report.clean:
         return NOT_CLEAN
     return SET_ASIDE if report.set_aside else CLEAN
@@ -64,6 +69,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"duplicate event ids: {report.duplicate_events}")
     for event_id, copies in report.duplicate_examples:
         print(f"  {event_id}: {copies} copies")
+    if report.rows_twice:
+        print(f"rows counted twice: {report.rows_twice:,} (the same rows of one offset in several data files of the "
+              "table: readers count them more than once)")
+        for event_id, request_id, copies in report.rows_twice_examples:
+            print(f"  event {event_id} request {request_id}: {copies} copies")
     rollups = report.rollups
     print(f"data files without a rollup yet: {len(rollups.missing)} (the next report or 'specmetrics rollup' "
           "builds them)")
@@ -81,6 +91,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"log ahead of the data: {source} partition {partition}: the table's log says offsets up to "
               f"{position - 1} are stored, its data files end at offset {end - 1} (restored to an older version?); "
               f"the next ingest reads offsets {end}-{position - 1} again")
+    for damaged in report.damaged:
+        print(f"damaged: {damaged.path}: {damaged.reason}; its rows are not checked (restore the file from a copy, "
+              "or take it out of the table)")
+    for source, partition, first, last in report.commit_missing:
+        print(f"commit missing: {source} partition {partition} offsets {first}-{last}: their data files are there, "
+              "but no commit of the table's log names them, so readers do not read them; the next ingest reads "
+              "those offsets again from the source")
     for path in report.uncommitted:
         print(f"not in the table's log (never read): {path}")
     for group in report.set_aside:

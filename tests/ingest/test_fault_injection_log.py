@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from ingest.ingester import LostOffsets
 from schemas.wire import step_event_to_wire
 from storage.layout import DEAD_LETTER_DIR, STATE_DIR
+from storage.table import Table, fingerprint
 from tests.support.events import T0, step_event
 from tests.support.ingest import ingest_once, read_rows
 from transport.log import LocalLogReader, LocalLogWriter, LogCorrupted
@@ -316,6 +317,24 @@ def test_two_logs_whose_folders_share_a_name_are_not_one_source(tmp_path: Path, 
     shutil.move(first, moved)  # the same log elsewhere is still the same log
     write_steps(moved, 2, prefix="a", first=20)
     assert ingest_once(moved, data_dir).rows == 2 * 4 and committed(data_dir) == 22
+
+
+def test_logs_whose_folders_share_a_name_keep_their_own_offsets_in_one_table(tmp_path: Path, data_dir: Path) -> None:
+    """As two hosts, each with its own state folder, ingesting into one table: the table tells the logs apart."""
+    logs = [tmp_path / "a" / "log", tmp_path / "b" / "log", tmp_path / "c" / "log-a", tmp_path / "d" / "log_a"]
+    ids: list[str] = []
+    for index, log in enumerate(logs):
+        ids += write_steps(log, 20 + 10 * index, prefix=f"{index}-")
+    for index, log in enumerate([*logs, *logs]):
+        result = ingest_cli(log, data_dir, "--state-dir", str(tmp_path / f"state-{index % 4}"))
+        assert result.returncode == 0, result.stderr
+    table = read_rows(data_dir)
+    assert Counter(table["event_id"].to_pylist()) == dict.fromkeys(ids, 4)
+    marks = [(log / ID_FILE).read_text().strip() for log in logs]
+    names = ["log", f"log_{fingerprint(f'local log {marks[1]}'):014x}"[:12], "log_a",
+             f"log_a_{fingerprint(f'local log {marks[3]}'):014x}"[:14]]
+    assert [Table(data_dir).position(name, 0) for name in names] == [20, 30, 40, 50]
+    assert verify_cli(data_dir).returncode == 0
 
 
 def test_a_log_from_before_log_ids_is_read_and_told_apart_by_its_path(tmp_path: Path, data_dir: Path) -> None:

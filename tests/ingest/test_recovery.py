@@ -9,6 +9,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -196,7 +197,7 @@ def test_verify_finds_a_flush_missing_a_file_that_the_offset_ranges_do_not_show(
 
 
 def test_a_table_whose_last_commit_is_gone_reads_its_offsets_again(
-        log_dir: Path, data_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+        log_dir: Path, data_dir: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> None:
     """The committed offset is past where the table's log ends: the table is the truth, and the offsets
     it lacks are read again (it was "the files of offsets ... are missing", exit 2, while the files
     were there and only the commit was not)."""
@@ -206,6 +207,13 @@ def test_a_table_whose_last_commit_is_gone_reads_its_offsets_again(
     last.unlink()
     short, kept = Table(data_dir).position("log", 0), rows_once(str(data_dir))
     assert short is not None and 0 < kept < rows
+    assert main(["verify", "--data", str(data_dir)]) == 0  # a flush in flight: its commit may still come
+    capsys.readouterr()
+    for path in data_dir.glob(DATA_GLOB):  # older than any flush in flight
+        os.utime(path, (time.time() - 2 * 3600, time.time() - 2 * 3600))
+    assert main(["verify", "--data", str(data_dir)]) == 1  # it said clean
+    assert f"commit missing: log partition 0 offsets {short}-93: their data files are there, but no commit of the " \
+           "table's log names them" in capsys.readouterr().out
     with caplog.at_level(logging.WARNING):
         assert ingest_once(log_dir, data_dir, flush_rows=2_000).rows == rows - kept
     assert f"the committed offset 94 is past where {Table(data_dir).url}'s log ends (offset {short})" in caplog.text
@@ -218,7 +226,7 @@ def test_a_table_restored_to_an_older_version_reads_the_offsets_it_lost_again(
     stored over 2,048 rows, and ingest resumed after them, never storing the rest again."""
     rows = sum(t.rows for t in write_load(log_dir, rows=6_000, seed=4).values())
     assert ingest_once(log_dir, data_dir, flush_rows=2_000).rows == rows
-    DeltaTable(str(data_dir)).restore(1)  # the first flush's commit
+    DeltaTable(str(data_dir)).restore(2)  # the first flush's commit (after the creation and the claim of the log)
     kept = rows_once(str(data_dir))
     assert Table(data_dir).position("log", 0) == 94 and 0 < kept < rows
     assert main(["verify", "--data", str(data_dir)]) == 1  # it said clean

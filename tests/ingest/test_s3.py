@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pyarrow.parquet as pq
 import pytest
@@ -23,10 +23,11 @@ from queries.verify import verify_table_on_s3
 from specmetrics.cli import main
 from storage.layout import FileName
 from storage.location import S3Location
-from storage.table import Table, is_table
+from storage.table import DataFile, Table, is_table
 from tests.support.ingest import append_bad_record, ingest_once, ingest_to_s3, rows_once
 from tests.support.loadgen import write_load
 from tests.support.readers import numbers, report
+from transport.log.directory import ID_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,6 +67,37 @@ def test_a_forged_object_is_not_read_and_no_real_row_is_skipped(s3_url: str, tmp
     assert ingest_to_s3(log, s3_url, tmp_path / "state", flush_rows=3_200) == 6_400
     assert rows_once(s3_url) == 12_800
     assert Table(location).position("log", 0) == 200
+
+
+def test_two_hosts_whose_logs_share_a_folder_name_each_keep_their_offsets(s3_url: str, tmp_path: Path) -> None:
+    first, second = tmp_path / "host-a" / "log", tmp_path / "host-b" / "log"
+    write_load(first, rows=6_400, seed=45)
+    write_load(second, rows=9_600, seed=46, engine_prefix="b")
+    assert ingest_to_s3(first, s3_url, tmp_path / "host-a" / "state", flush_rows=3_200) == 6_400
+    assert ingest_to_s3(second, s3_url, tmp_path / "host-b" / "state", flush_rows=3_200) == 9_600
+    assert ingest_to_s3(first, s3_url, tmp_path / "host-a" / "state", flush_rows=3_200) == 0
+    assert rows_once(s3_url) == 16_000
+    table = Table(S3Location.parse(s3_url))
+    assert table.position("log", 0) == 100
+    assert table.position(table.claim("log", f"local log {(second / ID_FILE).read_text().strip()}"), 0) == 150
+    assert verify_table_on_s3(S3Location.parse(s3_url)).clean
+
+
+def test_verify_finds_rows_a_table_on_s3_counts_twice(s3_url: str, tmp_path: Path) -> None:
+    log, location = tmp_path / "log", S3Location.parse(s3_url)
+    write_load(log, rows=6_400, seed=47)
+    ingest_to_s3(log, s3_url, tmp_path / "state", flush_rows=3_200)
+    table = Table(location)
+    first = table.files()[0]
+    name = FileName.parse(PurePosixPath(first.relative).name)
+    assert name is not None
+    again = FileName(name.source, name.partition, name.start, name.end, "0" * 12)
+    copy = f"{PurePosixPath(first.relative).parent}/{again.render('parquet')}"
+    location.filesystem().copy_file(location.key(first.relative), location.key(copy))
+    table.replace([], [DataFile(copy, first.size)])
+    checked = verify_table_on_s3(location)
+    assert checked.rows_twice == table.rows(first) == 3_200 and not checked.clean
+    assert main(["verify", "--data", s3_url]) == 1
 
 
 def test_sigkill_during_uploads_and_commits_loses_and_duplicates_nothing(s3_url: str, tmp_path: Path) -> None:

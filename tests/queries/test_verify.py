@@ -14,7 +14,8 @@ from queries.rollup import rollup_path
 from queries.verify import verify_tree
 from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
-from storage.layout import DATA_GLOB
+from storage.layout import DATA_GLOB, FileName
+from storage.table import DataFile, Table
 from tests.support.events import T0, step_event
 from tests.support.ingest import ingest_once, ingest_tree_once
 from tests.support.loadgen import write_load
@@ -133,3 +134,26 @@ def test_rollups_orphaned_or_unequal_fail_and_rollup_rewrites_them(
     assert main(["rollup", "--data", str(tree), "--rebuild"]) == 0
     assert not orphan.exists()  # a rollup without its data file is deleted
     assert verify_tree(tree).clean and not verify_tree(tree).rollups.missing
+
+
+def test_rows_a_table_counts_twice_are_found(log_dir: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A flush's file committed a second time under another attempt token (as two optimizes at once
+    committed their merged copies): offsets covered once, event ids at one position each, so verify
+    said clean while readers counted each row of the file twice."""
+    write_load(log_dir, rows=6_400, seed=2)
+    ingest_once(log_dir, data_dir, flush_rows=1_600)
+    table = Table(data_dir)
+    first = table.files()[0]
+    name = FileName.parse(first.path.name)
+    assert name is not None
+    copy = first.path.with_name(FileName(name.source, name.partition, name.start, name.end, "0" * 12).render("parquet"))
+    shutil.copy(first.path, copy)
+    table.replace([], [DataFile.local(data_dir, copy)])
+    report = verify_tree(data_dir)
+    assert report.rows_twice == pq.read_metadata(first.path).num_rows == 1_600
+    assert report.duplicate_events == 0 and not any(p.overlaps for p in report.partitions)
+    assert not report.clean
+    assert main(["verify", "--data", str(data_dir)]) == 1
+    out = capsys.readouterr().out
+    assert "rows counted twice: 1,600 (the same rows of one offset in several data files" in out
+    assert out.rstrip().endswith("NOT clean")

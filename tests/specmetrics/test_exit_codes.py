@@ -18,8 +18,9 @@ import pytest
 
 from devtools.kafka_broker import free_port
 from specmetrics.cli import build_parser, main
+from storage.damage import LOG_DIR
 from storage.layout import DATA_GLOB
-from tests.support.ingest import ingest_tree_once
+from tests.support.ingest import ingest_once, ingest_tree_once
 from tests.support.loadgen import write_load
 from tests.support.metrics import wait_for
 from transport.log import LocalLogWriter
@@ -82,6 +83,16 @@ def not_clean(tmp_path: Path) -> int:
     return main(["verify", "--data", str(data)])
 
 
+def damaged(tmp_path: Path) -> Path:
+    """A small table with its last commit truncated."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=2000)
+    ingest_once(log, data)
+    last = sorted((data / LOG_DIR).glob("*.json"))[-1]
+    last.write_bytes(last.read_bytes()[:50])
+    return data
+
+
 def report_interrupted(tmp_path: Path) -> int:
     data, out = tree(tmp_path), tmp_path / "reports"
     process = cli("report", "--data", str(data), "--out", str(out), "--every", "1h")
@@ -120,6 +131,14 @@ CASES: dict[tuple[str, int], Callable[[Path], int]] = {
     ("ingest", 0): lambda tmp: (write_load(tmp / "log", rows=500), main(
         ["ingest", "--source", (tmp / "log").as_uri(), "--out", str(tmp / "out"), "--once", "--quiet"]))[1],
     ("ingest", 2): lambda tmp: main(["ingest", "--source", "bogus://x", "--out", str(tmp / "out"), "--once"]),
+    ("ingest", 4): lambda tmp: main(["ingest", "--source", (tmp / "log").as_uri(), "--out", str(damaged(tmp)),
+                                     "--once", "--quiet"]),
+    ("verify", 4): lambda tmp: main(["verify", "--data", str(damaged(tmp))]),
+    ("rollup", 4): lambda tmp: main(["rollup", "--data", str(damaged(tmp))]),
+    ("sql", 4): lambda tmp: main(["sql", "--data", str(damaged(tmp)), "SELECT count(*) FROM request_steps"]),
+    ("db", 4): lambda tmp: main(["db", "export", str(tmp / "x.duckdb"), "--data", str(damaged(tmp))]),
+    ("table", 4): lambda tmp: main(["table", "optimize", "--data", str(damaged(tmp))]),
+    ("report", 4): lambda tmp: main(["report", "--data", str(damaged(tmp)), "--out", str(tmp / "r")]),
     ("verify", 0): lambda tmp: main(["verify", "--data", str(tree(tmp))]),
     ("verify", 1): not_clean,
     ("verify", 3): lambda tmp: main(["verify", "--data", str(tree(tmp, bad_record=True))]),
@@ -172,6 +191,9 @@ def test_the_exit_code(case: tuple[str, int], tmp_path: Path, monkeypatch: pytes
     assert CASES[case](tmp_path) == case[1]
     if case[1] == 2:
         assert f"specmetrics {case[0]}: error: " in capsys.readouterr().err
+    if case[1] == 4:
+        [line] = capsys.readouterr().err.splitlines()
+        assert line.startswith(f"specmetrics {case[0]}: error: ") and "the table's log is damaged: _delta_log/" in line
 
 
 @pytest.mark.parametrize("name", sorted(commands()))
