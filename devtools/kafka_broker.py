@@ -35,9 +35,12 @@ class TansuBroker:
     """One broker process; :meth:`stop` kills it (memory storage: its data is gone) and
     :meth:`start` brings up an empty one on the same port."""
 
-    def __init__(self, port: int | None = None, advertised_port: int | None = None) -> None:
-        """``advertised_port``: the port clients are told to connect to (a proxy in front of it)."""
+    def __init__(self, port: int | None = None, advertised_port: int | None = None,
+                 cluster_id: str = "tansu_cluster") -> None:
+        """``advertised_port``: the port clients are told to connect to (a proxy in front of it);
+        ``cluster_id``: the id the broker gives its cluster (Tansu's default)."""
         self.port = port or free_port()
+        self.cluster_id = cluster_id
         self.bootstrap = f"127.0.0.1:{self.port}"
         self._advertised = f"tcp://127.0.0.1:{advertised_port or self.port}"
         self._process: subprocess.Popen[bytes] | None = None
@@ -49,7 +52,7 @@ class TansuBroker:
         listener = f"tcp://{self.bootstrap}"
         self._process = subprocess.Popen(
             [str(tansu_binary()), "broker", "--listener-url", listener, "--advertised-listener-url", self._advertised,
-             "--storage-engine", "memory://tansu/"],
+             "--storage-engine", "memory://tansu/", "--cluster-id", self.cluster_id],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 10

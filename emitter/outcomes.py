@@ -12,7 +12,7 @@ per request on the publisher's thread."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from schemas.codes import UNKNOWN_SEQ_LEN, KindCode, KZeroReasonCode
 from schemas.wire import OutcomeColumns
@@ -69,6 +69,9 @@ class RawStep(NamedTuple):
     verify_budget: int | None  # V2 adaptive verification: the drafts verified this step, of scheduled_drafts
     drafts_skipped: bool  # the previous step's SchedulerOutput.skip_drafts (0.33 on): the drafter proposed none
     seq_lens: list[int]  # the scheduled requests' lengths once this step ran, in num_scheduled order
+    #: vLLM's own SpecDecodingStats of the step (None: it counted no draft), or why there is none
+    #: (a schemas.events.VllmCountsMissing value)
+    vllm_counts: Any
 
 
 def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None = None,

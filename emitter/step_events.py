@@ -16,8 +16,8 @@ from itertools import repeat
 from typing import Any
 
 from emitter.outcomes import DraftDecision, RawStep, step_outcomes
-from schemas.events import SkipCheck
-from schemas.wire import OutcomeColumns
+from schemas.events import SkipCheck, VllmCountsMissing
+from schemas.wire import OutcomeColumns, VllmCountTuple
 
 Event = tuple[dict[str, Any], OutcomeColumns]
 
@@ -53,7 +53,8 @@ class StepEvents:
         envelope = {**context, "event_id": f"{boot}-{raw.step_index}", "step_index": raw.step_index,
                     "event_time_us": raw.event_time_us, "batch_max_seq_len": None,
                     "drafts_verified": _partly_verified(raw.verify_budget, raw.scheduled_drafts),
-                    "skip_check": skip_check.value}
+                    "skip_check": skip_check.value,
+                    "vllm_counts": _vllm_counts(raw.vllm_counts, int(context["num_spec_tokens"]))}
         del envelope["boot"]
         envelope.pop("runner_v2", None)
         if decision is not None:
@@ -79,6 +80,17 @@ def _partly_verified(budget: int | None, scheduled_drafts: dict[str, list[int]])
     if not budget or budget >= sum(map(len, scheduled_drafts.values())):
         return None
     return budget
+
+
+def _vllm_counts(stats: Any, k: int) -> VllmCountTuple | VllmCountsMissing:
+    """vLLM's own counters of the step from its ``SpecDecodingStats`` (None: vLLM counted no draft: all
+    zero, as ``SpecDecodingStats.new``), or why there are none."""
+    if isinstance(stats, str):
+        return VllmCountsMissing(stats)
+    if stats is None:
+        return 0, 0, 0, (0,) * k
+    return (int(stats.num_drafts), int(stats.num_draft_tokens), int(stats.num_accepted_tokens),
+            tuple(map(int, stats.num_accepted_tokens_per_pos)))
 
 
 def _decision(value: Any) -> DraftDecision | None:

@@ -26,9 +26,9 @@ from schemas.codes import (
     UNKNOWN_SEQ_LEN,
     KZeroReasonCode,
 )
-from schemas.events import MAX_REQUEST_ID_CHARS
+from schemas.events import MAX_REQUEST_ID_CHARS, VllmCountsMissing
 from schemas.validation import invalid_outcome_rows
-from schemas.wire import WireStep, seq_len_column
+from schemas.wire import VllmCountTuple, WireStep, seq_len_column
 
 #: The dead-letter reason of a step whose event id was read before at another offset of its partition
 #: (``ingest.settings.IngestSettings.dedupe_steps``).
@@ -310,4 +310,18 @@ def _record_batch(
     unknown = cols["seq_len"] == UNKNOWN_SEQ_LEN
     columns["seq_len"] = (pa.nulls(len(unknown), pa.int32()) if unknown.all()
                           else pa.array(cols["seq_len"], mask=unknown if unknown.any() else None))
+    columns.update(_vllm_counts([s.vllm_counts for s in steps], step_of_row))
     return pa.RecordBatch.from_arrays([columns[f.name] for f in REQUEST_STEP_SCHEMA], schema=REQUEST_STEP_SCHEMA)
+
+
+def _vllm_counts(per_step: list[VllmCountTuple | VllmCountsMissing | None], step_of_row: np.ndarray
+                 ) -> dict[str, pa.Array]:
+    """vLLM's own counters of each step, repeated per row (schema 1.6), and why a step has none."""
+    counts = [None if value is None or isinstance(value, VllmCountsMissing) else value for value in per_step]
+    columns = {name: _repeat_ints([None if c is None else c[:3][i] for c in counts], np.int32, step_of_row)
+               for i, name in enumerate(("vllm_num_drafts", "vllm_num_draft_tokens", "vllm_num_accepted_tokens"))}
+    columns["vllm_accepted_per_pos"] = pa.array([None if c is None else c[3] for c in counts],
+                                                type=pa.list_(pa.int32())).take(pa.array(step_of_row))
+    columns["vllm_counts_missing"] = _repeat_optional_strings(
+        [value.value if isinstance(value, VllmCountsMissing) else None for value in per_step], step_of_row)
+    return columns

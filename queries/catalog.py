@@ -76,6 +76,7 @@ PUBLIC_VIEWS: tuple[str, ...] = (
     "request_outliers",
     "k_comparison",
     "baseline_comparison",
+    "vllm_audit",
     "baselines",
 )
 #: Table macros users call: the time-window variant of each view over events (baselines is reference

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
+import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
@@ -90,10 +91,8 @@ def _stored_schema_json() -> dict[str, Any]:
     from schemas.arrow import REQUEST_STEP_SCHEMA
 
     schema = REQUEST_STEP_SCHEMA.remove_metadata()
-    plain = [field.with_type(field.type.value_type) if hasattr(field.type, "value_type") else field
+    plain = [field.with_type(field.type.value_type) if pa.types.is_dictionary(field.type) else field
              for field in schema]
-    import pyarrow as pa
-
     converted: dict[str, Any] = from_arrow_schema(pa.schema(plain)).jsonValue()
     return converted
 

@@ -92,6 +92,9 @@ class VerifyReport:
     #: Data files readers take that do not decode (their footer or a page), with the problem: their rows
     #: are not checked, and the exit code says the store is damaged.
     damaged: list[LeftOut] = field(default_factory=list)
+    #: A table's committed data files whose names carry no offsets (another application wrote them, such as
+    #: delta-rs's own optimize): their rows are read and checked for copies, their offsets cannot be.
+    foreign: list[str] = field(default_factory=list)
     #: Offsets a table's data files hold past the log's next offset of their partition, older than a flush in
     #: flight: their commit is missing (lost, or a writer killed between them and it), readers do not see them.
     #: (source, partition, first, last), merged per partition.
@@ -106,7 +109,7 @@ class VerifyReport:
         return not self.duplicate_events and not self.rows_twice \
             and not any(p.gaps or p.overlaps for p in self.partitions) and self.rollups.clean and not self.lost \
             and not self.incomplete_flushes and not self.left_out and not self.log_ahead and not self.damaged \
-            and not self.commit_missing
+            and not self.commit_missing and not self.foreign
 
 
 _DATA_FILE = re.compile(r"^dt=[^/]+/hour=[^/]+/[^/]+\.parquet$")
@@ -133,7 +136,9 @@ def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
                         left_out=list(files.left_out), set_aside=set_aside, uncommitted=uncommitted, damaged=damaged,
                         log_ahead=_log_ahead(Table(data), coverage) if table else [],
                         commit_missing=_commit_missing(Table(data), [(p.name, p.stat().st_mtime) for p in unnamed])
-                        if table else [])
+                        if table else [],
+                        foreign=[path.relative_to(data).as_posix() for path in files.data
+                                 if FileName.parse(path.name) is None] if table else [])
 
 
 def verify_table_on_s3(location: S3Location, examples: int = 10) -> VerifyReport:
@@ -174,7 +179,9 @@ def verify_table_on_s3(location: S3Location, examples: int = 10) -> VerifyReport
                         **_duplicates([file.location for file in present], examples, location), lost=losses,
                         left_out=[*left_out, *objects.left_out],
                         set_aside=set_aside, uncommitted=uncommitted, log_ahead=_log_ahead(Table(location), coverage),
-                        damaged=damaged, commit_missing=missing)
+                        damaged=damaged, commit_missing=missing,
+                        foreign=[file.relative for file in committed
+                                 if FileName.parse(PurePosixPath(file.relative).name) is None])
 
 
 def _commit_missing(table: Table, files: Sequence[tuple[str, float]]) -> list[tuple[str, int, int, int]]:

@@ -41,6 +41,11 @@ REQUEST_STEP_SCHEMA = pa.schema(
         pa.field("accepted", pa.int16(), nullable=False),
         pa.field("emitted", pa.int16(), nullable=False),
         pa.field("seq_len", pa.int32()),
+        pa.field("vllm_num_drafts", pa.int32()),
+        pa.field("vllm_num_draft_tokens", pa.int32()),
+        pa.field("vllm_num_accepted_tokens", pa.int32()),
+        pa.field("vllm_accepted_per_pos", pa.list_(pa.int32())),
+        pa.field("vllm_counts_missing", _DICT_STRING),
     ],
     # In every data file written since 1.0: a stored name changes only with a major version.
     metadata={"specmetrics.table": "request_outcomes"},
@@ -50,6 +55,8 @@ ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
     "1.1": ("drafts_verified",),
     "1.3": ("max_model_len", "context_cap_from", "skip_check"),
     "1.5": ("seq_len",),
+    "1.6": ("vllm_num_drafts", "vllm_num_draft_tokens", "vllm_num_accepted_tokens", "vllm_accepted_per_pos",
+            "vllm_counts_missing"),
 }
 
 

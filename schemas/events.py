@@ -51,6 +51,25 @@ class SkipCheck(StrEnum):
     UNOBSERVED = "unobserved"  # the V1 model runner, but no decision arrived: skips unknown
 
 
+class VllmCountsMissing(StrEnum):
+    """Schema 1.6: why a step carries none of vLLM's own counters."""
+
+    STATS_OFF = "stats_off"  # vLLM computes no stats (--disable-log-stats): there is nothing to compare with
+    NOT_RETURNED = "not_returned"  # stats on, but the step's outputs held no SchedulerStats
+
+
+class VllmCounts(BaseModel):
+    """Schema 1.6: the step's ``SpecDecodingStats`` exactly as vLLM computed it (vLLM's own numbers,
+    not the plugin's model of them); all 0 where vLLM counted no draft at the step."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    num_drafts: Length
+    num_draft_tokens: Length
+    num_accepted_tokens: Length
+    num_accepted_tokens_per_pos: list[Length] = Field(max_length=32767, description="Per draft position.")
+
+
 class _Outcome(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -254,6 +273,21 @@ class StepEnvelope(EngineContext):
         description="Schema 1.2: the steps the sending plugin process had dropped when it sent this one (its "
         "queue was full, or the sink failed), counted since the process started; null when not reported.",
     )
+    vllm_counts: VllmCounts | None = Field(
+        default=None,
+        description="Schema 1.6: vLLM's own spec-decoding counters of this step (SchedulerStats."
+        "spec_decoding_stats), to audit the plugin's vLLM-compatible numbers against; null when not "
+        "reported (vllm_counts_missing says why, or the sender predates 1.6).",
+    )
+    vllm_counts_missing: VllmCountsMissing | None = Field(
+        default=None, description="Schema 1.6: why vllm_counts is null (stats_off, not_returned)."
+    )
+
+    @model_validator(mode="after")
+    def _counts_or_why_not(self) -> StepEnvelope:
+        if self.vllm_counts is not None and self.vllm_counts_missing is not None:
+            raise ValueError("vllm_counts and vllm_counts_missing exclude each other")
+        return self
 
     @field_validator("event_time")
     @classmethod

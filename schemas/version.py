@@ -21,13 +21,15 @@ drafter's), the envelope field ``skip_check`` (whether skips for length could be
 skip); 1.4 adds the outcome kind ``grammar_rejected`` (vLLM 0.34's sync scheduling verifies the
 first grammar-invalid draft, which vLLM counts and the target always rejects); 1.5 adds the outcome
 field ``seq_len`` (the request's own sequence length where the drafter-fit check decided about the
-drafts verified at the step: whether the request alone would have fit the drafter).
+drafts verified at the step: whether the request alone would have fit the drafter); 1.6 adds the
+envelope fields ``vllm_counts`` (vLLM's own ``SpecDecodingStats`` of the step, for the audit of the
+plugin's vLLM-compatible numbers) and ``vllm_counts_missing`` (why a step has none).
 """
 
 from __future__ import annotations
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 5
+SCHEMA_MINOR = 6
 SCHEMA_VERSION = f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 

@@ -37,6 +37,9 @@ Message layout: a msgpack array, fields by position (:data:`FIELDS`)::
     20 skip_check          str or nil (schema 1.3; optional): "observed", "none" or "unobserved"
     21 seq_lens            bytes or nil (schema 1.5; optional): n int32 LE, each outcome's ``seq_len``
                            (-1 where it is not known; nil when none is)
+    22 vllm_counts         array, str or nil (schema 1.6; optional): vLLM's own counters of the step,
+                           [num_drafts, num_draft_tokens, num_accepted_tokens, [per position ...]];
+                           or why there are none ("stats_off", "not_returned"); nil: not reported
 
 An array, not a map, because it decodes three times faster (BENCHMARKS.md). Additive changes
 append fields; readers ignore fields past the ones they know.
@@ -76,6 +79,8 @@ from schemas.events import (
     SkippedForLength,
     StepEnvelope,
     StepEvent,
+    VllmCounts,
+    VllmCountsMissing,
 )
 from schemas.validation import invalid_outcome_rows
 from schemas.version import SCHEMA_MAJOR, SCHEMA_VERSION, check_schema_version
@@ -103,10 +108,12 @@ FIELDS = (
     "context_cap_from",
     "skip_check",
     "seq_lens",
+    "vllm_counts",
 )
 #: The fields every message of this major version has; later ones are optional.
 REQUIRED_FIELDS = 16
 _SEQ_LENS = FIELDS.index("seq_lens")
+_VLLM_COUNTS = FIELDS.index("vllm_counts")
 #: The envelope's keys in message order, without the fields the encoder makes (n and the outcome buffers).
 ENVELOPE_KEYS = (*FIELDS[1:12], *FIELDS[16:_SEQ_LENS])
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -122,6 +129,9 @@ class InvalidRecord(ValueError):
 
 
 IntColumn = Sequence[int] | np.ndarray
+#: vLLM's own counters of a step: num_drafts, num_draft_tokens, num_accepted_tokens, per position.
+VllmCountTuple = tuple[int, int, int, tuple[int, ...]]
+_COUNT_LIMIT = 2**31
 
 
 class OutcomeColumns(NamedTuple):
@@ -154,6 +164,9 @@ class WireStep(NamedTuple):
     dropped_steps: int | None = None
     skip_check: SkipCheck | None = None
     seq_lens: bytes | None = None  # n values of SEQ_LEN_DTYPE (schema 1.5); None: none known
+    #: Schema 1.6: vLLM's own counters (num_drafts, num_draft_tokens, num_accepted_tokens, per position),
+    #: or why there are none; None: not reported.
+    vllm_counts: VllmCountTuple | VllmCountsMissing | None = None
 
     def envelope(self) -> StepEnvelope:
         """The envelope as the pydantic contract."""
@@ -166,11 +179,13 @@ class WireStep(NamedTuple):
             "drafts_verified": self.drafts_verified,
             "dropped_steps": self.dropped_steps,
             "skip_check": self.skip_check,
+            **vllm_counts_fields(self.vllm_counts),
         })
 
 
 def encode_step(envelope: dict[str, Any], outcomes: OutcomeColumns) -> bytes:
-    """Encode one step. ``envelope`` holds :data:`ENVELOPE_KEYS` (those of schema 1.1 on may be absent)."""
+    """Encode one step. ``envelope`` holds :data:`ENVELOPE_KEYS` (those of schema 1.1 on may be absent),
+    and may hold ``vllm_counts`` (a :data:`VllmCountTuple` or a :class:`VllmCountsMissing`)."""
     ids = [rid.encode() for rid in outcomes.request_id]
     offsets = np.zeros(len(ids) + 1, dtype=OFFSET_DTYPE)
     np.cumsum([len(i) for i in ids], out=offsets[1:])
@@ -178,8 +193,10 @@ def encode_step(envelope: dict[str, Any], outcomes: OutcomeColumns) -> bytes:
     for name in OUTCOME_COLUMNS:
         packed[name] = getattr(outcomes, name)
     seq_lens = None if outcomes.seq_len is None else np.asarray(outcomes.seq_len, dtype=SEQ_LEN_DTYPE).tobytes()
+    counts = envelope.get("vllm_counts")
     message = [SCHEMA_VERSION, *(envelope[key] for key in ENVELOPE_KEYS[:11]), len(ids), packed.tobytes(),
-               offsets.tobytes(), b"".join(ids), *(envelope.get(key) for key in ENVELOPE_KEYS[11:]), seq_lens]
+               offsets.tobytes(), b"".join(ids), *(envelope.get(key) for key in ENVELOPE_KEYS[11:]), seq_lens,
+               counts.value if isinstance(counts, VllmCountsMissing) else counts]
     encoded: bytes = msgpack.packb(message, use_bin_type=True)
     return encoded
 
@@ -234,8 +251,39 @@ def decode_step(payload: bytes) -> WireStep:
     seq_lens = message[_SEQ_LENS] if len(message) > _SEQ_LENS else None
     if seq_lens is not None and (type(seq_lens) is not bytes or len(seq_lens) != n * SEQ_LEN_DTYPE.itemsize):
         raise InvalidRecord(f"'seq_lens' must be null or n int32 values ({n * SEQ_LEN_DTYPE.itemsize} bytes)")
+    counts = _vllm_counts(message[_VLLM_COUNTS]) if len(message) > _VLLM_COUNTS else None
     return WireStep(context, event_id, step_index, event_time, batch_max, n, data, offsets, outcomes, verified,
-                    dropped, None if skip_check is None else _SKIP_CHECKS[skip_check], seq_lens)
+                    dropped, None if skip_check is None else _SKIP_CHECKS[skip_check], seq_lens, counts)
+
+
+_MISSING = {reason.value: reason for reason in VllmCountsMissing}
+
+
+def _vllm_counts(value: Any) -> VllmCountTuple | VllmCountsMissing | None:
+    """The message's vLLM counters, checked: three counts below 2**31 and a list of them per position,
+    or a reason there are none."""
+    if value is None:
+        return None
+    if type(value) is str and value in _MISSING:
+        return _MISSING[value]
+    if type(value) is tuple and len(value) == 4 and type(value[3]) is tuple and len(value[3]) <= 32767 \
+            and all(type(v) is int and 0 <= v < _COUNT_LIMIT for v in (*value[:3], *value[3])):
+        return value[0], value[1], value[2], value[3]
+    raise InvalidRecord(f"'vllm_counts' must be null, one of {', '.join(_MISSING)}, or [num_drafts, "
+                        "num_draft_tokens, num_accepted_tokens, [per position]] of integers in [0, 2**31), got "
+                        f"{value!r}"[:300])
+
+
+def vllm_counts_fields(counts: VllmCountTuple | VllmCountsMissing | None) -> dict[str, Any]:
+    """The envelope's ``vllm_counts`` and ``vllm_counts_missing`` of a decoded message's counters."""
+    if isinstance(counts, VllmCountsMissing):
+        return {"vllm_counts": None, "vllm_counts_missing": counts}
+    if counts is None:
+        return {"vllm_counts": None, "vllm_counts_missing": None}
+    drafts, tokens, accepted, per_pos = counts
+    return {"vllm_counts_missing": None, "vllm_counts": VllmCounts(
+        num_drafts=drafts, num_draft_tokens=tokens, num_accepted_tokens=accepted,
+        num_accepted_tokens_per_pos=list(per_pos))}
 
 
 _CONTEXT_FIELDS = (0, 2, 3, 4, 5, 6, 7, 8, 18, 19)
@@ -275,6 +323,10 @@ def step_event_to_wire(event: StepEvent) -> bytes:
     """Encode a validated :class:`StepEvent`."""
     envelope = event.model_dump(include=set(ENVELOPE_KEYS))
     envelope["event_time_us"] = event_time_us(event.event_time)
+    counts = event.vllm_counts
+    envelope["vllm_counts"] = event.vllm_counts_missing if counts is None else (
+        counts.num_drafts, counts.num_draft_tokens, counts.num_accepted_tokens,
+        tuple(counts.num_accepted_tokens_per_pos))
     rows = [_outcome_row(o) for o in event.outcomes]
     columns = {
         name: [row[i] for row in rows] for i, name in enumerate(OUTCOME_COLUMNS)

@@ -104,6 +104,7 @@ class EngineSimulator:
             "event_time_us": self._t0 + int(self._step * spec.step_ms * 1000),
             "batch_max_seq_len": batch_max,
             "skip_check": "observed",  # a V1 runner whose every drafter-fit decision is seen
+            "vllm_counts": _vllm_counts(k_sched, k_valid, accepted, k),
         }
         message = encode_step(envelope, OutcomeColumns(request_id=self._ids, **cols, seq_len=self._ctx))
         self._advance(emitted)
@@ -117,6 +118,18 @@ class EngineSimulator:
             self._ids[i] = self._new_request_id()
             self._ctx[i] = self.rng.integers(self.spec.prompt_len[0], self.spec.prompt_len[1] + 1)
             self._left[i] = self.rng.integers(self.spec.output_len[0], self.spec.output_len[1] + 1)
+
+
+def _vllm_counts(k_sched: np.ndarray, k_valid: np.ndarray, accepted: np.ndarray, k: int
+                 ) -> tuple[int, int, int, tuple[int, ...]]:
+    """The step's counters as vLLM's scheduler counts them (``make_spec_decoding_stats``): a draft
+    wherever draft slots were scheduled, its draft tokens less the -1 pads of grammar-invalid
+    drafts (what is left is ``k_valid``), its accepted tokens, and per position the drafts accepted
+    past it."""
+    drafted = k_sched > 0
+    accepted = accepted[drafted]
+    per_pos = np.bincount(accepted, minlength=k + 1)[::-1].cumsum()[::-1][1:] if len(accepted) else np.zeros(k)
+    return int(drafted.sum()), int(k_valid[drafted].sum()), int(accepted.sum()), tuple(int(n) for n in per_pos[:k])
 
 
 def run_load(

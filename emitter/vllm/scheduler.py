@@ -29,8 +29,10 @@ from emitter.vllm.config import CAP_FROM_ATTR
 from emitter.vllm.patching import Guard, Hook, vllm_version
 from emitter.vllm.worker import DECISION_ATTR
 from emitter.vllm.worker_v2 import BUDGET_ATTR
+from schemas.events import VllmCountsMissing
 
 OBSERVER_ATTR = "_specmetrics_observer"
+STATS_OFF, NOT_RETURNED = VllmCountsMissing.STATS_OFF.value, VllmCountsMissing.NOT_RETURNED.value
 TAG_ATTR = "specmetrics_step"  # a Tag, set by schedule
 REQUEST_ID = attrgetter("request_id")
 COMPUTED = attrgetter("num_computed_tokens")
@@ -78,6 +80,8 @@ class EngineObserver:
         self.skip_drafts = False  # the last step's SchedulerOutput.skip_drafts (0.33 on), for the next
         # Async scheduling hands the scheduler placeholders, never the drafter's proposals.
         self.asynchronous = isinstance(scheduler, AsyncScheduler)
+        # vLLM computes its own counters only with stats on (not with --disable-log-stats)
+        self.stats_off = not getattr(scheduler, "log_stats", False)
         self.after_drop = False  # the last step published was dropped from a full queue
         self.detached = False
         self.publisher = attach(self.context["dp_rank"])  # last: an engine is counted once it observes
@@ -127,7 +131,18 @@ class EngineObserver:
             model_runner_output.req_ids, sampled_before, list(map(len, model_runner_output.sampled_token_ids)),
             without, proposed, truncated, self.max_model_len, self.num_sampled, step_k, self.asynchronous,
             processed, self.decision, self.after_drop, getattr(model_runner_output, BUDGET_ATTR, None),
-            drafts_skipped, lengths)))
+            drafts_skipped, lengths, STATS_OFF if self.stats_off else spec_decoding_stats(outputs))))
+
+
+def spec_decoding_stats(outputs: Any) -> Any:
+    """The step's ``SpecDecodingStats`` as ``update_from_output`` returned it to the front end (on one
+    of its ``EngineCoreOutputs``; None: vLLM counted no draft), or :data:`NOT_RETURNED`."""
+    if isinstance(outputs, dict):
+        for core_outputs in outputs.values():
+            stats = core_outputs.scheduler_stats
+            if stats is not None:
+                return stats.spec_decoding_stats
+    return NOT_RETURNED
 
 
 def runs_model_runner_v2(scheduler: Any) -> bool:

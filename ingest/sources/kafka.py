@@ -24,7 +24,7 @@ from ingest.sources.base import (
     SourceWentBack,
 )
 from storage.durable import fsync_dir, write_atomically
-from transport.kafka import KafkaAddress, KafkaSettings, ensure_topic
+from transport.kafka import KafkaAddress, KafkaSettings, cluster_id, ensure_topic
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,10 @@ class KafkaSource(Source):
         _claim_output(state_dir / f"{self.name}.group", group)
         with self._unavailable():
             ensure_topic(address, self.settings)
+            cluster = cluster_id(address, self.settings)
             self._consumer = self._connect(group)
+        # Two clusters may each hold a topic of this name: a table keeps each one's offsets apart.
+        self.identity = None if cluster is None else f"kafka topic {address.topic} of cluster {cluster}"
         self._joined = False
         self._rebalancing_since: float | None = time.monotonic()  # waiting for the group's assignment since
         self._probe: KafkaConsumer | None = None  # reads single records outside the group (_holds)

@@ -47,7 +47,7 @@ def exit_code(report: VerifyReport) -> int:
 
 def run(args: argparse.Namespace) -> int:
     report = verify_table_on_s3(S3Location.parse(args.data)) if is_s3(args.data) else verify_tree(Path(args.data))
-    if not report.partitions:
+    if not report.partitions and not report.foreign:
         print(f"nothing to verify: no ingested files under {args.data}")
         return NOT_CLEAN
     if args.json:
@@ -98,6 +98,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"commit missing: {source} partition {partition} offsets {first}-{last}: their data files are there, "
               "but no commit of the table's log names them, so readers do not read them; the next ingest reads "
               "those offsets again from the source")
+    if report.foreign:
+        print(f"files another application wrote: {len(report.foreign):,} of the table's data files carry no offsets "
+              f"in their names (such as delta-rs's own optimize writes; {report.foreign[0]}, ...): their rows are "
+              "read and checked for copies, but which offsets they hold cannot be checked; 'specmetrics table "
+              "optimize' merges files keeping the offsets in their names")
     for path in report.uncommitted:
         print(f"not in the table's log (never read): {path}")
     for group in report.set_aside:

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from vllm.v1.spec_decode.metrics import SpecDecodingStats
+
 from emitter.step_events import StepEvents
 from schemas.codes import KIND_CODES
+from schemas.events import VllmCountsMissing
 from tests.support.events import raw
 
 FITS, SKIPS = (True, 80, 96), (False, 120, 96)  # as the worker sends them: plain tuples
 
 
 def kinds(events: StepEvents, **changes: Any) -> dict[str, str] | None:
-    event = events(({"boot": "b", "engine_instance": "e", "dp_rank": 0}, tuple(raw(**changes))))
+    event = events(({"boot": "b", "engine_instance": "e", "dp_rank": 0, "num_spec_tokens": 3}, tuple(raw(**changes))))
     if event is None:
         return None
     outcomes = event[1]
@@ -24,20 +27,34 @@ def test_nothing_verified_means_no_event() -> None:
 
 
 def test_event_envelope_carries_the_decision_that_produced_the_drafts() -> None:
-    context = {"boot": "abc", "engine_instance": "e", "dp_rank": 1, "drafter_max_len": 96}
+    context = {"boot": "abc", "engine_instance": "e", "dp_rank": 1, "drafter_max_len": 96, "num_spec_tokens": 3}
     event = StepEvents()((context, tuple(raw(decision=(False, 130, 100)))))
     assert event is not None
     envelope, _ = event
-    assert envelope == {"engine_instance": "e", "dp_rank": 1, "drafter_max_len": 100, "event_id": "abc-9",
-                        "step_index": 9, "event_time_us": 1_700_000_000_000_000, "batch_max_seq_len": 130,
-                        "drafts_verified": None, "skip_check": "observed"}
+    assert envelope == {"engine_instance": "e", "dp_rank": 1, "drafter_max_len": 100, "num_spec_tokens": 3,
+                        "event_id": "abc-9", "step_index": 9, "event_time_us": 1_700_000_000_000_000,
+                        "batch_max_seq_len": 130, "drafts_verified": None, "skip_check": "observed",
+                        "vllm_counts": (0, 0, 0, (0, 0, 0))}  # vLLM counted no draft
+
+
+def test_vllm_counts_are_vllms_own_or_say_why_there_are_none() -> None:
+    context = {"boot": "abc", "engine_instance": "e", "dp_rank": 1, "num_spec_tokens": 3}
+    stats = SpecDecodingStats.new(3)
+    stats.observe_draft(num_draft_tokens=3, num_accepted_tokens=2)
+    stats.observe_draft(num_draft_tokens=2, num_accepted_tokens=0)
+    for counts, expected in ((stats, (2, 5, 2, (1, 1, 0))), (None, (0, 0, 0, (0, 0, 0))),
+                             ("stats_off", VllmCountsMissing.STATS_OFF),
+                             ("not_returned", VllmCountsMissing.NOT_RETURNED)):
+        event = StepEvents()((context, tuple(raw(vllm_counts=counts))))
+        assert event is not None and event[0]["vllm_counts"] == expected
 
 
 def test_skip_check_says_whether_a_skip_could_be_seen_for_every_request_verified() -> None:
     """Observed when the worker's decision about each request's drafts arrived; none under Model
     Runner V2 (which never skips for length); unobserved when a V1 runner sent no decision."""
     def check(context: dict[str, Any], events: StepEvents | None = None, **changes: Any) -> str:
-        event = (events or StepEvents())(({"boot": "b", "engine_instance": "e", "dp_rank": 0, **context},
+        event = (events or StepEvents())(({"boot": "b", "engine_instance": "e", "dp_rank": 0, "num_spec_tokens": 3,
+                                           **context},
                                           tuple(raw(**changes))))
         assert event is not None
         return str(event[0]["skip_check"])
@@ -57,7 +74,7 @@ def test_skip_check_says_whether_a_skip_could_be_seen_for_every_request_verified
 
 
 def test_envelope_carries_the_verified_total_only_when_some_drafts_were_left_out() -> None:
-    context = {"boot": "abc", "engine_instance": "e", "dp_rank": 0}
+    context = {"boot": "abc", "engine_instance": "e", "dp_rank": 0, "num_spec_tokens": 3}
     verified = {}
     for budget in (None, 0, 2, 3):  # of the 3 drafts scheduled
         event = StepEvents()((context, tuple(raw(verify_budget=budget))))
@@ -87,7 +104,7 @@ def test_a_request_left_out_of_a_step_verifies_the_drafts_of_the_last_step_that_
 
 
 def seq_lens(events: StepEvents, **changes: Any) -> dict[str, int]:
-    event = events(({"boot": "b", "engine_instance": "e", "dp_rank": 0}, tuple(raw(**changes))))
+    event = events(({"boot": "b", "engine_instance": "e", "dp_rank": 0, "num_spec_tokens": 3}, tuple(raw(**changes))))
     assert event is not None and event[1].seq_len is not None
     return dict(zip(event[1].request_id, event[1].seq_len, strict=True))
 
@@ -120,6 +137,7 @@ def test_each_engine_keeps_its_own_requests_and_past_the_cap_only_the_current_st
     kinds(events, **step(["a", "b"], FITS, SKIPS))
     kinds(events, **step(["c"], FITS, FITS))  # three requests held: a and b are forgotten
     assert kinds(events, **step(["a", "b"], FITS, FITS)) == {"a": "drafted", "b": "drafted"}
-    other = ({"boot": "other", "engine_instance": "e2", "dp_rank": 0}, tuple(raw(**step(["b"], FITS, FITS))))
+    other = ({"boot": "other", "engine_instance": "e2", "dp_rank": 0, "num_spec_tokens": 3},
+             tuple(raw(**step(["b"], FITS, FITS))))
     event = events(other)
     assert event is not None and KIND_CODES[event[1].kind[0]].value == "drafted"

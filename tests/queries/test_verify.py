@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 
 from queries.rollup import rollup_path
 from queries.verify import verify_tree
@@ -157,3 +158,20 @@ def test_rows_a_table_counts_twice_are_found(log_dir: Path, data_dir: Path, caps
     out = capsys.readouterr().out
     assert "rows counted twice: 1,600 (the same rows of one offset in several data files" in out
     assert out.rstrip().endswith("NOT clean")
+
+
+def test_files_another_application_merged_are_named_not_nothing_to_verify(
+        log_dir: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """delta-rs's own optimize merged the ingester's files into one named part-...: verify said "nothing
+    to verify: no ingested files" over 6,400 rows."""
+    write_load(log_dir, rows=6_400, seed=2)
+    ingest_once(log_dir, data_dir, flush_rows=1_600)
+    DeltaTable(str(data_dir)).optimize.compact()
+    [merged] = [file.relative for file in Table(data_dir).files()]
+    report = verify_tree(data_dir)
+    assert report.foreign == [merged] and not report.clean and report.rows_twice == 0
+    assert main(["verify", "--data", str(data_dir)]) == 1
+    out = capsys.readouterr().out
+    assert f"files another application wrote: 1 of the table's data files carry no offsets in their names (such as " \
+           f"delta-rs's own optimize writes; {merged}, ...)" in out
+    assert "nothing to verify" not in out

@@ -91,12 +91,19 @@ def add_counters(totals: dict[str, int], outputs: dict[int, EngineCoreOutputs]) 
 
 
 def views(tmp_path: Path, log: Path) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
-    """Flush and ingest the events; the vLLM-compatible view and the request-steps
+    """Flush and ingest the events (checking the audit: vLLM's own counters in every step, equal to the
+    events' vLLM-compatible ones); the vLLM-compatible view and the request-steps
     ``(step_index, request_id, kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted)`` in step order."""
     plugin.flush()
     ingest_once(log, tmp_path / "data")
     con = connect(tmp_path / "data")
     vllm_view = run_query(con, f"SELECT {', '.join(COUNTERS)} FROM acceptance_vllm").to_pylist()
+    # vLLM's own counters came with every step, and the events' vLLM-compatible numbers equal them step by step
+    [(steps, compared, differing)] = con.execute(
+        "SELECT (SELECT count(DISTINCT event_id) FROM request_steps), sum(steps_compared), sum(steps_differing) "
+        "FROM vllm_audit").fetchall()
+    assert compared == steps and differing == 0, run_query(
+        con, "SELECT * FROM vllm_audit_steps WHERE differs").to_pylist()
     steps = run_query(con, "SELECT step_index, request_id, kind, k_zero_reason, k_sched, k_valid, k_invalid, "
                            "accepted FROM request_steps ORDER BY step_index, request_id").to_pylist()
     con.close()

@@ -32,3 +32,14 @@ def ensure_topic(address: KafkaAddress, settings: KafkaSettings, topic: str | No
         return True
     finally:
         admin.close()
+
+
+def cluster_id(address: KafkaAddress, settings: KafkaSettings) -> str | None:
+    """The id of the cluster the address's brokers belong to (None: the brokers name none). Raises a
+    ``kafka.errors.KafkaError`` when the brokers cannot be reached."""
+    admin = KafkaAdminClient(bootstrap_servers=list(address.bootstrap_servers), **settings.client_config())
+    try:
+        found = admin.describe_cluster().get("cluster_id")
+    finally:
+        admin.close()
+    return str(found) if found else None

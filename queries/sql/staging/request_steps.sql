@@ -53,6 +53,18 @@
 --                                    previous step): it alone fits the drafter when
 --                                    seq_len + num_spec_tokens <= drafter_max_len. NULL when not
 --                                    known, and in files written before schema 1.5
+--   vllm_num_drafts                  vLLM's own count of drafts at the whole step (its SpecDecodingStats,
+--                                    as vLLM computed it; the same on every row of the step), for the
+--                                    audit of the plugin's vLLM-compatible numbers (the view
+--                                    vllm_audit); NULL where vLLM computed none (vllm_counts_missing
+--                                    says why) and in files written before schema 1.6
+--   vllm_num_draft_tokens            vLLM's own count of draft tokens at the step (as vllm_num_drafts)
+--   vllm_num_accepted_tokens         vLLM's own count of accepted tokens at the step (as vllm_num_drafts)
+--   vllm_accepted_per_pos            vLLM's own drafts accepted past each position at the step, one
+--                                    count per position (as vllm_num_drafts)
+--   vllm_counts_missing              why a step has no vLLM counters: 'stats_off' (vLLM runs with
+--                                    --disable-log-stats), 'not_returned' (the step's outputs held
+--                                    no stats); NULL otherwise
 --   is_draft                         counts as a draft in the corrected metrics (the macro is_draft):
 --                                    kind = 'drafted', or kind = 'grammar_invalid' or 'grammar_rejected'
 --                                    with k_valid > 0
@@ -91,14 +103,22 @@ SELECT
     CAST(accepted AS INTEGER) AS accepted,
     CAST(emitted AS INTEGER) AS emitted,
     CAST(seq_len AS INTEGER) AS seq_len,
+    CAST(vllm_num_drafts AS INTEGER) AS vllm_num_drafts,
+    CAST(vllm_num_draft_tokens AS INTEGER) AS vllm_num_draft_tokens,
+    CAST(vllm_num_accepted_tokens AS INTEGER) AS vllm_num_accepted_tokens,
+    CAST(vllm_accepted_per_pos AS INTEGER[]) AS vllm_accepted_per_pos,
+    CAST(vllm_counts_missing AS VARCHAR) AS vllm_counts_missing,
     is_draft(kind, k_valid) AS is_draft,
     is_vllm_draft(k_sched) AS is_vllm_draft
 -- Files written before schema 1.1 have no drafts_verified column, before 1.3 none of the three
--- after it, before 1.5 no seq_len: BY NAME fills them with NULL.
+-- after it, before 1.5 no seq_len, before 1.6 none of vLLM's own counters: BY NAME fills them with NULL.
 FROM (FROM raw_request_steps UNION ALL BY NAME
       SELECT CAST(NULL AS INTEGER) AS drafts_verified, CAST(NULL AS INTEGER) AS max_model_len,
              CAST(NULL AS INTEGER) AS context_cap_from, CAST(NULL AS VARCHAR) AS skip_check,
-             CAST(NULL AS INTEGER) AS seq_len WHERE false);
+             CAST(NULL AS INTEGER) AS seq_len, CAST(NULL AS INTEGER) AS vllm_num_drafts,
+             CAST(NULL AS INTEGER) AS vllm_num_draft_tokens, CAST(NULL AS INTEGER) AS vllm_num_accepted_tokens,
+             CAST(NULL AS INTEGER[]) AS vllm_accepted_per_pos, CAST(NULL AS VARCHAR) AS vllm_counts_missing
+      WHERE false);
 
 COMMENT ON VIEW request_steps IS 'One row per request-step: typed counts, partition keys, is_draft (corrected) and is_vllm_draft (vLLM 0.32.0) flags.';
 

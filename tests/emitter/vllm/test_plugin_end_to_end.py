@@ -170,6 +170,23 @@ def test_whole_run_views_equal_vllms_totals(run: Run) -> None:
         assert rows[method]["engine_id"].endswith("/dp0")
 
 
+def test_every_step_carries_vllms_own_counters_and_the_events_equal_them(run: Run) -> None:
+    """Schema 1.6: the audit, step by step, on every method and story run here (with vLLM's stats on)."""
+    con = connect(run.data)
+    try:
+        audit = run_query(con, "SELECT method, steps_compared, steps_differing, steps_without_counts, "
+                               "(SELECT count(DISTINCT event_id) FROM request_steps s WHERE s.method = a.method) "
+                               "AS steps FROM vllm_audit a ORDER BY method").to_pylist()
+        drafted = con.execute("SELECT count(*) FROM vllm_audit_steps WHERE vllm_num_drafts > 0").fetchone()
+    finally:
+        con.close()
+    assert [row["method"] for row in audit] == sorted(ENGINES)
+    for row in audit:
+        assert row["steps_compared"] == row["steps"] > 0 and row["steps_differing"] == 0, row
+        assert row["steps_without_counts"] == 0, row
+    assert drafted is not None and drafted[0] > 100  # vLLM counted drafts at these steps, and they agree
+
+
 def test_every_event_says_the_context_served_and_that_skips_could_be_seen(run: Run) -> None:
     """vLLM 0.32.0 on this CPU runs Model Runner V1: the context is the configured 512, never capped,
     and the worker's decision reaches the scheduler for every request verified, in one process and

@@ -87,6 +87,8 @@ def run_steps(cls: type[Scheduler], model: Path) -> list[tuple[tuple[Any, ...], 
             "verify_budget": lambda v, s=step: v == 100 + s,
             "drafts_skipped": lambda v, s=skipped: v is s,
             "seq_lens": lambda v, tag=tag: v is tag[2],
+            # vLLM's own counters, as update_from_output returned them (None: it counted no draft)
+            "vllm_counts": lambda v, stats=outputs[0].scheduler_stats.spec_decoding_stats: v is stats,
         }
         if step != DROPPED_STEP:
             queued.append(check)
@@ -191,3 +193,38 @@ def test_grammar_invalid_drafts_are_classified_as_the_release_verifies_them(
     corrected = connect(tmp_path / "data").execute(
         "SELECT num_drafts, num_draft_tokens, num_accepted_tokens FROM acceptance").fetchall()
     assert corrected == [(7, 18, 18)]  # the same on every release: only drafts that obey the grammar
+
+
+def test_the_audit_shows_vllm_counting_differently(
+    tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release whose counting moved (here vLLM's own ``make_spec_decoding_stats`` counts one draft
+    token less per draft from step 3 on, as if it left out a placeholder): the events'
+    vLLM-compatible numbers no longer equal vLLM's, and the audit names the steps and the difference."""
+    log = hook_plugin(tmp_path, monkeypatch)
+    sched = build(Scheduler, model_cache / "tiny-llama-target")
+    original = Scheduler.make_spec_decoding_stats
+
+    def counting_more(self: Scheduler, *args: Any, **kwargs: Any) -> Any:
+        if self.current_step >= 3:
+            kwargs["num_draft_tokens"] -= 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Scheduler, "make_spec_decoding_stats", counting_more)
+    sched.add_request(request("r0"))
+    sched.add_request(request("r1"))
+    for _ in range(5):
+        scheduler_output = sched.schedule()
+        ids, drafts = list(scheduler_output.num_scheduled_tokens), scheduler_output.scheduled_spec_decode_tokens
+        sched.update_from_output(scheduler_output, runner_output({r: [5] * (1 + len(drafts.get(r, ()))) for r in ids}))
+        sched.update_draft_token_ids(DraftTokenIds(ids, [[5] * K for _ in ids]))
+    with pytest.raises(AssertionError):
+        views(tmp_path, log)  # the helper's own audit check fails
+    con = connect(tmp_path / "data")
+    [audit] = con.execute("SELECT steps_compared, steps_differing, first_differing_step, last_differing_step, "
+                          "num_drafts_difference, num_draft_tokens_difference, num_accepted_tokens_difference, "
+                          "accepted_per_pos_difference FROM vllm_audit").fetchall()
+    drafted = con.execute("SELECT list(DISTINCT step_index ORDER BY step_index) FROM request_steps "
+                          "WHERE k_sched > 0").fetchone()
+    assert drafted == ([2, 3, 4, 5],)  # the steps that verify drafts
+    assert audit == (4, 3, 3, 5, 0, 2 * 3, 0, [0] * K)  # two drafts a step, one token less each

@@ -89,6 +89,24 @@ def test_an_output_tree_belongs_to_one_group(kafka_url: str, tmp_path: Path,
     assert "holds the output of consumer group 'first', not 'second'" in capsys.readouterr().err
 
 
+def test_one_topic_name_on_two_clusters_keeps_two_sets_of_offsets_in_one_table(kafka_url: str, tmp_path: Path
+                                                                               ) -> None:
+    """Each ingested from its own host (state folder): the table tells the clusters apart by their ids."""
+    topic = KafkaAddress.parse(kafka_url).topic
+    with TansuBroker(cluster_id="other_cluster") as other:
+        first = loadgen(kafka_url, tmp_path / "first.json", "--rows", "6400", "--seed", "5")
+        second = loadgen(other.url(topic), tmp_path / "second.json", "--rows", "9600", "--seed", "6",
+                         "--engine-prefix", "other")
+        assert ingest(kafka_url, tmp_path / "out", "--state-dir", str(tmp_path / "host-a")) == 0
+        assert ingest(other.url(topic), tmp_path / "out", "--state-dir", str(tmp_path / "host-b")) == 0
+        assert_exactly_once(tmp_path / "out", {**first, **second})
+    table = Table(tmp_path / "out")
+    name = KafkaAddress.parse(kafka_url).file_prefix
+    assert table.claim(name, f"kafka topic {topic} of cluster tansu_cluster") == name
+    other_name = table.claim(name, f"kafka topic {topic} of cluster other_cluster")
+    assert other_name.startswith(f"{name}_") and table.position(other_name, 0) is not None
+
+
 def test_sigkill_at_random_moments_in_ten_runs_loses_and_duplicates_nothing(
         kafka_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPECMETRICS_KAFKA_SESSION_TIMEOUT_MS", "2000")  # a killed member leaves the group sooner

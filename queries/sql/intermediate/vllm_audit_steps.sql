@@ -1,0 +1,66 @@
+-- vllm_audit_steps: per stored step, the events' vLLM-compatible counts beside vLLM's own.
+--
+-- From schema 1.6 every step event carries vLLM's own counters of the step (its SpecDecodingStats,
+-- as vLLM computed them: vllm_num_drafts, vllm_num_draft_tokens, vllm_num_accepted_tokens,
+-- vllm_accepted_per_pos). The same counters rebuilt from the step's outcomes with the definitions
+-- acceptance_vllm uses (vllm_num_drafts, vllm_num_draft_tokens, vllm_num_accepted_tokens,
+-- vllm_num_accepted_at) stand beside them. One row per stored copy of a step with vLLM's counters;
+-- the view vllm_audit sums them up.
+--
+-- Example:
+--   SELECT step_index, num_draft_tokens, vllm_num_draft_tokens FROM vllm_audit_steps WHERE differs
+--
+-- Columns:
+--   engine_id, vllm_version, model, method, num_spec_tokens   the step's engine and group
+--   event_id, step_index         the step
+--   num_drafts, num_draft_tokens, num_accepted_tokens   the events' vLLM-compatible counts (BIGINT)
+--   accepted_per_pos             the events' vLLM-compatible accepted-per-position counts (BIGINT[])
+--   vllm_num_drafts, vllm_num_draft_tokens, vllm_num_accepted_tokens   vLLM's own counts (BIGINT)
+--   vllm_accepted_per_pos        vLLM's own accepted-per-position counts (BIGINT[])
+--   differs                      whether any count differs (BOOLEAN)
+--
+-- vllm_audit_steps_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end); the
+-- view vllm_audit_steps is it over all time.
+CREATE OR REPLACE MACRO vllm_audit_steps_between(t0, t1) AS TABLE
+WITH rows AS (
+    FROM request_steps_between(t0, t1) WHERE vllm_num_drafts IS NOT NULL
+), positions AS (
+    SELECT event_id, log_partition, log_offset, list(accepted ORDER BY position) AS accepted_per_pos
+    FROM (
+        SELECT r.event_id, r.log_partition, r.log_offset, p.position,
+               vllm_num_accepted_at(r.k_sched, r.accepted, p.position) AS accepted
+        FROM rows AS r, range(r.num_spec_tokens) AS p(position)
+        GROUP BY r.event_id, r.log_partition, r.log_offset, p.position
+    )
+    GROUP BY event_id, log_partition, log_offset
+), steps AS (
+    -- per stored copy of a step: vLLM's counters are the step's, on each of its rows
+    SELECT
+        engine_id, vllm_version, model, method, num_spec_tokens, event_id, step_index, log_partition, log_offset,
+        vllm_num_drafts(k_sched) AS num_drafts,
+        vllm_num_draft_tokens(kind, k_sched, k_valid) AS num_draft_tokens,
+        vllm_num_accepted_tokens(k_sched, accepted) AS num_accepted_tokens,
+        CAST(any_value(vllm_num_drafts) AS BIGINT) AS vllm_num_drafts,
+        CAST(any_value(vllm_num_draft_tokens) AS BIGINT) AS vllm_num_draft_tokens,
+        CAST(any_value(vllm_num_accepted_tokens) AS BIGINT) AS vllm_num_accepted_tokens,
+        CAST(any_value(vllm_accepted_per_pos) AS BIGINT[]) AS vllm_accepted_per_pos
+    FROM rows
+    GROUP BY engine_id, vllm_version, model, method, num_spec_tokens, event_id, step_index, log_partition, log_offset
+)
+SELECT
+    s.engine_id, s.vllm_version, s.model, s.method, s.num_spec_tokens, s.event_id, s.step_index,
+    s.num_drafts, s.num_draft_tokens, s.num_accepted_tokens,
+    coalesce(p.accepted_per_pos, []) AS accepted_per_pos,
+    s.vllm_num_drafts, s.vllm_num_draft_tokens, s.vllm_num_accepted_tokens, s.vllm_accepted_per_pos,
+    (s.num_drafts, s.num_draft_tokens, s.num_accepted_tokens, coalesce(p.accepted_per_pos, []))
+        IS DISTINCT FROM (s.vllm_num_drafts, s.vllm_num_draft_tokens, s.vllm_num_accepted_tokens,
+                          s.vllm_accepted_per_pos) AS differs
+FROM steps AS s
+LEFT JOIN positions AS p USING (event_id, log_partition, log_offset);
+
+CREATE OR REPLACE VIEW vllm_audit_steps AS
+FROM vllm_audit_steps_between(NULL, NULL)
+ORDER BY engine_id, step_index;
+
+COMMENT ON MACRO TABLE vllm_audit_steps_between IS 'Per stored step with the counters vLLM computed: beside them the same counters rebuilt from the outcomes, and whether they differ; window t0 <= event_time < t1.';
+COMMENT ON VIEW vllm_audit_steps IS 'Per stored step with the counters vLLM computed: beside them the same counters rebuilt from the outcomes, and whether they differ.';
