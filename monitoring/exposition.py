@@ -110,6 +110,23 @@ def group_families(totals: list[GroupTotals], snapshot: Snapshot) -> Iterator[Me
         if before is not None:
             capped_from.add_metric(_labels(key), before)
     yield from (steps, wasted, last, dropped, served, capped_from)
+    yield from _vllm_own_families(snapshot)
+
+
+def _vllm_own_families(snapshot: Snapshot) -> Iterator[Metric]:
+    """vLLM's own counters as the steps carried them, and the steps that carried none."""
+    families = {name: _new(family) for name, family in (
+        ("drafts", f.VLLM_OWN_DRAFTS), ("draft_tokens", f.VLLM_OWN_DRAFT_TOKENS),
+        ("accepted_tokens", f.VLLM_OWN_ACCEPTED_TOKENS))}
+    per_position, missing = _new(f.VLLM_OWN_ACCEPTED_PER_POSITION), _new(f.VLLM_COUNTS_MISSING)
+    for key, own in sorted(snapshot.vllm_own.items()):
+        for name, metric in families.items():
+            metric.add_metric(_labels(key), getattr(own, name))
+        for position, value in enumerate(own.accepted_per_pos):
+            per_position.add_metric([*_labels(key), str(position)], value)
+    for (key, reason), steps in sorted(snapshot.vllm_missing.items()):
+        missing.add_metric([*_labels(key), reason], steps)
+    yield from (*families.values(), per_position, missing)
 
 
 def _health_families(snapshot: Snapshot) -> Iterator[Metric]:

@@ -58,6 +58,21 @@ VLLM_ACCEPTED_TOKENS = _group("specmetrics_vllm_spec_decode_accepted_tokens", "c
                               "Accepted tokens as vLLM counts them.")
 VLLM_ACCEPTED_PER_POSITION = _group("specmetrics_vllm_spec_decode_accepted_tokens_per_pos", "counter",
                                     "vLLM drafts whose draft at this 0-based position was accepted.", "position")
+# vLLM's own counters, as each step event carries them (schema 1.6): the audit of the ones above.
+VLLM_OWN_DRAFTS = _group("specmetrics_vllm_own_spec_decode_drafts", "counter",
+                         "Drafts as vLLM itself counted them in each step (its SpecDecodingStats); equal to "
+                         "specmetrics_vllm_spec_decode_drafts unless the plugin's model of vLLM's counting drifted.")
+VLLM_OWN_DRAFT_TOKENS = _group("specmetrics_vllm_own_spec_decode_draft_tokens", "counter",
+                               "Draft tokens as vLLM itself counted them in each step.")
+VLLM_OWN_ACCEPTED_TOKENS = _group("specmetrics_vllm_own_spec_decode_accepted_tokens", "counter",
+                                  "Accepted tokens as vLLM itself counted them in each step.")
+VLLM_OWN_ACCEPTED_PER_POSITION = _group("specmetrics_vllm_own_spec_decode_accepted_tokens_per_pos", "counter",
+                                        "Drafts accepted at this 0-based position as vLLM itself counted them.",
+                                        "position")
+VLLM_COUNTS_MISSING = _group("specmetrics_vllm_counts_missing_steps", "counter",
+                             "Steps whose event carries none of vLLM's own counters: stats_off (vLLM runs with "
+                             "--disable-log-stats), not_returned, or unreported (a plugin before schema 1.6).",
+                             "reason")
 # What happened to speculation: the view outcome_shares, and the verification work wasted.
 REQUEST_STEPS = _group("specmetrics_request_steps", "counter",
                        "Request-steps by outcome kind and K = 0 reason (empty unless kind is k_zero).",
@@ -100,8 +115,9 @@ INGEST_STALLED = Family("specmetrics_ingest_stalled_seconds", "gauge",
 FAMILIES = (
     DRAFTS, DRAFT_TOKENS, ACCEPTED_TOKENS, ACCEPTED_PER_POSITION, REACHED_PER_POSITION,
     VLLM_DRAFTS, VLLM_DRAFT_TOKENS, VLLM_ACCEPTED_TOKENS, VLLM_ACCEPTED_PER_POSITION,
-    REQUEST_STEPS, EMITTED_TOKENS, VERIFIED_SLOTS, WASTED_SLOTS, LAST_EVENT_TIME, PLUGIN_DROPPED_STEPS,
-    MAX_MODEL_LEN, CONTEXT_CAP_FROM,
+    VLLM_OWN_DRAFTS, VLLM_OWN_DRAFT_TOKENS, VLLM_OWN_ACCEPTED_TOKENS, VLLM_OWN_ACCEPTED_PER_POSITION,
+    VLLM_COUNTS_MISSING, REQUEST_STEPS, EMITTED_TOKENS, VERIFIED_SLOTS, WASTED_SLOTS, LAST_EVENT_TIME,
+    PLUGIN_DROPPED_STEPS, MAX_MODEL_LEN, CONTEXT_CAP_FROM,
     INGEST_STEPS, INGEST_ROWS, INGEST_DEAD_LETTERS, INGEST_DUPLICATE_STEPS, INGEST_LOST_OFFSETS, INGEST_LAG,
     INGEST_STALLED,
 )

@@ -21,6 +21,8 @@ import pyarrow as pa
 from ingest.observer import IngestObserver, ValidatedSteps
 from monitoring.histogram import BatchCounts, GroupKey, Shape, count_batch
 from queries.live import LIVE_HISTOGRAM_SCHEMA
+from schemas.events import VllmCountsMissing
+from schemas.wire import WireStep
 
 
 @dataclass
@@ -39,6 +41,25 @@ class PipelineHealth:
 
 
 @dataclass
+class VllmOwn:
+    """vLLM's own counters of one group, summed over its steps."""
+
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted_tokens: int = 0
+    accepted_per_pos: list[int] = field(default_factory=list)
+
+    def add(self, drafts: int, draft_tokens: int, accepted_tokens: int, per_pos: tuple[int, ...]) -> None:
+        self.drafts += drafts
+        self.draft_tokens += draft_tokens
+        self.accepted_tokens += accepted_tokens
+        if len(per_pos) > len(self.accepted_per_pos):
+            self.accepted_per_pos += [0] * (len(per_pos) - len(self.accepted_per_pos))
+        for position, count in enumerate(per_pos):
+            self.accepted_per_pos[position] += count
+
+
+@dataclass
 class Snapshot:
     """A consistent copy of every total, for one scrape."""
 
@@ -52,6 +73,11 @@ class Snapshot:
     #: (None: not lowered), as its latest step event reports them (absent: never reported).
     context: dict[GroupKey, tuple[int, int | None]]
     health: PipelineHealth
+    #: Per group: vLLM's own counters summed over the steps that carried them (drafts, draft tokens,
+    #: accepted tokens, accepted per position).
+    vllm_own: dict[GroupKey, VllmOwn] = field(default_factory=dict)
+    #: Per group and reason: steps without vLLM's own counters.
+    vllm_missing: dict[tuple[GroupKey, str], int] = field(default_factory=dict)
 
     def histogram(self) -> pa.Table:
         """The shapes as the table :mod:`queries.live` reads (:data:`~queries.live.LIVE_HISTOGRAM_SCHEMA`)."""
@@ -70,6 +96,8 @@ class LiveMetrics(IngestObserver):
         self._last_event_us: dict[GroupKey, int] = {}
         self._plugin_dropped: dict[GroupKey, int] = {}
         self._context: dict[GroupKey, tuple[int, int | None]] = {}
+        self._vllm_own: dict[GroupKey, VllmOwn] = {}
+        self._vllm_missing: dict[tuple[GroupKey, str], int] = {}
         self._health = PipelineHealth()
         self._next: dict[tuple[str, int], int] = {}  # per (source, partition): the first offset not counted
 
@@ -82,6 +110,8 @@ class LiveMetrics(IngestObserver):
             rows = rows.filter(rows.column("log_offset").to_numpy() >= floor)
         counts = count_batch(rows) if rows is not None else BatchCounts({}, {})
         dropped, context = _latest_reports(steps, new_steps)
+        own = [(_group_key(step), step.vllm_counts) for step, new in zip(steps.steps, new_steps.tolist(), strict=True)
+               if new]
         dead_letters = sum(offset >= floor for offset in steps.dead_letter_offsets)
         duplicates = sum(offset >= floor for offset in steps.duplicate_offsets)
         end = max([*steps.step_offsets[-1:].tolist(), *steps.dead_letter_offsets], default=floor - 1)
@@ -93,6 +123,12 @@ class LiveMetrics(IngestObserver):
                 self._last_event_us[key] = max(us, self._last_event_us.get(key, us))
             self._plugin_dropped.update(dropped)
             self._context.update(context)
+            for key, vllm in own:
+                if vllm is None or isinstance(vllm, VllmCountsMissing):
+                    missing = (key, "unreported" if vllm is None else vllm.value)
+                    self._vllm_missing[missing] = self._vllm_missing.get(missing, 0) + 1
+                else:
+                    self._vllm_own.setdefault(key, VllmOwn()).add(*vllm)
             self._health.steps += int(new_steps.sum())
             self._health.request_steps += 0 if rows is None else len(rows)
             self._health.dead_letters += dead_letters
@@ -120,8 +156,15 @@ class LiveMetrics(IngestObserver):
             health = PipelineHealth(self._health.steps, self._health.request_steps, self._health.dead_letters,
                                     self._health.duplicate_steps, self._health.lost_offsets, dict(self._health.lag),
                                     dict(self._health.stalled))
+            own = {key: VllmOwn(c.drafts, c.draft_tokens, c.accepted_tokens, list(c.accepted_per_pos))
+                   for key, c in self._vllm_own.items()}
             return Snapshot(dict(self._shapes), dict(self._last_event_us), dict(self._plugin_dropped),
-                            dict(self._context), health)
+                            dict(self._context), health, own, dict(self._vllm_missing))
+
+
+def _group_key(step: WireStep) -> GroupKey:
+    context = step.context
+    return context.engine_id, context.model, context.method, context.num_spec_tokens
 
 
 def _latest_reports(steps: ValidatedSteps, new_steps: np.ndarray

@@ -18,6 +18,7 @@ from emitter.sinks import LocalLogSink
 from ingest.batch import DUPLICATE_STEP
 from queries.catalog import connect, run_query
 from queries.verify import verify_tree
+from schemas.events import VllmCounts
 from schemas.wire import step_event_to_wire
 from storage.layout import DATA_GLOB
 from tests.support.events import step_event
@@ -99,6 +100,39 @@ def test_the_counters_equal_the_views_over_the_same_data(tmp_path: Path) -> None
         (1, DUPLICATE_STEP), (1, "not a msgpack step message: FormatError")]
     last = series(samples, "specmetrics_last_event_timestamp_seconds")
     assert last[("specmetrics_last_event_timestamp_seconds", group)] == step_event().event_time.timestamp()
+    # vLLM's own counters, as the load generator's steps carry them (schema 1.6), equal the vLLM-compatible ones
+    for name in ("drafts", "draft_tokens", "accepted_tokens", "accepted_tokens_per_pos"):
+        own = {labels: value for (_, labels), value in series(
+            samples, f"specmetrics_vllm_own_spec_decode_{name}_total").items()}
+        compatible = {labels: value for (_, labels), value in series(
+            samples, f"specmetrics_vllm_spec_decode_{name}_total").items() if dict(labels)["engine"] != "node-a/dp0"}
+        assert own == compatible and len({dict(labels)["engine"] for labels in own}) == 4, name  # 3 + 1 engines
+    assert series(samples, "specmetrics_vllm_counts_missing_steps_total") == {
+        ("specmetrics_vllm_counts_missing_steps_total", tuple(sorted((*group, ("reason", "unreported"))))): 2}
+
+
+def test_vllm_counting_differently_shows_on_the_endpoint(tmp_path: Path) -> None:
+    """Steps whose vLLM counters say one draft token less than the plugin's outcomes make (vLLM's
+    counting moved): the own counter and the vLLM-compatible one part, by exactly that."""
+    log, out, port = tmp_path / "log", tmp_path / "out", free_port()
+    equal = VllmCounts(num_drafts=3, num_draft_tokens=7, num_accepted_tokens=3, num_accepted_tokens_per_pos=[2, 1, 0])
+    less = equal.model_copy(update={"num_draft_tokens": 6})
+    with LocalLogSink(log) as sink:
+        sink.send(b"node-a", [step_event_to_wire(step_event(event_id=f"boot1-{i}", step_index=i,
+                                                            vllm_counts=less if i % 2 else equal)) for i in range(6)])
+    process = ingest(log.as_uri(), out, port)
+    try:
+        wait_for(lambda: counted(port) == 24, what="24 request-steps counted")
+        samples = scrape(port)
+    finally:
+        stop(process)
+    group = (("engine", "node-a/dp0"), ("method", "draft_model"), ("model_name", "tiny-target"),
+             ("num_spec_tokens", "3"))
+    assert (samples[("specmetrics_vllm_spec_decode_draft_tokens_total", group)],
+            samples[("specmetrics_vllm_own_spec_decode_draft_tokens_total", group)]) == (6 * 7, 6 * 7 - 3)
+    assert samples[("specmetrics_vllm_spec_decode_drafts_total", group)] == \
+        samples[("specmetrics_vllm_own_spec_decode_drafts_total", group)] == 6 * 3
+    assert series(samples, "specmetrics_vllm_counts_missing_steps_total") == {}
 
 
 def test_a_restart_counts_exactly_what_the_stored_files_do_not_hold(tmp_path: Path) -> None:
