@@ -72,6 +72,9 @@ class RawStep(NamedTuple):
     #: vLLM's own SpecDecodingStats of the step (None: it counted no draft), or why there is none
     #: (a schemas.events.VllmCountsMissing value)
     vllm_counts: Any
+    #: With vLLM's per-request metrics on: (request id, its RequestSpecDecodeMetrics) of each request that
+    #: finished at the step; None when they are off
+    vllm_finished: list[tuple[str, Any]] | None
 
 
 def step_outcomes(raw: RawStep, held: Mapping[str, DraftDecision | None] | None = None,

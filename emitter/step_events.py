@@ -54,7 +54,11 @@ class StepEvents:
                     "event_time_us": raw.event_time_us, "batch_max_seq_len": None,
                     "drafts_verified": _partly_verified(raw.verify_budget, raw.scheduled_drafts),
                     "skip_check": skip_check.value,
-                    "vllm_counts": _vllm_counts(raw.vllm_counts, int(context["num_spec_tokens"]))}
+                    "vllm_counts": _vllm_counts(raw.vllm_counts, int(context["num_spec_tokens"])),
+                    "vllm_finished": None if raw.vllm_finished is None else [
+                        (request_id, tuple(metrics.histogram), int(metrics.num_draft_tokens),
+                         tuple(metrics.per_step_accepted), tuple(metrics.per_step_drafted))
+                        for request_id, metrics in raw.vllm_finished]}
         del envelope["boot"]
         envelope.pop("runner_v2", None)
         if decision is not None:

@@ -28,7 +28,7 @@ from schemas.codes import (
 )
 from schemas.events import MAX_REQUEST_ID_CHARS, VllmCountsMissing
 from schemas.validation import invalid_outcome_rows
-from schemas.wire import VllmCountTuple, WireStep, seq_len_column
+from schemas.wire import VllmCountTuple, VllmRequestTuple, WireStep, seq_len_column
 
 #: The dead-letter reason of a step whose event id was read before at another offset of its partition
 #: (``ingest.settings.IngestSettings.dedupe_steps``).
@@ -311,7 +311,37 @@ def _record_batch(
     columns["seq_len"] = (pa.nulls(len(unknown), pa.int32()) if unknown.all()
                           else pa.array(cols["seq_len"], mask=unknown if unknown.any() else None))
     columns.update(_vllm_counts([s.vllm_counts for s in steps], step_of_row))
+    columns.update(_vllm_finished(steps, step_of_row, request_ids))
     return pa.RecordBatch.from_arrays([columns[f.name] for f in REQUEST_STEP_SCHEMA], schema=REQUEST_STEP_SCHEMA)
+
+
+def _vllm_finished(steps: list[WireStep], step_of_row: np.ndarray, request_ids: pa.StringArray) -> dict[str, pa.Array]:
+    """vLLM's per-request metrics (schema 1.7) on the row of each request at the step it finished;
+    null on every other row (and where a finished request has no row at that step: it verified no
+    draft there)."""
+    rows: dict[int, VllmRequestTuple] = {}
+    if not any(step.vllm_finished for step in steps):
+        lists = pa.list_(pa.int32())
+        return {"vllm_request_histogram": pa.nulls(len(step_of_row), lists),
+                "vllm_request_draft_tokens": pa.nulls(len(step_of_row), pa.int32()),
+                "vllm_request_accepted_per_step": pa.nulls(len(step_of_row), lists),
+                "vllm_request_drafted_per_step": pa.nulls(len(step_of_row), lists)}
+    starts = np.searchsorted(step_of_row, np.arange(len(steps)))
+    for index, step in enumerate(steps):
+        if step.vllm_finished:
+            ids = request_ids.slice(int(starts[index]), step.n).to_pylist()
+            where = {request_id: int(starts[index]) + row for row, request_id in enumerate(ids)}
+            rows.update((where[r[0]], r) for r in step.vllm_finished if r[0] in where)
+    lists = pa.list_(pa.int32())
+    entries = list(rows.values())
+    at = np.full(len(step_of_row), -1, dtype=np.int64)
+    at[list(rows)] = np.arange(len(entries))
+    index = pa.array(at, mask=at < 0)
+    return {name: pa.array([entry[field] for entry in entries], type=kind).take(index)
+            for name, field, kind in (("vllm_request_histogram", 1, lists),
+                                      ("vllm_request_draft_tokens", 2, pa.int32()),
+                                      ("vllm_request_accepted_per_step", 3, lists),
+                                      ("vllm_request_drafted_per_step", 4, lists))}
 
 
 def _vllm_counts(per_step: list[VllmCountTuple | VllmCountsMissing | None], step_of_row: np.ndarray

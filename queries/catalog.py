@@ -77,6 +77,7 @@ PUBLIC_VIEWS: tuple[str, ...] = (
     "k_comparison",
     "baseline_comparison",
     "vllm_audit",
+    "request_reconciliation",
     "baselines",
 )
 #: Table macros users call: the time-window variant of each view over events (baselines is reference

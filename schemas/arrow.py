@@ -46,6 +46,10 @@ REQUEST_STEP_SCHEMA = pa.schema(
         pa.field("vllm_num_accepted_tokens", pa.int32()),
         pa.field("vllm_accepted_per_pos", pa.list_(pa.int32())),
         pa.field("vllm_counts_missing", _DICT_STRING),
+        pa.field("vllm_request_histogram", pa.list_(pa.int32())),
+        pa.field("vllm_request_draft_tokens", pa.int32()),
+        pa.field("vllm_request_accepted_per_step", pa.list_(pa.int32())),
+        pa.field("vllm_request_drafted_per_step", pa.list_(pa.int32())),
     ],
     # In every data file written since 1.0: a stored name changes only with a major version.
     metadata={"specmetrics.table": "request_outcomes"},
@@ -57,6 +61,8 @@ ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
     "1.5": ("seq_len",),
     "1.6": ("vllm_num_drafts", "vllm_num_draft_tokens", "vllm_num_accepted_tokens", "vllm_accepted_per_pos",
             "vllm_counts_missing"),
+    "1.7": ("vllm_request_histogram", "vllm_request_draft_tokens", "vllm_request_accepted_per_step",
+            "vllm_request_drafted_per_step"),
 }
 
 

@@ -70,6 +70,21 @@ class VllmCounts(BaseModel):
     num_accepted_tokens_per_pos: list[Length] = Field(max_length=32767, description="Per draft position.")
 
 
+class VllmRequestMetrics(BaseModel):
+    """Schema 1.7: one finished request's ``RequestSpecDecodeMetrics`` exactly as vLLM kept them (vLLM's
+    ``--per-request-spec-decode-metrics``): its drafts by accepted tokens, its draft tokens and, at the
+    ``detailed`` level, per verify step the tokens accepted and drafted."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    request_id: str = Field(min_length=1, max_length=MAX_REQUEST_ID_CHARS)
+    acceptance_histogram: list[Length] = Field(
+        max_length=32768, description="Drafts by accepted draft tokens j = 0 .. K (length K + 1).")
+    num_draft_tokens: Length
+    per_step_accepted: list[Length] = Field(default_factory=list, max_length=2**20)
+    per_step_drafted: list[Length] = Field(default_factory=list, max_length=2**20)
+
+
 class _Outcome(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -281,6 +296,11 @@ class StepEnvelope(EngineContext):
     )
     vllm_counts_missing: VllmCountsMissing | None = Field(
         default=None, description="Schema 1.6: why vllm_counts is null (stats_off, not_returned)."
+    )
+    vllm_finished: list[VllmRequestMetrics] | None = Field(
+        default=None,
+        description="Schema 1.7: vLLM's own per-request metrics of the requests that finished at this step, "
+        "when vLLM keeps them (--per-request-spec-decode-metrics summary or detailed); null otherwise.",
     )
 
     @model_validator(mode="after")

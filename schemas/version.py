@@ -23,13 +23,15 @@ first grammar-invalid draft, which vLLM counts and the target always rejects); 1
 field ``seq_len`` (the request's own sequence length where the drafter-fit check decided about the
 drafts verified at the step: whether the request alone would have fit the drafter); 1.6 adds the
 envelope fields ``vllm_counts`` (vLLM's own ``SpecDecodingStats`` of the step, for the audit of the
-plugin's vLLM-compatible numbers) and ``vllm_counts_missing`` (why a step has none).
+plugin's vLLM-compatible numbers) and ``vllm_counts_missing`` (why a step has none); 1.7 adds the
+envelope field ``vllm_finished`` (vLLM's own per-request metrics, ``RequestSpecDecodeMetrics``, of the
+requests that finished at the step, when vLLM runs with ``--per-request-spec-decode-metrics``).
 """
 
 from __future__ import annotations
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 6
+SCHEMA_MINOR = 7
 SCHEMA_VERSION = f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 

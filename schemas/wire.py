@@ -40,6 +40,9 @@ Message layout: a msgpack array, fields by position (:data:`FIELDS`)::
     22 vllm_counts         array, str or nil (schema 1.6; optional): vLLM's own counters of the step,
                            [num_drafts, num_draft_tokens, num_accepted_tokens, [per position ...]];
                            or why there are none ("stats_off", "not_returned"); nil: not reported
+    23 vllm_finished       array or nil (schema 1.7; optional): per request that finished at the step
+                           with vLLM's per-request metrics, [request_id, [histogram], num_draft_tokens,
+                           [per_step_accepted], [per_step_drafted]]; nil: vLLM keeps none
 
 An array, not a map, because it decodes three times faster (BENCHMARKS.md). Additive changes
 append fields; readers ignore fields past the ones they know.
@@ -69,6 +72,7 @@ from schemas.codes import (
     KZeroReasonCode,
 )
 from schemas.events import (
+    MAX_REQUEST_ID_CHARS,
     Drafted,
     EngineContext,
     GrammarInvalid,
@@ -81,6 +85,7 @@ from schemas.events import (
     StepEvent,
     VllmCounts,
     VllmCountsMissing,
+    VllmRequestMetrics,
 )
 from schemas.validation import invalid_outcome_rows
 from schemas.version import SCHEMA_MAJOR, SCHEMA_VERSION, check_schema_version
@@ -109,11 +114,13 @@ FIELDS = (
     "skip_check",
     "seq_lens",
     "vllm_counts",
+    "vllm_finished",
 )
 #: The fields every message of this major version has; later ones are optional.
 REQUIRED_FIELDS = 16
 _SEQ_LENS = FIELDS.index("seq_lens")
 _VLLM_COUNTS = FIELDS.index("vllm_counts")
+_VLLM_FINISHED = FIELDS.index("vllm_finished")
 #: The envelope's keys in message order, without the fields the encoder makes (n and the outcome buffers).
 ENVELOPE_KEYS = (*FIELDS[1:12], *FIELDS[16:_SEQ_LENS])
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -131,6 +138,9 @@ class InvalidRecord(ValueError):
 IntColumn = Sequence[int] | np.ndarray
 #: vLLM's own counters of a step: num_drafts, num_draft_tokens, num_accepted_tokens, per position.
 VllmCountTuple = tuple[int, int, int, tuple[int, ...]]
+#: One finished request's metrics as vLLM kept them: request id, accepted-count histogram, draft
+#: tokens, per-step accepted and drafted (empty below the detailed level).
+VllmRequestTuple = tuple[str, tuple[int, ...], int, tuple[int, ...], tuple[int, ...]]
 _COUNT_LIMIT = 2**31
 
 
@@ -167,6 +177,8 @@ class WireStep(NamedTuple):
     #: Schema 1.6: vLLM's own counters (num_drafts, num_draft_tokens, num_accepted_tokens, per position),
     #: or why there are none; None: not reported.
     vllm_counts: VllmCountTuple | VllmCountsMissing | None = None
+    #: Schema 1.7: vLLM's per-request metrics of the requests that finished at the step; None: none kept.
+    vllm_finished: tuple[VllmRequestTuple, ...] | None = None
 
     def envelope(self) -> StepEnvelope:
         """The envelope as the pydantic contract."""
@@ -180,6 +192,10 @@ class WireStep(NamedTuple):
             "dropped_steps": self.dropped_steps,
             "skip_check": self.skip_check,
             **vllm_counts_fields(self.vllm_counts),
+            "vllm_finished": None if self.vllm_finished is None else [
+                VllmRequestMetrics(request_id=r, acceptance_histogram=list(h), num_draft_tokens=t,
+                                   per_step_accepted=list(a), per_step_drafted=list(d))
+                for r, h, t, a, d in self.vllm_finished],
         })
 
 
@@ -196,7 +212,7 @@ def encode_step(envelope: dict[str, Any], outcomes: OutcomeColumns) -> bytes:
     counts = envelope.get("vllm_counts")
     message = [SCHEMA_VERSION, *(envelope[key] for key in ENVELOPE_KEYS[:11]), len(ids), packed.tobytes(),
                offsets.tobytes(), b"".join(ids), *(envelope.get(key) for key in ENVELOPE_KEYS[11:]), seq_lens,
-               counts.value if isinstance(counts, VllmCountsMissing) else counts]
+               counts.value if isinstance(counts, VllmCountsMissing) else counts, envelope.get("vllm_finished")]
     encoded: bytes = msgpack.packb(message, use_bin_type=True)
     return encoded
 
@@ -252,8 +268,28 @@ def decode_step(payload: bytes) -> WireStep:
     if seq_lens is not None and (type(seq_lens) is not bytes or len(seq_lens) != n * SEQ_LEN_DTYPE.itemsize):
         raise InvalidRecord(f"'seq_lens' must be null or n int32 values ({n * SEQ_LEN_DTYPE.itemsize} bytes)")
     counts = _vllm_counts(message[_VLLM_COUNTS]) if len(message) > _VLLM_COUNTS else None
+    finished = _vllm_finished(message[_VLLM_FINISHED]) if len(message) > _VLLM_FINISHED else None
     return WireStep(context, event_id, step_index, event_time, batch_max, n, data, offsets, outcomes, verified,
-                    dropped, None if skip_check is None else _SKIP_CHECKS[skip_check], seq_lens, counts)
+                    dropped, None if skip_check is None else _SKIP_CHECKS[skip_check], seq_lens, counts, finished)
+
+
+def _counts(values: Any, limit: int) -> bool:
+    """Whether ``values`` is a tuple of at most ``limit`` integers in [0, 2**31)."""
+    return type(values) is tuple and len(values) <= limit and all(
+        type(v) is int and 0 <= v < _COUNT_LIMIT for v in values)
+
+
+def _vllm_finished(value: Any) -> tuple[VllmRequestTuple, ...] | None:
+    """The message's per-request metrics, checked."""
+    if value is None:
+        return None
+    if type(value) is tuple and all(
+            type(r) is tuple and len(r) == 5 and type(r[0]) is str and 0 < len(r[0]) <= MAX_REQUEST_ID_CHARS
+            and _counts(r[1], 32768) and type(r[2]) is int and 0 <= r[2] < _COUNT_LIMIT
+            and _counts(r[3], 2**20) and _counts(r[4], 2**20) for r in value):
+        return tuple((r[0], r[1], r[2], r[3], r[4]) for r in value)
+    raise InvalidRecord("'vllm_finished' must be null or a list of [request_id, [histogram], num_draft_tokens, "
+                        f"[per_step_accepted], [per_step_drafted]] with integers in [0, 2**31), got {value!r}"[:300])
 
 
 _MISSING = {reason.value: reason for reason in VllmCountsMissing}
@@ -323,6 +359,9 @@ def step_event_to_wire(event: StepEvent) -> bytes:
     """Encode a validated :class:`StepEvent`."""
     envelope = event.model_dump(include=set(ENVELOPE_KEYS))
     envelope["event_time_us"] = event_time_us(event.event_time)
+    envelope["vllm_finished"] = None if event.vllm_finished is None else [
+        (m.request_id, tuple(m.acceptance_histogram), m.num_draft_tokens, tuple(m.per_step_accepted),
+         tuple(m.per_step_drafted)) for m in event.vllm_finished]
     counts = event.vllm_counts
     envelope["vllm_counts"] = event.vllm_counts_missing if counts is None else (
         counts.num_drafts, counts.num_draft_tokens, counts.num_accepted_tokens,

@@ -4,8 +4,8 @@
 # too_long = skipped for length under V1, crossing, mixed, grammar) for each drafting method
 # (draft_model, eagle, eagle3, mtp), then ngram, on the GPU paths -- Model Runner V2 and async
 # scheduling, which a CPU cannot run -- and compares the vLLM-compatible numbers of the events
-# with vLLM's own counters, story by story. Prints a PASS/FAIL table; exit 1
-# on any FAIL. Sync modes turn async scheduling off explicitly (a GPU turns it on by default);
+# with vLLM's own counters, story by story, and step by step through the audit (the view vllm_audit:
+# vLLM's own counters in every step event). Prints a PASS/FAIL table; exit 1 on any FAIL. Sync modes turn async scheduling off explicitly (a GPU turns it on by default);
 # async modes run the ngram scenario with `ngram_gpu` (vLLM refuses async with the CPU proposer).
 #
 #   scripts/gpu_check.sh [WORKDIR [MODE...]]    MODE: v1-sync v2-sync v1-async v2-async (default: all)
@@ -47,6 +47,14 @@ for scenario in json.loads((root / "scenarios.json").read_text()):
     failed |= not ok
     story = f"{scenario['engine']}/{scenario['name']}"
     print(f"{name:9} {story:22} {'PASS' if ok else 'FAIL'}  events={got}  vllm={vllm}")
+# The audit: vLLM's own counters of every step against the events' (the plugin checks itself).
+for row in con.execute("SELECT method, vllm_version, steps_compared, steps_differing, first_differing_step "
+                       "FROM vllm_audit ORDER BY method").fetchall():
+    method, version, compared, differing, first = row
+    ok = compared > 0 and differing == 0
+    failed |= not ok
+    print(f"{name:9} {'audit ' + method:22} {'PASS' if ok else 'FAIL'}  vLLM {version}: {compared} steps compared, "
+          f"{differing} differ" + (f" (first at step {first}; see the view vllm_audit_steps)" if differing else ""))
 sys.exit(1 if failed else 0)
 PY
 done

@@ -41,6 +41,9 @@ class ScenarioResult:
     finished: float
     vllm: dict[str, Any]
     outputs: list[list[int]]
+    #: Per request, vLLM's own per-request metrics as its API returns them (``RequestSpecDecodeMetrics.to_dict``;
+    #: None where it kept none).
+    per_request: list[dict[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,11 @@ def all_models(cache: Path | None = None) -> dict[str, Path]:
     return {**tiny_models(cache), **cycle_models(cache)}
 
 
-def engine_config(kind: str, models: dict[str, Path], async_scheduling: bool = False) -> dict[str, Any]:
+def engine_config(kind: str, models: dict[str, Path], async_scheduling: bool = False,
+                  per_request: str = "summary") -> dict[str, Any]:
     """LLM(...) arguments of each engine: a same-weights drafter, ngram, and the exact EAGLE, EAGLE-3
-    and MTP drafters of the cycle targets (``specmetrics.cycle_models``)."""
+    and MTP drafters of the cycle targets (``specmetrics.cycle_models``); ``per_request``: vLLM's
+    ``--per-request-spec-decode-metrics``."""
     target = {"mtp": models["mimo"], "eagle": models["cycle_target"], "eagle3": models["cycle_target"]}
     common: dict[str, Any] = {"model": str(target.get(kind, models["target"])), "max_model_len": 512,
                               "dtype": "float32", "enforce_eager": True, "disable_log_stats": False, "seed": 0,
@@ -73,7 +78,8 @@ def engine_config(kind: str, models: dict[str, Path], async_scheduling: bool = F
         if kind != "mtp":  # MTP's layer lives in the target's own checkpoint
             spec["model"] = str(models["same_drafter" if kind == "draft_model" else kind])
     # Explicit either way: left unset, a GPU turns async scheduling on for the drafting methods by default.
-    return {**common, "async_scheduling": async_scheduling, "speculative_config": spec}
+    return {**common, "async_scheduling": async_scheduling, "speculative_config": spec,
+            "per_request_spec_decode_metrics": per_request}
 
 
 def scenarios(kind: str, ids: list[int]) -> list[Story]:
@@ -102,11 +108,12 @@ def vllm_counters(llm: Any) -> dict[str, Any]:
     return {name: found.get(name, 0) for name in (*COUNTERS, "num_accepted_tokens_per_pos")}
 
 
-def run_engine(kind: str, models: dict[str, Path], async_scheduling: bool = False) -> list[ScenarioResult]:
+def run_engine(kind: str, models: dict[str, Path], async_scheduling: bool = False,
+               per_request: str = "summary") -> list[ScenarioResult]:
     from vllm import LLM, SamplingParams, TokensPrompt
     from vllm.sampling_params import StructuredOutputsParams
 
-    llm = LLM(**engine_config(kind, models, async_scheduling))
+    llm = LLM(**engine_config(kind, models, async_scheduling, per_request))
     ids = llm.get_tokenizer().encode(" ".join(corpus(60)))
     results = []
     for story in scenarios(kind, ids):
@@ -122,18 +129,20 @@ def run_engine(kind: str, models: dict[str, Path], async_scheduling: bool = Fals
         delta["num_accepted_tokens_per_pos"] = [a - b for a, b in zip(after["num_accepted_tokens_per_pos"],
                                                                      before["num_accepted_tokens_per_pos"],
                                                                      strict=True)]
+        metrics = [o.outputs[0].spec_decode_metrics for o in outputs]
         results.append(ScenarioResult(story.name, kind, started, finished, delta,
-                                      [list(o.outputs[0].token_ids) for o in outputs]))
+                                      [list(o.outputs[0].token_ids) for o in outputs],
+                                      [None if m is None else m.to_dict() for m in metrics]))
     del llm
     gc.collect()
     return results
 
 
 def run_all(engines: tuple[str, ...] = ENGINES, cache: Path | None = None,
-            async_scheduling: bool = False) -> list[ScenarioResult]:
+            async_scheduling: bool = False, per_request: str = "summary") -> list[ScenarioResult]:
     models = all_models(cache)
     ordered = sorted(engines, key=ENGINES.index)
-    results = [r for kind in ordered for r in run_engine(kind, models, async_scheduling)]
+    results = [r for kind in ordered for r in run_engine(kind, models, async_scheduling, per_request)]
     from emitter import plugin
 
     plugin.flush()
@@ -146,11 +155,13 @@ def main() -> None:
     parser.add_argument("--engines", default=",".join(ENGINES), help=f"Comma-separated, of {', '.join(ENGINES)}.")
     parser.add_argument("--model-cache", type=Path, default=None)
     parser.add_argument("--async-scheduling", action="store_true", help="GPU only: vLLM's async scheduler.")
+    parser.add_argument("--per-request-spec-decode-metrics", choices=("none", "summary", "detailed"),
+                        default="summary", help="vLLM's per-request acceptance metrics (request_reconciliation).")
     args = parser.parse_args()
     engines = tuple(args.engines.split(","))
     if unknown := sorted(set(engines) - set(ENGINES)):
         parser.error(f"unknown engine(s) {', '.join(unknown)}; choose from {', '.join(ENGINES)}")
-    results = run_all(engines, args.model_cache, args.async_scheduling)
+    results = run_all(engines, args.model_cache, args.async_scheduling, args.per_request_spec_decode_metrics)
     args.out.write_text(json.dumps([asdict(r) for r in results]))
     os._exit(0)  # vLLM's background threads can hold up interpreter exit; everything is written
 

@@ -82,6 +82,8 @@ class EngineObserver:
         self.asynchronous = isinstance(scheduler, AsyncScheduler)
         # vLLM computes its own counters only with stats on (not with --disable-log-stats)
         self.stats_off = not getattr(scheduler, "log_stats", False)
+        # vLLM keeps each request's own metrics with --per-request-spec-decode-metrics (0.29 on)
+        self.per_request = getattr(scheduler, "spec_decode_metrics_level", "none") != "none"
         self.after_drop = False  # the last step published was dropped from a full queue
         self.detached = False
         self.publisher = attach(self.context["dp_rank"])  # last: an engine is counted once it observes
@@ -131,7 +133,17 @@ class EngineObserver:
             model_runner_output.req_ids, sampled_before, list(map(len, model_runner_output.sampled_token_ids)),
             without, proposed, truncated, self.max_model_len, self.num_sampled, step_k, self.asynchronous,
             processed, self.decision, self.after_drop, getattr(model_runner_output, BUDGET_ATTR, None),
-            drafts_skipped, lengths, STATS_OFF if self.stats_off else spec_decoding_stats(outputs))))
+            drafts_skipped, lengths, STATS_OFF if self.stats_off else spec_decoding_stats(outputs),
+            finished_metrics(outputs) if self.per_request else None)))
+
+
+def finished_metrics(outputs: Any) -> list[tuple[str, Any]]:
+    """(request id, ``RequestSpecDecodeMetrics``) of each request ``update_from_output`` returned as
+    finished with vLLM's per-request metrics (vLLM attaches them to a request's last output only)."""
+    if not isinstance(outputs, dict):
+        return []
+    return [(output.request_id, output.spec_decode_metrics) for core_outputs in outputs.values()
+            for output in core_outputs.outputs if output.spec_decode_metrics is not None]
 
 
 def spec_decoding_stats(outputs: Any) -> Any:

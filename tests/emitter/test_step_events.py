@@ -34,7 +34,8 @@ def test_event_envelope_carries_the_decision_that_produced_the_drafts() -> None:
     assert envelope == {"engine_instance": "e", "dp_rank": 1, "drafter_max_len": 100, "num_spec_tokens": 3,
                         "event_id": "abc-9", "step_index": 9, "event_time_us": 1_700_000_000_000_000,
                         "batch_max_seq_len": 130, "drafts_verified": None, "skip_check": "observed",
-                        "vllm_counts": (0, 0, 0, (0, 0, 0))}  # vLLM counted no draft
+                        "vllm_counts": (0, 0, 0, (0, 0, 0)),  # vLLM counted no draft
+                        "vllm_finished": None}  # vLLM keeps no per-request metrics
 
 
 def test_vllm_counts_are_vllms_own_or_say_why_there_are_none() -> None:

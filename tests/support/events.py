@@ -107,7 +107,7 @@ def raw(**changes: Any) -> RawStep:
         "decoding_without_drafts": {"z": 50}, "proposed": (["d", "z"], [3, 0]), "truncated": {},
         "max_model_len": 512, "num_sampled": 1, "step_k": 3, "asynchronous": False,
         "processed": None, "batch_decision": None, "after_drop": False, "verify_budget": None, "drafts_skipped": False,
-        "seq_lens": [43, 30, 51], "vllm_counts": None,
+        "seq_lens": [43, 30, 51], "vllm_counts": None, "vllm_finished": None,
     }
     fields.update(changes)
     return RawStep(**fields)

@@ -32,9 +32,11 @@ DRAFTER_MAX_LEN = 96
 COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
 
 
-def build(cls: type[Scheduler], model: Path, drafter: Path | None = None, **speculative: Any) -> Scheduler:
+def build(cls: type[Scheduler], model: Path, drafter: Path | None = None, per_request: str = "none",
+          **speculative: Any) -> Scheduler:
     """``cls`` over the tiny model (max length 256), 200 KV blocks, K = 3: ngram (plus ``speculative``),
-    or ``drafter`` as a draft model of max length :data:`DRAFTER_MAX_LEN`."""
+    or ``drafter`` as a draft model of max length :data:`DRAFTER_MAX_LEN`; ``per_request``: vLLM's
+    ``--per-request-spec-decode-metrics``."""
     model_config = ModelConfig(model=str(model), dtype="float32", seed=0, max_model_len=256)
     scheduler_config = SchedulerConfig(max_num_seqs=16, max_num_batched_tokens=1024, max_model_len=256,
                                        is_encoder_decoder=False)
@@ -49,6 +51,7 @@ def build(cls: type[Scheduler], model: Path, drafter: Path | None = None, **spec
                                  target_parallel_config=parallel_config, **speculative)
     config = VllmConfig(model_config=model_config, scheduler_config=scheduler_config, cache_config=cache_config,
                         parallel_config=parallel_config, speculative_config=spec)
+    config.observability_config.per_request_spec_decode_metrics = per_request  # type: ignore[assignment]
     cache_config.num_gpu_blocks = 200
     kv = KVCacheConfig(num_blocks=200, kv_cache_tensors=[], kv_cache_groups=[
         KVCacheGroupSpec(["layer"], FullAttentionSpec(block_size=16, num_kv_heads=1, head_size=32,

@@ -15,12 +15,12 @@ from tests.support.ingest import ingest_once
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_scenarios(out: Path, model_cache: Path, engines: str, **env: str) -> list[dict[str, Any]]:
-    """Run ``specmetrics.vllm_scenarios`` in a fresh process with ``env``; its results."""
+def run_scenarios(out: Path, model_cache: Path, engines: str, *args: str, **env: str) -> list[dict[str, Any]]:
+    """Run ``specmetrics.vllm_scenarios`` (with ``args``) in a fresh process with ``env``; its results."""
     result_file = out / "results.json"
     proc = subprocess.run(
         [sys.executable, "-m", "specmetrics.vllm_scenarios", "--out", str(result_file), "--engines", engines,
-         "--model-cache", str(model_cache)],
+         "--model-cache", str(model_cache), *args],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True, timeout=600,
         check=False,
     )
@@ -38,13 +38,14 @@ def by_name(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 class Run:
     """One vLLM run: its scenarios, and the Parquet tree of its events."""
 
-    def __init__(self, root: Path, model_cache: Path, engines: str, ingest: bool = True, **env: str) -> None:
+    def __init__(self, root: Path, model_cache: Path, engines: str, *args: str, ingest: bool = True,
+                 **env: str) -> None:
         self.root = root
         self.log = root / "log"
         env = {"SPECMETRICS_SINK": self.log.as_uri(), **env} if "SPECMETRICS_SINK" not in env else env
         if not env["SPECMETRICS_SINK"]:
             env.pop("SPECMETRICS_SINK")
-        self.scenarios = by_name(run_scenarios(root, model_cache, engines, **env))
+        self.scenarios = by_name(run_scenarios(root, model_cache, engines, *args, **env))
         self.data = root / "data"
         if ingest and self.log.exists():
             ingest_once(self.log, self.data)

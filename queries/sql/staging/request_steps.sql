@@ -62,6 +62,15 @@
 --   vllm_num_accepted_tokens         vLLM's own count of accepted tokens at the step (as vllm_num_drafts)
 --   vllm_accepted_per_pos            vLLM's own drafts accepted past each position at the step, one
 --                                    count per position (as vllm_num_drafts)
+--   vllm_request_histogram           on the row of a request at the step it finished, when vLLM kept
+--                                    per-request metrics (--per-request-spec-decode-metrics summary or
+--                                    detailed; schema 1.7): vLLM's own count of the request's drafts by
+--                                    accepted draft tokens j = 0 .. K; NULL on every other row
+--   vllm_request_draft_tokens        on the same row: vLLM's own count of the request's draft tokens
+--   vllm_request_accepted_per_step   on the same row, at the detailed level: the draft tokens vLLM
+--                                    counted accepted at each of the request's verify steps, in order
+--                                    (empty at the summary level)
+--   vllm_request_drafted_per_step    the same for the draft tokens vLLM counted drafted
 --   vllm_counts_missing              why a step has no vLLM counters: 'stats_off' (vLLM runs with
 --                                    --disable-log-stats), 'not_returned' (the step's outputs held
 --                                    no stats); NULL otherwise
@@ -108,16 +117,24 @@ SELECT
     CAST(vllm_num_accepted_tokens AS INTEGER) AS vllm_num_accepted_tokens,
     CAST(vllm_accepted_per_pos AS INTEGER[]) AS vllm_accepted_per_pos,
     CAST(vllm_counts_missing AS VARCHAR) AS vllm_counts_missing,
+    CAST(vllm_request_histogram AS INTEGER[]) AS vllm_request_histogram,
+    CAST(vllm_request_draft_tokens AS INTEGER) AS vllm_request_draft_tokens,
+    CAST(vllm_request_accepted_per_step AS INTEGER[]) AS vllm_request_accepted_per_step,
+    CAST(vllm_request_drafted_per_step AS INTEGER[]) AS vllm_request_drafted_per_step,
     is_draft(kind, k_valid) AS is_draft,
     is_vllm_draft(k_sched) AS is_vllm_draft
 -- Files written before schema 1.1 have no drafts_verified column, before 1.3 none of the three
--- after it, before 1.5 no seq_len, before 1.6 none of vLLM's own counters: BY NAME fills them with NULL.
+-- after it, before 1.5 no seq_len, before 1.6 none of vLLM's own counters, before 1.7 none of vLLM's
+-- per-request metrics: BY NAME fills them with NULL.
 FROM (FROM raw_request_steps UNION ALL BY NAME
       SELECT CAST(NULL AS INTEGER) AS drafts_verified, CAST(NULL AS INTEGER) AS max_model_len,
              CAST(NULL AS INTEGER) AS context_cap_from, CAST(NULL AS VARCHAR) AS skip_check,
              CAST(NULL AS INTEGER) AS seq_len, CAST(NULL AS INTEGER) AS vllm_num_drafts,
              CAST(NULL AS INTEGER) AS vllm_num_draft_tokens, CAST(NULL AS INTEGER) AS vllm_num_accepted_tokens,
-             CAST(NULL AS INTEGER[]) AS vllm_accepted_per_pos, CAST(NULL AS VARCHAR) AS vllm_counts_missing
+             CAST(NULL AS INTEGER[]) AS vllm_accepted_per_pos, CAST(NULL AS VARCHAR) AS vllm_counts_missing,
+             CAST(NULL AS INTEGER[]) AS vllm_request_histogram, CAST(NULL AS INTEGER) AS vllm_request_draft_tokens,
+             CAST(NULL AS INTEGER[]) AS vllm_request_accepted_per_step,
+             CAST(NULL AS INTEGER[]) AS vllm_request_drafted_per_step
       WHERE false);
 
 COMMENT ON VIEW request_steps IS 'One row per request-step: typed counts, partition keys, is_draft (corrected) and is_vllm_draft (vLLM 0.32.0) flags.';

@@ -31,7 +31,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> DemoRun
 @pytest.fixture(scope="module")
 def multiprocess(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Run:
     return Run(tmp_path_factory.mktemp("vllm-mp"), model_cache, ",".join(ENGINES),
-               VLLM_ENABLE_V1_MULTIPROCESSING="1")
+               "--per-request-spec-decode-metrics", "detailed", VLLM_ENABLE_V1_MULTIPROCESSING="1")
 
 
 @pytest.fixture(params=["demo", "multiprocess"], ids=["inprocess-via-demo", "multiprocess"])
@@ -185,6 +185,35 @@ def test_every_step_carries_vllms_own_counters_and_the_events_equal_them(run: Ru
         assert row["steps_compared"] == row["steps"] > 0 and row["steps_differing"] == 0, row
         assert row["steps_without_counts"] == 0, row
     assert drafted is not None and drafted[0] > 100  # vLLM counted drafts at these steps, and they agree
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_each_requests_own_vllm_numbers_stand_beside_the_events_and_the_truth(run: Run, name: str) -> None:
+    """vLLM's per-request metrics (--per-request-spec-decode-metrics: summary in the demo's run, detailed
+    in the multiprocess one), as its API returned them per request, are what the view shows as vLLM's,
+    equal to the events' count as vLLM counts; the corrected numbers beside them say why they differ."""
+    scenario = run.scenarios[name]
+    con = connect(run.data)
+    try:
+        rows = run_query(con, "SELECT vllm_reported_drafts, vllm_reported_draft_tokens, "
+                              "vllm_reported_accepted_tokens, len(vllm_reported_accepted_per_step) AS per_step, "
+                              "differs, num_drafts, num_draft_tokens, acceptance_rate, why "
+                              "FROM request_reconciliation_between(make_timestamp(CAST(? * 1e6 AS BIGINT)), "
+                              "make_timestamp(CAST(? * 1e6 AS BIGINT) + 1)) WHERE method = ?",
+                         [scenario["started"], scenario["finished"], name.split("/", maxsplit=1)[0]]).to_pylist()
+    finally:
+        con.close()
+    api = sorted((m["num_spec_steps"], m["num_draft_tokens"], m["num_accepted_draft_tokens"])
+                 for m in scenario["per_request"] if m is not None)
+    assert sorted((r["vllm_reported_drafts"], r["vllm_reported_draft_tokens"], r["vllm_reported_accepted_tokens"])
+                  for r in rows if r["vllm_reported_drafts"] is not None) == api
+    assert len(api) == len(scenario["per_request"]) and all(r["differs"] is False for r in rows)
+    detailed = not isinstance(run, DemoRun)  # per-step arrays only at the detailed level
+    assert all((r["per_step"] > 0) == (detailed and r["vllm_reported_drafts"] > 0) for r in rows
+               if r["vllm_reported_drafts"] is not None)
+    if name.endswith("/too_long"):  # vLLM: each request drafted and accepted nothing; the truth: it never drafted
+        assert {(r["vllm_reported_drafts"] > 0, r["vllm_reported_accepted_tokens"], r["num_drafts"], r["why"])
+                for r in rows} == {(True, 0, 0, "skipped for length")}
 
 
 def test_every_event_says_the_context_served_and_that_skips_could_be_seen(run: Run) -> None:

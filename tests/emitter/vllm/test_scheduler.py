@@ -29,7 +29,7 @@ from emitter.outcomes import RawStep
 from emitter.vllm.scheduler import TAG_ATTR
 from emitter.vllm.worker import DECISION_ATTR
 from emitter.vllm.worker_v2 import BUDGET_ATTR
-from queries import connect
+from queries import connect, run_query
 from tests.support.metrics import wait_for
 from tests.support.schedulers import K, add_counters, build, hook_plugin, request, runner_output, views
 
@@ -40,7 +40,7 @@ DROPPED_STEP = 3  # published while the queue (one step) is full: the next step 
 def run_steps(cls: type[Scheduler], model: Path) -> list[tuple[tuple[Any, ...], Check]]:
     """Five steps of two requests (r1 stops at its third token, inside a step's accepted drafts);
     per step published, the tuple and what each field must be."""
-    sched = build(cls, model)
+    sched = build(cls, model, per_request="detailed")
     sched.add_request(request("r0"))
     sched.add_request(request("r1", max_tokens=3))
     asynchronous = cls is AsyncScheduler
@@ -89,6 +89,9 @@ def run_steps(cls: type[Scheduler], model: Path) -> list[tuple[tuple[Any, ...], 
             "seq_lens": lambda v, tag=tag: v is tag[2],
             # vLLM's own counters, as update_from_output returned them (None: it counted no draft)
             "vllm_counts": lambda v, stats=outputs[0].scheduler_stats.spec_decoding_stats: v is stats,
+            # vLLM's per-request metrics of the requests that finished (r1, at its third token)
+            "vllm_finished": lambda v, finished=[(o.request_id, o.spec_decode_metrics) for o in outputs[0].outputs
+                                                 if o.spec_decode_metrics is not None]: v == finished,
         }
         if step != DROPPED_STEP:
             queued.append(check)
@@ -126,6 +129,7 @@ def test_the_engine_thread_publishes_every_field_in_raw_step_order(
     assert len(steps) == 8 and set(steps[0][1]) == set(RawStep._fields)
     assert all(len(values) == len(RawStep._fields) for values, _ in steps)
     assert [failed_fields(values, check) for values, check in steps] == [[]] * len(steps)
+    assert [len(RawStep._make(values).vllm_finished or ()) for values, _ in steps].count(1) == 2  # r1, sync and async
     # The checks tell every field from every other: any two swapped fail some step's check.
     for i, j in combinations(range(len(RawStep._fields)), 2):
         swapped = [(tuple(v[j] if n == i else v[i] if n == j else x for n, x in enumerate(v)), check)
@@ -228,3 +232,38 @@ def test_the_audit_shows_vllm_counting_differently(
                           "WHERE k_sched > 0").fetchone()
     assert drafted == ([2, 3, 4, 5],)  # the steps that verify drafts
     assert audit == (4, 3, 3, 5, 0, 2 * 3, 0, [0] * K)  # two drafts a step, one token less each
+
+
+@pytest.mark.parametrize("level", ["summary", "detailed"])
+def test_vllms_per_request_metrics_reach_the_reconciliation_equal_to_the_events(
+    level: str, tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM's ``RequestSpecDecodeMetrics`` of each finished request (``--per-request-spec-decode-metrics``)
+    beside the numbers the events give for it as vLLM counts them: equal, request by request."""
+    log = hook_plugin(tmp_path, monkeypatch)
+    sched = build(Scheduler, model_cache / "tiny-llama-target", per_request=level)
+    accepted = {"r0": [3, 1, 0, 2, 3], "r1": [0, 2, 1, 3, 1]}
+    for request_id in accepted:
+        sched.add_request(request(request_id, max_tokens=12))
+    for step in range(12):
+        scheduler_output = sched.schedule()
+        ids, drafts = list(scheduler_output.num_scheduled_tokens), scheduler_output.scheduled_spec_decode_tokens
+        if not ids:
+            break
+        sampled = {r: [5] * (1 + min(len(drafts.get(r, ())), accepted[r][step % 5])) for r in ids}
+        sched.update_from_output(scheduler_output, runner_output(sampled))
+        sched.update_draft_token_ids(DraftTokenIds(ids, [[5] * K for _ in ids]))
+    assert not sched.requests  # both finished
+    views(tmp_path, log)
+    con = connect(tmp_path / "data")
+    rows = run_query(con, "SELECT request_id, vllm_reported_drafts, vllm_num_drafts, vllm_reported_draft_tokens, "
+                          "vllm_num_draft_tokens, vllm_reported_accepted_tokens, vllm_num_accepted_tokens, "
+                          "len(vllm_reported_accepted_per_step) AS per_step, differs FROM request_reconciliation "
+                          "ORDER BY request_id").to_pylist()
+    con.close()
+    assert [row["request_id"] for row in rows] == ["r0", "r1"]
+    for row in rows:
+        assert row["vllm_reported_drafts"] == row["vllm_num_drafts"] > 0, row
+        assert row["vllm_reported_draft_tokens"] == row["vllm_num_draft_tokens"], row
+        assert row["vllm_reported_accepted_tokens"] == row["vllm_num_accepted_tokens"] > 0, row
+        assert row["per_step"] == (row["vllm_num_drafts"] if level == "detailed" else 0) and row["differs"] is False
