@@ -246,7 +246,8 @@ class Table:
         except (OSError, ValueError, pa.ArrowException):
             damage = None  # the store cannot be read at all: the error says why
         if damage is not None:
-            return StoreDamaged(f"{self.url}: the table's log is damaged: {damage}")
+            return StoreDamaged(f"{self.url}: the table's log is damaged: {damage}; restore that file from a copy "
+                                "of the table (a Delta log cannot be rebuilt from the data files)")
         if isinstance(self.root, S3Location):
             return store_error(self.root, exc)
         text = one_line(exc)
@@ -260,7 +261,7 @@ class Table:
             for file in files:
                 damage = file_damage(self.root, file.relative, file.size, check_pages)
                 if damage is not None:
-                    return f"{file.location}: {damage}"
+                    return f"{file.location}: {damage}; restore it from a copy of the table"
         return None
 
     def version(self) -> int:

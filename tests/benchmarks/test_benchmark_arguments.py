@@ -26,6 +26,8 @@ SMALL_RUNS: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "bench_hook_v2": (["--calls", "50"], ("hook_us_per_step",)),
     "bench_hook": (["--k", "3", "--max-tokens", "4"], ("hook_vs_vllm", "hook_vs_engine_step")),
     "bench_churn": (["--changes", "1", "--interval", "10", "--settings", "short"], ("settled", "settle_median_s")),
+    "bench_optimize": (["--rows", "20000", "--rows-per-file", "5000", "--rounds", "1"],
+                       ("specmetrics_s", "delta_rs_s", "specmetrics_distinct", "delta_rs_files_naming_offsets")),
 }
 
 

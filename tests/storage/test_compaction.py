@@ -165,3 +165,49 @@ def test_vacuum_keeps_what_is_younger_than_the_retention_given_and_refuses_a_ris
         assert exit_.value.code == 2
         assert f"'{nonsense}' is not a number of hours" in capsys.readouterr().err
     assert_rows_once(data, 64 * 4)
+
+
+def test_a_vacuum_while_optimize_merges_removes_nothing_it_commits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The merged file is written before the commit names it: a vacuum in between (its retention at
+    the floor, 1 hour) leaves it, as it leaves an ingester's flush in flight; the files it merged stay
+    for readers of the version before, until a later vacuum."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=64 * 30, seed=33)
+    ingest_once(log, data, flush_rows=64 * 2)
+    flushes = {file.relative for file in Table(data).files()}
+    table = Table(data)
+    replace = table.replace
+
+    def after_a_vacuum(removed: list[TableFile], added: list[DataFile]) -> None:
+        assert main(["table", "vacuum", "--data", str(data), "--retention-hours", "1"]) == 0
+        assert "removed 0 file(s)" in capsys.readouterr().out
+        replace(removed, added)
+
+    monkeypatch.setattr(table, "replace", after_a_vacuum)
+    assert compact(table, target_rows=64 * 7).merged_files == 15
+    assert_rows_once(data, 64 * 30)
+    assert main(["verify", "--data", str(data)]) == 0
+    merged = {file.relative for file in Table(data).files()}
+    assert len(merged) == 5 and not merged & flushes
+    assert {path.relative_to(data).as_posix() for path in data.glob(DATA_GLOB)} == flushes | merged
+
+
+def test_two_optimizes_at_once_on_s3_merge_each_file_once(s3_url: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on disk: before, 80,000 rows for 40,000 in 3 of 3 trials on S3."""
+    location = S3Location.parse(s3_url)
+    write_load(tmp_path / "log", rows=64 * 30, seed=34)
+    ingest_to_s3(tmp_path / "log", s3_url, tmp_path / "state", flush_rows=64 * 2)
+    first, second = Table(location), Table(location)
+    replace = second.replace
+
+    def after_the_other(removed: list[TableFile], added: list[DataFile]) -> None:
+        assert compact(first, target_rows=64 * 7).merged_files == 15
+        replace(removed, added)
+
+    monkeypatch.setattr(second, "replace", after_the_other)
+    with pytest.raises(ReplaceRefused, match="15 of the 15 file"):
+        compact(second, target_rows=64 * 7)
+    assert rows_once(s3_url) == 64 * 30
+    assert len(Table(location).files()) == 5

@@ -149,7 +149,8 @@ def test_damage_on_s3_is_named_in_one_line(s3_url: str, tmp_path: Path, capsys: 
     assert main(["sql", "--data", s3_url, "SELECT count(*) FROM request_steps"]) == 4
     [line] = capsys.readouterr().err.splitlines()
     assert line == f"specmetrics sql: error: {s3_url}: the table's log is damaged: {LOG_DIR}/{3:020d}.json: line 1 " \
-                   "is not JSON (a truncated or overwritten commit)"
+                   "is not JSON (a truncated or overwritten commit); restore that file from a copy of the table (a " \
+                   "Delta log cannot be rebuilt from the data files)"
 
 
 # Runs as root of a user namespace of its own, where it can mount a 1 MiB tmpfs: a real full disk.
