@@ -60,12 +60,12 @@ def outcome(table: Path) -> dict[str, int]:
             "verify_clean": int(verify_tree(table).clean)}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=positive_int, default=2_000_000)
     parser.add_argument("--rows-per-file", type=positive_int, default=20_000)
     parser.add_argument("--rounds", type=positive_int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         original = build(Path(tmp), args.rows, args.rows_per_file)
         before = len(Table(original).files())

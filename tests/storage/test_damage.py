@@ -155,27 +155,21 @@ def test_damage_on_s3_is_named_in_one_line(s3_url: str, tmp_path: Path, capsys: 
 
 # Runs as root of a user namespace of its own, where it can mount a 1 MiB tmpfs: a real full disk.
 _FULL_DISK = """
-import errno, os, subprocess, sys
+import os, sys
 from pathlib import Path
 import pyarrow.parquet as pq
 from schemas.arrow import REQUEST_STEP_SCHEMA
 from storage.layout import FileName
 from storage.table import DataFile, Table
+from tests.support.full_disk import fill, mount_tmpfs
 
 disk = Path(sys.argv[1])
-if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)]).returncode:
-    sys.exit("cannot mount a 1 MiB tmpfs in a user namespace: this test needs one for its full disk")
+mount_tmpfs(disk, "1m")
 table, name = Table(disk / "data", create=True), FileName("log", 0, 0, 9, "a" * 12)
 file = disk / "data" / "dt=2026-11-30" / "hour=12" / name.render("parquet")
 file.parent.mkdir(parents=True)
 pq.write_table(REQUEST_STEP_SCHEMA.empty_table(), file)
-fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
-for chunk in (65536, 4096, 1):
-    try:
-        while True:
-            os.write(fd, bytes(chunk))
-    except OSError as exc:
-        assert exc.errno == errno.ENOSPC
+fd = fill(disk)
 version = table.version()
 try:
     table.commit(name, [DataFile.local(disk / "data", file)])

@@ -125,25 +125,19 @@ def test_a_full_spool_drops_and_counts_without_raising(own_broker: TansuBroker, 
 
 # Runs as root of a user namespace of its own, where it can mount a 1 MiB tmpfs: a real full disk.
 _FULL_DISK = """
-import errno, json, os, subprocess, sys
+import json, sys
 from pathlib import Path
 from transport.kafka import KafkaAddress, KafkaSettings
 from emitter.sinks.kafka import KafkaSink
 from emitter.sinks.spool import Spool
+from tests.support.full_disk import fill, mount_tmpfs
 
 disk, url = Path(sys.argv[1]), sys.argv[2]
-if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)]).returncode:
-    sys.exit("cannot mount a 1 MiB tmpfs in a user namespace: this test needs one for its full disk")
+mount_tmpfs(disk, "1m")
 spool = Spool(disk / "e", 1 << 30)  # left by an outage: more than one replay batch
 spool.append([(b"e", b"old:%d" % i) for i in range(5000)])
 spool.close()
-fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
-for chunk in (65536, 4096, 1):
-    try:
-        while True:
-            os.write(fd, bytes(chunk))
-    except OSError as exc:
-        assert exc.errno == errno.ENOSPC
+fill(disk)
 sink = KafkaSink(KafkaAddress.parse(url), KafkaSettings(spool_dir=disk, request_timeout_s=5), disk / "e")
 for i in range(3):
     sink.send(b"e", [b"new:%d" % i])
