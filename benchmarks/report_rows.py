@@ -120,4 +120,6 @@ def _rows(steps: int, hour: int, rng: np.random.Generator) -> pa.Table:
         # holds requests that fit the drafter alone (collateral skips) and the ones that did not
         "seq_len": pa.array(np.maximum(context - rng.integers(0, 600, n), 1).astype(np.int32)),
     }
+    for field in REQUEST_STEP_SCHEMA:  # vLLM's own counters (schema 1.6 on): the report reads none
+        columns.setdefault(field.name, pa.nulls(n, field.type))
     return pa.table(columns).cast(REQUEST_STEP_SCHEMA)
