@@ -35,6 +35,9 @@
 --                                                accepted >= i + 1 (BIGINT)
 --   vllm_num_accepted_at(k_sched, accepted, position, request_steps)   vLLM drafts with
 --                                                accepted >= i + 1: vLLM's per-position counter (BIGINT)
+--   vllm_accepted_per_draft(k_sched, accepted, step_index)   the accepted tokens of each vLLM draft,
+--                                                in step order: vLLM's per-step list of a request
+--                                                (INTEGER[]; NULL when none)
 --   acceptance_rate(accepted_tokens, draft_tokens)   accepted_tokens / draft_tokens (DOUBLE; NULL when
 --                                                no draft token)
 --   mean_acceptance_length(accepted_tokens, drafts)   1 + accepted_tokens / drafts (DOUBLE; NULL when no
@@ -83,6 +86,9 @@ CREATE OR REPLACE MACRO num_accepted_at(kind, k_valid, accepted, position, reque
 CREATE OR REPLACE MACRO vllm_num_accepted_at(k_sched, accepted, position, request_steps := 1) AS
     CAST(coalesce(sum(request_steps) FILTER (WHERE is_vllm_draft(k_sched) AND accepted > position), 0) AS BIGINT);
 
+CREATE OR REPLACE MACRO vllm_accepted_per_draft(k_sched, accepted, step_index) AS
+    list(accepted ORDER BY step_index) FILTER (WHERE is_vllm_draft(k_sched));
+
 CREATE OR REPLACE MACRO acceptance_rate(accepted_tokens, draft_tokens) AS
     accepted_tokens / nullif(draft_tokens, 0);
 
@@ -108,6 +114,7 @@ COMMENT ON MACRO vllm_num_accepted_tokens IS 'Sum of accepted over vLLM drafts (
 COMMENT ON MACRO num_reached IS 'Corrected drafts with k_valid > position (aggregate; 0-based position; request_steps weights a row).';
 COMMENT ON MACRO num_accepted_at IS 'Corrected drafts with accepted > position (aggregate; 0-based position; request_steps weights a row).';
 COMMENT ON MACRO vllm_num_accepted_at IS 'vLLM drafts with accepted > position: vLLM''s per-position counter (aggregate; request_steps weights a row).';
+COMMENT ON MACRO vllm_accepted_per_draft IS 'The accepted tokens of each vLLM draft (k_sched > 0) in step order (aggregate).';
 COMMENT ON MACRO acceptance_rate IS 'accepted_tokens / draft_tokens; NULL when there is no draft token.';
 COMMENT ON MACRO mean_acceptance_length IS '1 + accepted_tokens / drafts; NULL when there is no draft.';
 COMMENT ON MACRO rate_over_drafts IS 'A position''s rate as vLLM defines it: drafts accepted at the position / all drafts; NULL when there is no draft.';

@@ -47,7 +47,7 @@ WITH per_request AS (
         any_value(vllm_request_histogram) AS histogram,
         any_value(vllm_request_draft_tokens) AS reported_draft_tokens,
         any_value(vllm_request_accepted_per_step) AS reported_accepted_per_step,
-        list(accepted ORDER BY step_index) FILTER (WHERE is_vllm_draft(k_sched)) AS accepted_per_step,
+        vllm_accepted_per_draft(k_sched, accepted, step_index) AS accepted_per_step,
         num_skipped(kind) AS skips,
         CAST(count(*) FILTER (WHERE is_grammar_invalid(kind)) AS BIGINT) AS grammar_steps,
         CAST(count(*) FILTER (WHERE kind = 'k_zero') AS BIGINT) AS k_zero_steps
