@@ -27,7 +27,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 
@@ -45,6 +45,8 @@ logger = logging.getLogger(__name__)
 
 #: Width of the stored context-length buckets (batch_max_seq_len), in tokens, as file_rollup makes them.
 ROLLUP_CONTEXT_TOKENS = 256
+#: Width of the stored time buckets (file_rollup's minute).
+ROLLUP_BUCKET = timedelta(minutes=1)
 #: A rollup's rows in a stable order: the keys come first, and each key set is one row.
 _ROLLUP = "FROM file_rollup ORDER BY ALL"
 

@@ -20,16 +20,18 @@ from typing import Any
 import duckdb
 
 from queries.catalog import run_query
-from queries.rollup import ROLLUP_CONTEXT_TOKENS
+from queries.rollup import ROLLUP_BUCKET, ROLLUP_CONTEXT_TOKENS
 
 Row = dict[str, Any]
 
-#: Timeline bucket widths tried in order; the first giving at most MAX_BUCKETS buckets is used.
+#: Timeline bucket widths tried in order; the first giving at most MAX_BUCKETS buckets is used. Widths under a
+#: minute (which the stored rollups cannot give) only when whole minutes would give fewer than MIN_BUCKETS.
 BUCKETS: tuple[timedelta, ...] = (
-    timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=15), timedelta(hours=1),
-    timedelta(hours=6), timedelta(days=1), timedelta(days=7),
+    timedelta(seconds=1), timedelta(seconds=5), timedelta(seconds=15), timedelta(minutes=1), timedelta(minutes=5),
+    timedelta(minutes=15), timedelta(hours=1), timedelta(hours=6), timedelta(days=1), timedelta(days=7),
 )
 MAX_BUCKETS = 120
+MIN_BUCKETS = 10
 
 _SPAN = """
 SELECT min(event_time) AS first, max(event_time) AS last
@@ -313,10 +315,11 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
     so both scans read them instead of the raw rows, where the widths allow it. ``requests``: also the
     sections about single requests, from one more scan of the window's raw rows (rollups keep no request)."""
     stored = stored_rollups and context_tokens % ROLLUP_CONTEXT_TOKENS == 0 and \
-        (bucket is None or bucket % timedelta(minutes=1) == timedelta(0))
+        (bucket is None or bucket % ROLLUP_BUCKET == timedelta(0))
     span = {"t0": window.since, "t1": window.until}
     [first_last] = run_query(con, _STORED_SPAN if stored else _SPAN, span).to_pylist()
     chosen = bucket or _pick_bucket(first_last["first"], first_last["last"])
+    stored = stored and chosen % ROLLUP_BUCKET == timedelta(0)  # a short span: seconds, from the raw rows
     table = f"report_rollup_{uuid.uuid4().hex}"
     macro = "report_rollup_stored" if stored else "report_rollup"
     con.execute(_ROLLUP.format(table=table, macro=macro),
@@ -372,4 +375,5 @@ def _pick_bucket(first: datetime | None, last: datetime | None) -> timedelta:
     if first is None or last is None:
         return BUCKETS[0]
     span = last - first
-    return next((b for b in BUCKETS if span / b < MAX_BUCKETS), BUCKETS[-1])
+    short = span < MIN_BUCKETS * ROLLUP_BUCKET
+    return next((b for b in BUCKETS if (short or b >= ROLLUP_BUCKET) and span / b < MAX_BUCKETS), BUCKETS[-1])

@@ -10,6 +10,7 @@ from typing import Any
 from queries.catalog import SOURCE_VIEW
 from queries.export import export_database
 from queries.spark import SPARK_VIEWS, spark_statements
+from specmetrics.commands import DATA_HELP
 from storage.durable import write_atomically
 from storage.location import S3Location, is_s3
 
@@ -18,11 +19,10 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("db", help="DuckDB database files with the views, for other tools.")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     export = actions.add_parser(
-        "export", help="Write FILE.duckdb with every view and macro over the Parquet tree (no data is copied); "
+        "export", help="Write FILE.duckdb with every view and macro over the table (no data is copied); "
                        "with --dialect spark, FILE.sql with the Spark views over a source view raw_request_steps.")
     export.add_argument("file", type=Path, help="The file to write, e.g. specmetrics.duckdb or views.sql.")
-    export.add_argument("--data", help="The output of 'specmetrics ingest': a folder, or s3://bucket/prefix for a "
-                                       "table on S3 (DuckDB only).")
+    export.add_argument("--data", help=f"{DATA_HELP} DuckDB only.")
     export.add_argument("--dialect", choices=("duckdb", "spark"), default="duckdb",
                         help="duckdb (default): a database file; spark: the statements of "
                              f"{', '.join(SPARK_VIEWS)} and the views they read, in Spark SQL (docs/queries.md).")

@@ -38,8 +38,8 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("ingest", help="Ingest step events into hive-partitioned Parquet, exactly once.")
     parser.add_argument("--source", required=True,
                         help="What to read: file:///var/lib/specmetrics/log or kafka://host:9092/topic.")
-    parser.add_argument("--out", required=True, help="Output directory of the Parquet tree, or s3://bucket/prefix "
-                        "for a table on S3 (endpoint, region and credentials: SPECMETRICS_S3_*, the AWS environment "
+    parser.add_argument("--out", required=True, help="Where the Delta Lake table is (a folder), or s3://bucket/prefix "
+                        "for one on S3 (endpoint, region and credentials: SPECMETRICS_S3_*, the AWS environment "
                         "and files; docs/storage.md).")
     parser.add_argument("--state-dir", type=Path, default=None,
                         help="A local folder for the ingester's locks and offset hints (default: OUT/_state; for an "
@@ -53,7 +53,7 @@ def add_parser(subparsers: Any) -> None:
                         help="Kafka topic for rejected records (default: <topic>.dead-letter; '' for none).")
     parser.add_argument("--accept-loss", action="store_true", default=None,
                         help="Offsets gone from the source (a deleted or truncated local log segment) are recorded "
-                             "in the tree ('specmetrics verify' reports them) and ingesting goes on; without it the "
+                             "in the output ('specmetrics verify' reports them) and ingesting goes on; without it the "
                              "ingester stores what came before them and exits with an error naming them.")
     parser.add_argument("--tree", dest="table", action="store_false", default=None,
                         help="Write a new output directory as a tree of Parquet files, without a table's log (the "

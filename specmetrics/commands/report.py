@@ -15,6 +15,7 @@ from queries import connect
 from queries.rollup import build_missing, rollups_cover, window_files
 from reports import Window, collect, parse_duration, parse_formats, parse_schedule, write_report
 from reports.writer import prune_reports
+from specmetrics.commands import DATA_HELP
 from specmetrics.heartbeat import Heartbeat
 from specmetrics.progress import Progress
 from storage.location import S3Location, is_s3
@@ -25,8 +26,7 @@ log = logging.getLogger("specmetrics.report")
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "report", help="Render a metric report (Markdown, self-contained HTML) for a time window; --every repeats it.")
-    parser.add_argument("--data", required=True, help="The Parquet tree written by 'specmetrics ingest', or "
-                                                      "s3://bucket/prefix for a table on S3.")
+    parser.add_argument("--data", required=True, help=DATA_HELP)
     parser.add_argument("--out", required=True, type=Path,
                         help="Folder for report-<UTC time>.<format> files and latest.<format>.")
     parser.add_argument("--since", default=None,
@@ -35,7 +35,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--until", default=None,
                         help="Window end (exclusive), as --since. Default: after the last event.")
     parser.add_argument("--format", default="md,html", help="Comma-separated formats: md, html (default: md,html).")
-    parser.add_argument("--bucket", default=None, help="Timeline bucket width (1m, 15m, 1h); default: automatic.")
+    parser.add_argument("--bucket", default=None,
+                        help="Timeline bucket width (5s, 1m, 15m, 1h); default: at most 120 buckets, of whole minutes "
+                             "(which stored rollups give) unless the events span under 10 minutes.")
     parser.add_argument("--context-tokens", type=int, default=256,
                         help="Width of the context-length buckets in tokens (default 256).")
     parser.add_argument("--every", default=None,

@@ -8,6 +8,7 @@ from typing import Any
 
 from queries.catalog import rollup_schema
 from queries.rollup import build_missing
+from specmetrics.commands import DATA_HELP
 from specmetrics.progress import Progress
 from storage.location import S3Location, is_s3
 from storage.tree_files import select_files, select_objects
@@ -16,9 +17,8 @@ from storage.tree_files import select_files, select_objects
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "rollup", help="Write the per-file rollups reports read instead of raw rows (each report builds those of "
-                       "its window; this does a whole tree, or rewrites all with --rebuild).")
-    parser.add_argument("--data", required=True, help="The output of 'specmetrics ingest': a folder, or "
-                                                      "s3://bucket/prefix for a table on S3.")
+                       "its window; this does the whole table, or rewrites all with --rebuild).")
+    parser.add_argument("--data", required=True, help=DATA_HELP)
     parser.add_argument("--rebuild", action="store_true", help="Recompute every rollup, not only missing ones.")
     parser.set_defaults(run=run)
 

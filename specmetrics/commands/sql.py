@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from queries import connect, run_query
+from specmetrics.commands import DATA_HELP
 from specmetrics.shell import SqlShell, with_history
 from specmetrics.tables import FORMATS, render
 
@@ -18,10 +19,9 @@ DEFAULT_HISTORY = STATE_HOME / "specmetrics" / "sql_history"
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "sql", help="Run a read-only SQL query against the views over a Parquet tree; without one, an interactive "
+        "sql", help="Run a read-only SQL query against the views over the stored steps; without one, an interactive "
                     "session (statements end with ';', .views lists the views).")
-    parser.add_argument("--data", required=True, help="The Parquet tree written by 'specmetrics ingest', or "
-                                                      "s3://bucket/prefix for a table on S3.")
+    parser.add_argument("--data", required=True, help=DATA_HELP)
     parser.add_argument("--format", choices=FORMATS, default="table", help="Output format (default: table).")
     parser.add_argument("--param", action="append", default=[], metavar="VALUE",
                         help="A value bound to the next '?' in the query (repeatable; never pasted into SQL).")

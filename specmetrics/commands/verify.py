@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from queries.verify import VerifyReport, verify_table_on_s3, verify_tree
+from specmetrics.commands import DATA_HELP
 from specmetrics.tables import text_table
 from storage.damage import StoreDamaged
 from storage.layout import DEAD_LETTER_DIR
@@ -19,14 +20,14 @@ from storage.location import S3Location, is_s3
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "verify", help="Check a Parquet tree: offset gaps and overlaps per partition, offsets the ingester "
+        "verify", help="Check what 'specmetrics ingest' stored: offset gaps and overlaps per partition, offsets "
+                       "the ingester "
                        "recorded as lost (--accept-loss), duplicate event ids, rows counted twice, rollups orphaned or "
                        "not equal to the raw rows, flushes missing some of their files, files readers leave out (exit "
                        "code 1 when any), data files whose footer or a page does not decode (exit code 4); records "
-                       "set aside as dead letters (exit code 3 when the tree is "
+                       "set aside as dead letters (exit code 3 when it is "
                        "otherwise clean); counts data files without a rollup yet.")
-    parser.add_argument("--data", required=True, help="The tree written by 'specmetrics ingest', or s3://bucket/prefix "
-                                                      "for a table on S3.")
+    parser.add_argument("--data", required=True, help=DATA_HELP)
     parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
     parser.set_defaults(run=run)
 

@@ -31,11 +31,12 @@ def test_headline_pools_all_groups(report_tree: Path) -> None:
     assert (data.first_event, data.last_event) == (T, T.replace(minute=5))
     assert [(r["kind"], r["request_steps"]) for r in data.shares] == [
         ("drafted", 3), ("grammar_invalid", 1), ("k_zero", 3), ("skipped_for_length", 2)]
-    assert data.bucket == timedelta(minutes=1)
+    assert data.bucket == timedelta(seconds=5)  # 5 minutes: at most MAX_BUCKETS buckets of 5 s
     # minute 3: the all-invalid draft counts as a vLLM draft, but with no draft token
-    assert [(r["bucket_start"].minute, r["acceptance_rate"], r["vllm_acceptance_rate"]) for r in data.timeline] == [
-        (0, 1.0, 1.0), (1, pytest.approx(1 / 3), pytest.approx(1 / 3)), (2, None, 0.0), (3, None, None),
-        (4, None, None), (5, 1.0, 1.0)]
+    assert [(r["bucket_start"].minute, r["bucket_start"].second, r["acceptance_rate"], r["vllm_acceptance_rate"])
+            for r in data.timeline] == [
+        (0, 0, 1.0, 1.0), (1, 0, pytest.approx(1 / 3), pytest.approx(1 / 3)), (2, 0, None, 0.0), (2, 30, None, 0.0),
+        (3, 0, None, None), (4, 0, None, None), (5, 0, 1.0, 1.0)]
     # position 0: the 3 drafts all accept >= 1 (vLLM: 3 of 6); position 2: only (3,3) accepts, and only the two
     # drafts of 3 tokens reach it
     assert [(r["position"], r["rate_over_drafts"], r["rate_conditional"], r["vllm_rate_over_drafts"])
@@ -62,6 +63,10 @@ def test_window_bounds_are_applied(report_tree: Path) -> None:
 
 
 @pytest.mark.parametrize(("span", "width"), [
+    (timedelta(seconds=20), timedelta(seconds=1)),
+    (timedelta(minutes=5), timedelta(seconds=5)),
+    (timedelta(minutes=9), timedelta(seconds=5)),
+    (timedelta(minutes=10), timedelta(minutes=1)),
     (timedelta(minutes=30), timedelta(minutes=1)),
     (timedelta(hours=3), timedelta(minutes=5)),
     (timedelta(days=2), timedelta(hours=1)),
@@ -89,7 +94,7 @@ def test_the_timeline_chart_breaks_over_an_outage(tmp_path: Path, outcomes: Any)
                                                   for m in minutes])
     con = connect(root)
     try:
-        data = collect(con, Window(None, None))
+        data = collect(con, Window(None, None), bucket=timedelta(minutes=1))
     finally:
         con.close()
     [timeline] = [c.svg for c in charts(data) if c.name == "timeline"]

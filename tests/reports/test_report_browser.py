@@ -46,7 +46,7 @@ def chromium(profile: Path, *args: str) -> str:
 
 def test_the_html_report_renders_in_chromium_with_the_sql_numbers(report_tree: Path, tmp_path: Path) -> None:
     out = tmp_path / "reports"
-    assert main(["report", "--data", str(report_tree), "--out", str(out), "--format", "html"]) == 0
+    assert main(["report", "--data", str(report_tree), "--out", str(out), "--format", "html", "--bucket", "1m"]) == 0
     page = (out / "latest.html").read_text()
     assert "<script" not in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
     probed = tmp_path / "probed.html"

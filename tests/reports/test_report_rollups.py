@@ -77,12 +77,14 @@ def double_the_counts(rollup: Path) -> None:
 
 
 def test_the_stored_path_reads_the_rollups(tree: Path) -> None:
-    raw, stored = both(tree, Window(None, None))
+    minutes = timedelta(minutes=1)
+    raw, stored = both(tree, Window(None, None), bucket=minutes)
     assert stored == raw and raw.request_steps == 40
     for rollup in (tree / ROLLUP_DIR).glob(DATA_GLOB):
         double_the_counts(rollup)
-    raw, stored = both(tree, Window(None, None))
+    raw, stored = both(tree, Window(None, None), bucket=minutes)
     assert (raw.request_steps, stored.request_steps) == (40, 80)
+    assert both(tree, Window(None, None))[1].request_steps == 40  # under 10 minutes: seconds, from the raw rows
     # widths the rollups cannot give are computed from the raw rows
     assert both(tree, Window(None, None), bucket=timedelta(seconds=30))[1].request_steps == 40
     assert both(tree, Window(None, None), context_tokens=100)[1].request_steps == 40
@@ -91,7 +93,8 @@ def test_the_stored_path_reads_the_rollups(tree: Path) -> None:
 def test_the_report_command_builds_the_rollups_it_lacks_and_reads_them_only_when_they_cover_the_window(
         tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     def report(*extra: str) -> str:
-        assert main(["report", "--data", str(tree), "--out", str(tmp_path / "r"), "--format", "md", *extra]) == 0
+        assert main(["report", "--data", str(tree), "--out", str(tmp_path / "r"), "--format", "md", "--bucket", "1m",
+                     *extra]) == 0
         return capsys.readouterr().out
 
     rollups = sorted((tree / ROLLUP_DIR).glob(DATA_GLOB))

@@ -92,3 +92,12 @@ def test_bad_loadgen_options_are_clear_errors(capsys: pytest.CaptureFixture[str]
         assert code == 2 and "s3cret" not in err and "URL" in err
     code, _, err = run(capsys, "loadgen", "--sink", "kafka://user:secret@localhost:9092/t")
     assert code == 2 and "must not carry credentials" in err and "secret" not in err
+
+
+@pytest.mark.parametrize("command", [("ingest",), ("verify",), ("sql",), ("report",), ("rollup",), ("db", "export")])
+def test_every_command_calls_what_ingest_writes_a_table(capsys: pytest.CaptureFixture[str], command: tuple[str, ...]
+                                                        ) -> None:
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "Parquet tree" not in help_text and "Delta Lake table" in help_text
