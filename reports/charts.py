@@ -13,14 +13,16 @@ from html import escape
 
 WIDTH, HEIGHT = 720, 300
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 40, 48
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+#: One colour per quantity, the same in every chart of a report.
+CORRECTED, CORRECTED_REACHING, VLLM, SKIP_SHARE = "#1f77b4", "#9467bd", "#d62728", "#ff7f0e"
 
 
 @dataclass(frozen=True)
 class Series:
-    """One line: a name for the legend and a y value (or None: a gap) per x label."""
+    """One line: a name for the legend, its colour, and a y value (or None: a gap) per x label."""
 
     name: str
+    colour: str
     values: Sequence[float | None]
 
 
@@ -31,8 +33,8 @@ def line_chart(name: str, title: str, x_labels: Sequence[str], series: Sequence[
     top = top or 1.0
     parts = [_frame(name, title, top, y_format)]
     parts += _x_axis(x_labels)
-    for index, line in enumerate(series):
-        color = PALETTE[index % len(PALETTE)]
+    for line in series:
+        color = line.colour
         points = [(_x(i, len(x_labels)), _y(v, top)) for i, v in enumerate(line.values) if v is not None]
         segments = _segments(line.values, len(x_labels), top)
         for segment in segments:
@@ -43,7 +45,7 @@ def line_chart(name: str, title: str, x_labels: Sequence[str], series: Sequence[
             parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{color}" data-series="{escape(line.name)}" '
                          f'data-value="{value!r}"><title>{escape(line.name)} @ {escape(label)}: '
                          f'{escape(y_format.format(value))}</title></circle>')
-    parts.append(_legend([s.name for s in series]))
+    parts.append(_legend(series))
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -60,7 +62,7 @@ def bar_chart(name: str, title: str, labels: Sequence[str], values: Sequence[flo
         y = _y(value, top)
         x = LEFT + i * slot + slot * 0.15
         parts.append(f'<rect data-series="{escape(title)}" data-value="{value!r}" x="{x:.1f}" y="{y:.1f}" '
-                     f'width="{slot * 0.7:.1f}" height="{HEIGHT - BOTTOM - y:.1f}" fill="{PALETTE[0]}">'
+                     f'width="{slot * 0.7:.1f}" height="{HEIGHT - BOTTOM - y:.1f}" fill="{CORRECTED}">'
                      f'<title>{escape(label)}: {escape(y_format.format(value))}</title></rect>')
     parts.append("</svg>")
     return "\n".join(parts)
@@ -87,13 +89,13 @@ def _x_axis(labels: Sequence[str]) -> list[str]:
             for i, label in enumerate(labels) if i % every == 0]
 
 
-def _legend(names: Sequence[str]) -> str:
+def _legend(series: Sequence[Series]) -> str:
     items, x = [], LEFT
-    for i, name in enumerate(names):
+    for i, line in enumerate(series):
         if i:
-            x += 28 + 6 * len(names[i - 1])  # about 6 px per character at font-size 11
-        items.append(f'<rect x="{x}" y="{HEIGHT - 18}" width="12" height="4" fill="{PALETTE[i % len(PALETTE)]}"/>'
-                     f'<text x="{x + 16}" y="{HEIGHT - 13}">{escape(name)}</text>')
+            x += 28 + 6 * len(series[i - 1].name)  # about 6 px per character at font-size 11
+        items.append(f'<rect x="{x}" y="{HEIGHT - 18}" width="12" height="4" fill="{line.colour}"/>'
+                     f'<text x="{x + 16}" y="{HEIGHT - 13}">{escape(line.name)}</text>')
     return "\n".join(items)
 
 

@@ -19,7 +19,7 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
-from reports.charts import Series, bar_chart, line_chart
+from reports.charts import CORRECTED, CORRECTED_REACHING, SKIP_SHARE, VLLM, Series, bar_chart, line_chart
 from reports.data import OUTLIER_MARGIN, OUTLIER_MIN_DRAFTS, ReportData, Row
 
 #: (key in ReportData.headline without the vllm_ prefix, label, formatter name)
@@ -112,20 +112,21 @@ def charts(data: ReportData) -> list[Chart]:
     times = [_time_label(start, data) for start in timeline]
     out.append(Chart("timeline", line_chart(
         "timeline", f"Acceptance rate over time ({_duration(data)} buckets)", times,
-        [Series("corrected", [r["acceptance_rate"] if r else None for r in timeline.values()]),
-         Series("vLLM-reported", [r["vllm_acceptance_rate"] if r else None for r in timeline.values()])])))
+        [Series("corrected", CORRECTED, [r["acceptance_rate"] if r else None for r in timeline.values()]),
+         Series("vLLM-reported", VLLM, [r["vllm_acceptance_rate"] if r else None for r in timeline.values()])])))
     positions = [f"position {r['position']}" for r in data.positions]
     out.append(Chart("positions", line_chart(
         "positions", "Acceptance by draft position", positions,
-        [Series("corrected, over all drafts", [r["rate_over_drafts"] for r in data.positions]),
-         Series("corrected, over drafts reaching it", [r["rate_conditional"] for r in data.positions]),
-         Series("vLLM-reported", [r["vllm_rate_over_drafts"] for r in data.positions])])))
+        [Series("corrected, over all drafts", CORRECTED, [r["rate_over_drafts"] for r in data.positions]),
+         Series("corrected, over drafts reaching it", CORRECTED_REACHING,
+                [r["rate_conditional"] for r in data.positions]),
+         Series("vLLM-reported", VLLM, [r["vllm_rate_over_drafts"] for r in data.positions])])))
     contexts = [_context_label(r) for r in data.context]
     out.append(Chart("context", line_chart(
         "context", "Skipped for length, and acceptance, by context length", contexts,
-        [Series("skip share", [r["skip_share"] for r in data.context]),
-         Series("acceptance, corrected", [r["acceptance_rate"] for r in data.context]),
-         Series("acceptance, vLLM-reported", [r["vllm_acceptance_rate"] for r in data.context])])))
+        [Series("skip share", SKIP_SHARE, [r["skip_share"] for r in data.context]),
+         Series("acceptance, corrected", CORRECTED, [r["acceptance_rate"] for r in data.context]),
+         Series("acceptance, vLLM-reported", VLLM, [r["vllm_acceptance_rate"] for r in data.context])])))
     if any(r["requests"] for r in data.histogram):
         out.append(Chart("requests", bar_chart(
             "requests", "Requests by their own acceptance rate (share of requests with a draft token)",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,25 @@ def test_the_timeline_chart_breaks_over_an_outage(tmp_path: Path, outcomes: Any)
     [timeline] = [c.svg for c in charts(data) if c.name == "timeline"]
     assert timeline.count('<polyline data-series="corrected"') == 2  # 0-1 and 5-6, not one line across the gap
     assert timeline.count('<circle') == 2 * len(minutes)
+
+
+def test_each_quantity_has_one_colour_in_every_chart(report_tree: Path) -> None:
+    from reports.render import charts
+
+    con = connect(report_tree)
+    try:
+        data = collect(con, Window(None, None))
+    finally:
+        con.close()
+    colours: dict[str, set[str]] = {}
+    for chart in charts(data):
+        for name, colour in re.findall(r'<polyline data-series="([^"]+)" fill="none" stroke="([^"]+)"', chart.svg):
+            quantity = "vLLM" if "vLLM" in name else "corrected" if name.endswith("corrected") or \
+                name in ("corrected", "corrected, over all drafts") else name
+            colours.setdefault(quantity, set()).add(colour)
+    assert {"vLLM", "corrected", "skip share", "corrected, over drafts reaching it"} == set(colours)
+    assert all(len(found) == 1 for found in colours.values()), colours
+    assert len({next(iter(found)) for found in colours.values()}) == 4  # and no two quantities share one
 
 
 def test_engines_whose_context_vllm_lowered_get_a_section_in_both_formats(tmp_path: Path, outcomes: Any) -> None:
