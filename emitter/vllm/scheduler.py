@@ -13,7 +13,6 @@ worker's drafting decision (V1) and adaptive verification's budget (V2) arrive o
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 import uuid
@@ -27,7 +26,7 @@ from emitter.publisher import EventPublisher
 from emitter.settings import EmitterSettings
 from emitter.vllm.config import CAP_FROM_ATTR
 from emitter.vllm.patching import Guard, Hook, vllm_version
-from emitter.vllm.worker import DECISION_ATTR
+from emitter.vllm.worker import DECISION_ATTR, v1_runner_removed
 from emitter.vllm.worker_v2 import BUDGET_ATTR
 from schemas.events import VllmCountsMissing
 
@@ -163,7 +162,7 @@ def runs_model_runner_v2(scheduler: Any) -> bool:
     flag = getattr(scheduler, "use_v2_model_runner", None)
     if flag is not None:
         return bool(flag)
-    return importlib.util.find_spec("vllm.v1.worker.gpu_model_runner") is None
+    return v1_runner_removed()
 
 
 def seq_lens(requests: dict[str, Any], num_scheduled: dict[str, int]) -> list[int]:

@@ -9,18 +9,32 @@ the output under multiprocessing). The worker does no I/O and reads only CPU int
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from emitter.vllm.patching import Guard, Hook, attach_to_output, find, wrap_all
+from emitter.vllm.patching import Guard, Hook, attach_to_output, find, vllm_version, wrap_all
 
 DECISION_ATTR = "specmetrics_draft_decision"
 _LAST = "_specmetrics_last_decision"
+logger = logging.getLogger("vllm.specmetrics")
+
+
+def v1_runner_removed() -> bool:
+    """Whether this vLLM has no V1 model runner left (0.34 removed it): Model Runner V2 runs."""
+    return importlib.util.find_spec("vllm.v1.worker.gpu_model_runner") is None
 
 
 def install() -> list[str]:
-    """Wrap the V1 model runner (up to vLLM 0.33); returns what could not be observed."""
+    """Wrap the V1 model runner (up to vLLM 0.33); returns what could not be observed. Without it,
+    nothing is lost: Model Runner V2 never skips drafting for length."""
+    if v1_runner_removed():
+        logger.info("specmetrics: vLLM %s runs Model Runner V2 only, which never skips drafting for length (it "
+                    "lowers the context to the drafter's max length instead: context_cap_from); no worker hook "
+                    "needed for skipped_for_length", vllm_version())
+        return []
     observes = "drafting skipped for length (skipped_for_length events)"
     GPUModelRunner = find("vllm.v1.worker.gpu_model_runner", "GPUModelRunner", observes)
     guard = Guard("the drafter-fit decision (worker)")

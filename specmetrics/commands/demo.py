@@ -47,6 +47,9 @@ SCENARIOS: tuple[tuple[str, str, dict[str, Any]], ...] = (
       "output_len": (16, 256), "grammar_invalid_rate": 0.0, "k_zero_rate": 0.7}),
 )
 
+#: The side-by-side table's columns after the engine (and scenario), and the shares table's.
+SIDE_BY_SIDE_COLUMNS = ("vllm_drafts", "vllm_rate", "vllm_mal", "corrected_drafts", "corrected_rate", "corrected_mal")
+SHARE_COLUMNS = ("skip_share", "k_zero_share", "grammar_invalid_share")
 SIDE_BY_SIDE = """
 SELECT v.engine_id,
        v.num_drafts AS vllm_drafts, v.acceptance_rate AS vllm_rate, v.mean_acceptance_length AS vllm_mal,
@@ -108,7 +111,7 @@ def run_vllm(args: argparse.Namespace) -> int:
     stats = ingest_source(log_dir.resolve().as_uri(), data_dir, once=True)
     print(f"\ningested {stats.rows:,} request-steps into {stats.files} Parquet file(s) under {data_dir}\n")
     con = connect(data_dir)
-    rows, collateral = [], []
+    rows, shares, collateral = [], [], []
     try:
         for scenario in json.loads(scenarios_file.read_text()):
             skips = window_collateral(con, scenario["started"], scenario["finished"])
@@ -120,17 +123,20 @@ def run_vllm(args: argparse.Namespace) -> int:
                 scenario["engine"], scenario["name"], vllm["num_drafts"],
                 *ratios(con, vllm["num_drafts"], vllm["num_draft_tokens"], vllm["num_accepted_tokens"]),
                 got["num_drafts"], got["acceptance_rate"], got["mean_acceptance_length"],
-                got["skip_share"] or 0, got["k_zero_share"] or 0,
-                got["k_invalid"], "yes" if reproduces(got, vllm) else "NO",
-                WHAT_VLLM_SCENARIOS_SHOW.get(scenario["name"], ""),
+                "yes" if reproduces(got, vllm) else "NO",
             ])
+            shares.append([scenario["engine"], scenario["name"], got["skip_share"] or 0, got["k_zero_share"] or 0,
+                           got["k_invalid"]])
     finally:
         con.close()
-    print("What vLLM reported (vllm_*, its own counters) vs what happened (corrected_*):\n")
-    print(text_table(["engine", "scenario", "vllm_drafts", "vllm_rate", "vllm_mal", "corrected_drafts",
-                      "corrected_rate", "corrected_mal", "skip_share", "k_zero_share", "grammar_invalid_tokens",
-                      "reproduced", "what it shows"], rows))
-    print("\nreproduced: the events give back vLLM's own counters exactly (the vLLM-compatible view).")
+    print_scenarios({name: shows for name, shows in WHAT_VLLM_SCENARIOS_SHOW.items()
+                     if any(row[1] == name for row in rows)})
+    print("What vLLM reported (vllm_*, its own counters) vs what happened (corrected_*); mal: mean acceptance "
+          "length;\nreproduced: the events give back vLLM's own counters exactly (the vLLM-compatible view):\n")
+    print(text_table(["engine", "scenario", *SIDE_BY_SIDE_COLUMNS, "reproduced"], rows))
+    print("\nWhy they differ: the shares of request-steps skipped for length and without a draft (K = 0), and the "
+          "draft\ntokens that broke the grammar:\n")
+    print(text_table(["engine", "scenario", "skip_share", "k_zero_share", "grammar_invalid_tokens"], shares))
     print_collateral(["engine", "scenario"], collateral)
     print(f"\nExplore: specmetrics sql --data {data_dir} \"SELECT * FROM outcome_shares\"")
     return 0
@@ -140,7 +146,7 @@ def run_loadgen(args: argparse.Namespace) -> int:
     log_dir, data_dir = prepare_workdir(args.workdir)
     reason = "--loadgen was given" if args.loadgen else "vLLM is not installed"
     print(f"{reason}: the events come from the load generator (synthetic, vLLM-shaped; it never pretends "
-          "to be vLLM). Install vllm (make test does) for the real thing.\n")
+          "to be vLLM).\nInstall vllm (make test does) for the real thing.\n")
     start = datetime.now(UTC)
     progress = Progress("demo events", total=args.rows * len(SCENARIOS))
     written = 0
@@ -161,22 +167,33 @@ def run_loadgen(args: argparse.Namespace) -> int:
                                     "WHERE skips > 0").to_pylist()
     finally:
         con.close()
-    order = {f"{prefix}-0/dp0": (i, shows) for i, (prefix, shows, _) in enumerate(SCENARIOS)}
-    rows = sorted(([*r.values(), order[str(r["engine_id"])][1]] for r in table.to_pylist()),
-                  key=lambda row: order[str(row[0])][0])
-    print("vLLM-reported (vllm_*) vs what happened (corrected_*); shares are of request-steps:\n")
-    print(text_table([*table.column_names, "what it shows"], rows))
+    order = {f"{prefix}-0/dp0": i for i, (prefix, _, _) in enumerate(SCENARIOS)}
+    rows = sorted(table.to_pylist(), key=lambda row: order[str(row["engine_id"])])
+    print_scenarios({f"{prefix}-0/dp0": shows for prefix, shows, _ in SCENARIOS})
+    print("vLLM-reported (vllm_*) vs what happened (corrected_*); mal: mean acceptance length:\n")
+    print(text_table(["engine_id", *SIDE_BY_SIDE_COLUMNS], [[r[name] for name in ("engine_id", *SIDE_BY_SIDE_COLUMNS)]
+                                                           for r in rows]))
+    print("\nWhy they differ: the shares of request-steps skipped for length, without a draft (K = 0), and with "
+          "a draft\nthat broke the grammar:\n")
+    print(text_table(["engine_id", *SHARE_COLUMNS], [[r[name] for name in ("engine_id", *SHARE_COLUMNS)]
+                                                    for r in rows]))
     print_collateral(["engine"], [list(r.values()) for r in sorted(
-        collateral, key=lambda r: order[str(r["engine_id"])][0])])
+        collateral, key=lambda r: order[str(r["engine_id"])])])
     print(f"\nExplore: specmetrics sql --data {data_dir} \"SELECT * FROM acceptance_per_position\"")
     return 0
+
+
+def print_scenarios(shows: dict[str, str]) -> None:
+    """What each scenario shows, one line each."""
+    width = max(map(len, shows))
+    print("Scenarios:\n" + "\n".join(f"  {name:<{width}}  {what}" for name, what in shows.items()) + "\n")
 
 
 def print_collateral(keys: list[str], rows: list[list[Any]]) -> None:
     """Who paid for the long requests: the skips told apart by each request's own length."""
     print("\nSkips for length, by each request's own length: collateral_skips fit the drafter alone (a longer "
-          "request in the batch turned drafting off);\nlost_draft_tokens, the drafts they lost, "
-          "estimated_accepted_tokens, what they would have accepted at their request's own rate:\n")
+          "request\nin the batch turned drafting off); lost_draft_tokens, the drafts they lost; "
+          "estimated_accepted_tokens, what\nthey would have accepted at their request's own rate:\n")
     print(text_table([*keys, *COLLATERAL_COLUMNS], rows))
 
 

@@ -16,9 +16,15 @@ def test_demo_shows_the_scenarios_side_by_side(capsys: pytest.CaptureFixture[str
     out, err = capsys.readouterr()
     assert "--loadgen was given: the events come from the load generator" in out
     assert "demo events:" in err and "ingest:" in err
-    side_by_side, _, collateral = out.partition("Skips for length, by each request's own length")
-    lines = {line.split()[0]: line.split() for line in side_by_side.splitlines() if "-0/dp0" in line}
+    # readable in a terminal of 120 columns, run in the default workdir
+    assert max(map(len, out.replace(str(workdir), "specmetrics-demo").splitlines())) <= 120
+    side_by_side, _, rest = out.partition("Why they differ")
+    shares, _, collateral = rest.partition("Skips for length, by each request's own length")
+    lines = {line.split()[0]: line.split() for line in side_by_side.split("mean acceptance length")[1].splitlines()
+             if "-0/dp0" in line}
     assert list(lines) == ["fits-0/dp0", "too-long-0/dp0", "crossing-0/dp0", "grammar-0/dp0", "ngram-0/dp0"]
+    share = {line.split()[0]: line.split()[1:] for line in shares.splitlines() if "-0/dp0" in line}
+    assert share["too-long-0/dp0"] == ["1.0000", "0.0000", "0.0000"] and float(share["ngram-0/dp0"][1]) > 0.5
     # Who paid for the long requests: in crossing, nearly every skip is a request that fit the drafter
     # alone (its drafts lost: 3 placeholder slots each, all would have been accepted); in too-long, none.
     skips = {line.split()[0]: line.split()[1:] for line in collateral.splitlines() if "-0/dp0" in line}
