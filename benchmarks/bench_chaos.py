@@ -120,7 +120,7 @@ def plain_member(url: str) -> None:
     and leaves the group on SIGTERM (as the ingester does)."""
     from kafka import KafkaConsumer
 
-    from transport.kafka import KafkaAddress, KafkaSettings
+    from specmetrics.transport.kafka import KafkaAddress, KafkaSettings
 
     address, settings = KafkaAddress.parse(url), KafkaSettings()
     consumer = KafkaConsumer(address.topic, bootstrap_servers=list(address.bootstrap_servers),

@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(net_of_timers(lines)))
         return
     if args.floor:
-        from emitter.vllm.scheduler import EngineObserver
+        from specmetrics.emitter.vllm.scheduler import EngineObserver
 
         kept: list[Any] = []  # the hook hands the proposed drafts on: freeing them is not wrapping's cost
         EngineObserver.tag = lambda *a: (0, {})  # type: ignore[method-assign]
@@ -171,9 +171,9 @@ def main(argv: list[str] | None = None) -> None:
               speculative_config={"method": "draft_model", "model": str(models["same_drafter"]),
                                   "num_speculative_tokens": args.k, "max_model_len": 512})
     ids = llm.get_tokenizer().encode(" ".join(corpus(60)))
-    from emitter import plugin
-    from emitter.step_events import StepEvents
-    from schemas.wire import encode_step
+    from specmetrics.emitter import plugin
+    from specmetrics.emitter.step_events import StepEvents
+    from specmetrics.schemas.wire import encode_step
 
     measure(llm, 4, 64, ids)  # warm-up, discarded: the first steps after start-up run everything cold
     if not args.control:

@@ -24,7 +24,7 @@ from vllm.v1.worker.gpu.model_runner import GPUModelRunner
 from vllm.v1.worker.gpu.spec_decode.adaptive_verification import AdaptiveVerificationManager
 
 from benchmarks.args import positive_int
-from emitter.vllm import worker_v2
+from specmetrics.emitter.vllm import worker_v2
 
 OUTPUT = ModelRunnerOutput(req_ids=["r"], req_id_to_index={"r": 0}, sampled_token_ids=[[1]])
 

@@ -29,13 +29,13 @@ import pyarrow.parquet as pq
 
 from benchmarks.args import positive_int
 from devtools.s3_server import SeaweedS3
-from emitter.loadgen import LoadSpec, run_load
-from emitter.sinks import LocalLogSink
-from ingest import Ingester, IngestSettings
-from ingest.observer import IngestObserver
-from ingest.sources import LocalLogSource
-from storage.layout import DATA_GLOB, STATE_DIR
-from storage.location import S3Location
+from specmetrics.emitter.loadgen import LoadSpec, run_load
+from specmetrics.emitter.sinks import LocalLogSink
+from specmetrics.ingest import Ingester, IngestSettings
+from specmetrics.ingest.observer import IngestObserver
+from specmetrics.ingest.sources import LocalLogSource
+from specmetrics.storage.layout import DATA_GLOB, STATE_DIR
+from specmetrics.storage.location import S3Location
 
 
 def ingest_seconds(log_dir: Path, out: Path, settings: IngestSettings,

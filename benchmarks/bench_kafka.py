@@ -28,14 +28,14 @@ from kafka import KafkaConsumer, KafkaProducer
 
 from benchmarks.args import positive_int
 from devtools.kafka_broker import TansuBroker
-from emitter.loadgen import LoadSpec, run_load
-from emitter.sinks import open_sink
-from ingest import Ingester, IngestSettings, IngestStats
-from ingest.sources.kafka import KafkaSource
-from schemas.wire import step_event_from_wire
-from storage.layout import DATA_GLOB, STATE_DIR
-from transport.kafka import KafkaAddress, KafkaSettings, ensure_topic
-from transport.log import LocalLogReader
+from specmetrics.emitter.loadgen import LoadSpec, run_load
+from specmetrics.emitter.sinks import open_sink
+from specmetrics.ingest import Ingester, IngestSettings, IngestStats
+from specmetrics.ingest.sources.kafka import KafkaSource
+from specmetrics.schemas.wire import step_event_from_wire
+from specmetrics.storage.layout import DATA_GLOB, STATE_DIR
+from specmetrics.transport.kafka import KafkaAddress, KafkaSettings, ensure_topic
+from specmetrics.transport.log import LocalLogReader
 
 
 def prefill(url: str, rows: int, batch_size: int) -> dict[str, float]:

@@ -35,17 +35,17 @@ import numpy as np
 from benchmarks.args import positive_int
 from benchmarks.bench_ingest import ingest_seconds
 from devtools.kafka_broker import TansuBroker, free_port
-from emitter.loadgen import LoadSpec, run_load
-from emitter.publisher import EventPublisher
-from emitter.settings import EmitterSettings
-from emitter.sinks import LocalLogSink, open_sink
-from ingest import IngestSettings
-from ingest.batch import PartitionBuffer
-from ingest.observer import IngestObserver, ValidatedSteps
-from monitoring.exposition import LiveCollector
-from monitoring.live import LiveMetrics
-from schemas.wire import OutcomeColumns, decode_step
-from transport.log import LocalLogReader
+from specmetrics.emitter.loadgen import LoadSpec, run_load
+from specmetrics.emitter.publisher import EventPublisher
+from specmetrics.emitter.settings import EmitterSettings
+from specmetrics.emitter.sinks import LocalLogSink, open_sink
+from specmetrics.ingest import IngestSettings
+from specmetrics.ingest.batch import PartitionBuffer
+from specmetrics.ingest.observer import IngestObserver, ValidatedSteps
+from specmetrics.monitoring.exposition import LiveCollector
+from specmetrics.monitoring.live import LiveMetrics
+from specmetrics.schemas.wire import OutcomeColumns, decode_step
+from specmetrics.transport.log import LocalLogReader
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = "specmetrics_ingest_steps_total"

@@ -23,15 +23,15 @@ from pathlib import Path, PurePosixPath
 from deltalake import DeltaTable
 
 from benchmarks.args import positive_int
-from emitter.loadgen import LoadSpec, run_load
-from emitter.sinks import LocalLogSink
-from ingest import Ingester, IngestSettings
-from ingest.sources import LocalLogSource
-from queries import connect
-from queries.verify import verify_tree
-from storage.compaction import compact
-from storage.layout import STATE_DIR, FileName
-from storage.table import Table
+from specmetrics.emitter.loadgen import LoadSpec, run_load
+from specmetrics.emitter.sinks import LocalLogSink
+from specmetrics.ingest import Ingester, IngestSettings
+from specmetrics.ingest.sources import LocalLogSource
+from specmetrics.queries import connect
+from specmetrics.queries.verify import verify_tree
+from specmetrics.storage.compaction import compact
+from specmetrics.storage.layout import STATE_DIR, FileName
+from specmetrics.storage.table import Table
 
 
 def build(root: Path, rows: int, rows_per_file: int) -> Path:

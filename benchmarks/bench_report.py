@@ -33,11 +33,11 @@ import duckdb
 
 from benchmarks.args import positive_int
 from benchmarks.report_rows import BATCH, FILES, build_tree, whole_steps
-from ingest.convert import convert_tree
-from queries import connect
-from queries.rollup import build_missing, check_rollups, rollups_cover
-from reports import Window, collect
-from storage.table import is_table
+from specmetrics.ingest.convert import convert_tree
+from specmetrics.queries import connect
+from specmetrics.queries.rollup import build_missing, check_rollups, rollups_cover
+from specmetrics.reports import Window, collect
+from specmetrics.storage.table import is_table
 
 NEEDED = ("engine_id", "model", "method", "num_spec_tokens", "event_time", "kind", "k_zero_reason", "k_sched",
           "k_valid", "k_invalid", "accepted", "batch_max_seq_len")

@@ -22,20 +22,20 @@ import time
 from pathlib import Path
 
 from benchmarks.args import positive_int
-from emitter.loadgen import LoadSpec, run_load
-from emitter.sinks import LocalLogSink
-from ingest import Ingester, IngestSettings
-from ingest.convert import convert_tree
-from ingest.sources import LocalLogSource
-from storage.layout import STATE_DIR
+from specmetrics.emitter.loadgen import LoadSpec, run_load
+from specmetrics.emitter.sinks import LocalLogSink
+from specmetrics.ingest import Ingester, IngestSettings
+from specmetrics.ingest.convert import convert_tree
+from specmetrics.ingest.sources import LocalLogSource
+from specmetrics.storage.layout import STATE_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Run in a fresh process: the seconds select_files and connect take over the folder argv[1].
 _MEASURE = """
 import json, sys, time
 from pathlib import Path
-from queries import connect
-from storage.tree_files import select_files
+from specmetrics.queries import connect
+from specmetrics.storage.tree_files import select_files
 start = time.perf_counter()
 files = select_files(Path(sys.argv[1]))
 selected = time.perf_counter()

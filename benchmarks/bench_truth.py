@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.args import positive_int
-from emitter.loadgen import EngineTruth, LoadSpec, run_load
-from emitter.sinks import LocalLogSink
-from ingest import Ingester, IngestSettings
-from ingest.sources import LocalLogSource
-from queries import connect, run_query
-from reports import Window, collect
-from storage.layout import STATE_DIR
+from specmetrics.emitter.loadgen import EngineTruth, LoadSpec, run_load
+from specmetrics.emitter.sinks import LocalLogSink
+from specmetrics.ingest import Ingester, IngestSettings
+from specmetrics.ingest.sources import LocalLogSource
+from specmetrics.queries import connect, run_query
+from specmetrics.reports import Window, collect
+from specmetrics.storage.layout import STATE_DIR
 
 
 def differences(data: Path, truth: dict[str, EngineTruth]) -> list[str]:

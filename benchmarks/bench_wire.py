@@ -19,12 +19,19 @@ import numpy as np
 import pyarrow as pa
 
 from benchmarks.args import positive_int
-from emitter.loadgen import LoadSpec
-from emitter.loadgen.simulator import EngineSimulator
-from ingest.batch import PartitionBuffer
-from schemas import StepEvent
-from schemas.codes import OUTCOME_COLUMNS, OUTCOME_DTYPE
-from schemas.wire import OutcomeColumns, _outcome_dict, decode_step, encode_step, seq_len_column, step_event_from_wire
+from specmetrics.emitter.loadgen import LoadSpec
+from specmetrics.emitter.loadgen.simulator import EngineSimulator
+from specmetrics.ingest.batch import PartitionBuffer
+from specmetrics.schemas import StepEvent
+from specmetrics.schemas.codes import OUTCOME_COLUMNS, OUTCOME_DTYPE
+from specmetrics.schemas.wire import (
+    OutcomeColumns,
+    _outcome_dict,
+    decode_step,
+    encode_step,
+    seq_len_column,
+    step_event_from_wire,
+)
 
 Step = tuple[dict[str, Any], dict[str, list[Any]]]
 

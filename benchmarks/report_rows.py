@@ -16,10 +16,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ingest import IngestSettings
-from schemas.arrow import REQUEST_STEP_SCHEMA
-from schemas.codes import KIND_CODES, KindCode
-from storage.layout import FileName
+from specmetrics.ingest import IngestSettings
+from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
+from specmetrics.schemas.codes import KIND_CODES, KindCode
+from specmetrics.storage.layout import FileName
 
 START = datetime(2026, 11, 30, 0, 0)
 ENGINES = ("node-0/dp0", "node-1/dp0", "node-2/dp0", "node-3/dp0")

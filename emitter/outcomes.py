@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from schemas.codes import UNKNOWN_SEQ_LEN, KindCode, KZeroReasonCode
-from schemas.wire import OutcomeColumns
+from specmetrics.schemas.codes import UNKNOWN_SEQ_LEN, KindCode, KZeroReasonCode
+from specmetrics.schemas.wire import OutcomeColumns
 
 # The codes as plain ints, bound once: the loop below runs per request, where reading an enum
 # member costs an attribute lookup and numpy packs int subclasses at half the speed of ints.

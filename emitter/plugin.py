@@ -18,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from emitter.publisher import EventPublisher
-from emitter.settings import EmitterSettings
-from emitter.sinks import open_sink
-from emitter.step_events import StepEvents
-from emitter.vllm.patching import vllm_version
+from specmetrics.emitter.publisher import EventPublisher
+from specmetrics.emitter.settings import EmitterSettings
+from specmetrics.emitter.sinks import open_sink
+from specmetrics.emitter.step_events import StepEvents
+from specmetrics.emitter.vllm.patching import vllm_version
 
 logger = logging.getLogger("vllm.specmetrics")  # among vLLM's own log lines, same format and level
 
@@ -50,11 +50,12 @@ def register() -> None:
         logger.exception("specmetrics: could not install the plugin; vLLM runs without it")
         return
     # The sides install apart: a worker module that does not import must not cost the scheduler's events.
-    missing = _install("emitter.vllm.config", "context_cap_from", lambda config: config.install())
-    missing += _install("emitter.vllm.refusals", "requests refused for length", lambda front: front.install())
-    missing += _install("emitter.vllm.worker", "skipped_for_length", lambda worker: worker.install())
-    missing += _install("emitter.vllm.worker_v2", "verify_budget", lambda worker: worker.install())
-    missing += _install("emitter.vllm.scheduler", "all outcomes",
+    missing = _install("specmetrics.emitter.vllm.config", "context_cap_from", lambda config: config.install())
+    missing += _install("specmetrics.emitter.vllm.refusals", "requests refused for length",
+                        lambda front: front.install())
+    missing += _install("specmetrics.emitter.vllm.worker", "skipped_for_length", lambda worker: worker.install())
+    missing += _install("specmetrics.emitter.vllm.worker_v2", "verify_budget", lambda worker: worker.install())
+    missing += _install("specmetrics.emitter.vllm.scheduler", "all outcomes",
                         lambda scheduler: scheduler.install(settings, attach, detach))
     if missing:
         logger.warning("specmetrics: vLLM %s: recording step events without: %s", vllm_version(), ", ".join(missing))

@@ -21,11 +21,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from emitter.settings import EmitterSettings
-from emitter.sinks.base import Sink
-from schemas.events import engine_id
-from schemas.wire import OutcomeColumns, encode_step
-from storage.durable import write_atomically
+from specmetrics.emitter.settings import EmitterSettings
+from specmetrics.emitter.sinks.base import Sink
+from specmetrics.schemas.events import engine_id
+from specmetrics.schemas.wire import OutcomeColumns, encode_step
+from specmetrics.storage.durable import write_atomically
 
 logger = logging.getLogger("vllm.specmetrics")  # only the plugin publishes: log among vLLM's lines
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 from itertools import repeat
 from typing import Any
 
-from emitter.outcomes import DraftDecision, RawStep, step_outcomes
-from schemas.events import SkipCheck, VllmCountsMissing
-from schemas.wire import OutcomeColumns, VllmCountTuple
+from specmetrics.emitter.outcomes import DraftDecision, RawStep, step_outcomes
+from specmetrics.schemas.events import SkipCheck, VllmCountsMissing
+from specmetrics.schemas.wire import OutcomeColumns, VllmCountTuple
 
 Event = tuple[dict[str, Any], OutcomeColumns]
 

@@ -1,6 +1,6 @@
 """Ingest: source → validated Arrow batches → Parquet, exactly once."""
 
-from ingest.ingester import Ingester, IngestStats
-from ingest.settings import IngestSettings
+from specmetrics.ingest.ingester import Ingester, IngestStats
+from specmetrics.ingest.settings import IngestSettings
 
 __all__ = ["IngestSettings", "IngestStats", "Ingester"]

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from ingest.observer import IngestObserver, ValidatedSteps
-from schemas.arrow import REQUEST_STEP_SCHEMA
-from schemas.codes import (
+from specmetrics.ingest.observer import IngestObserver, ValidatedSteps
+from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
+from specmetrics.schemas.codes import (
     K_ZERO_REASON_CODES,
     KIND_CODES,
     OFFSET_DTYPE,
@@ -26,9 +26,9 @@ from schemas.codes import (
     UNKNOWN_SEQ_LEN,
     KZeroReasonCode,
 )
-from schemas.events import MAX_REQUEST_ID_CHARS, VllmCountsMissing
-from schemas.validation import invalid_outcome_rows
-from schemas.wire import VllmCountTuple, VllmRequestTuple, WireStep, seq_len_column
+from specmetrics.schemas.events import MAX_REQUEST_ID_CHARS, VllmCountsMissing
+from specmetrics.schemas.validation import invalid_outcome_rows
+from specmetrics.schemas.wire import VllmCountTuple, VllmRequestTuple, WireStep, seq_len_column
 
 #: The dead-letter reason of a step whose event id was read before at another offset of its partition
 #: (``ingest.settings.IngestSettings.dedupe_steps``).

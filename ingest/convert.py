@@ -25,12 +25,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ingest.recovery import incomplete_flushes
-from schemas.arrow import REQUEST_STEP_SCHEMA
-from storage.durable import write_durably
-from storage.layout import DEAD_LETTER_DIR, STATE_DIR, FileName
-from storage.table import DataFile, create_table, is_table
-from storage.tree_files import select_files
+from specmetrics.ingest.recovery import incomplete_flushes
+from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
+from specmetrics.storage.durable import write_durably
+from specmetrics.storage.layout import DEAD_LETTER_DIR, STATE_DIR, FileName
+from specmetrics.storage.table import DataFile, create_table, is_table
+from specmetrics.storage.tree_files import select_files
 
 logger = logging.getLogger(__name__)
 

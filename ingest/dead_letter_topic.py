@@ -7,8 +7,8 @@ import logging
 from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
-from ingest.batch import DeadLetter
-from transport.kafka import KafkaAddress, KafkaSettings, ensure_topic
+from specmetrics.ingest.batch import DeadLetter
+from specmetrics.transport.kafka import KafkaAddress, KafkaSettings, ensure_topic
 
 logger = logging.getLogger(__name__)
 

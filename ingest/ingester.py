@@ -36,23 +36,23 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from ingest.batch import DUPLICATE_STEP, DeadLetter, PartitionBuffer
-from ingest.observer import IngestObserver
-from ingest.output import ParquetOptions, write_dead_letters, write_lost_range, write_partitioned
-from ingest.partition_lock import PartitionLocks
-from ingest.recovery import recent_steps, resume_positions, table_resume_position
-from ingest.settings import IngestSettings
-from ingest.sources.base import LostRange, Source, SourceUnavailable, SourceWentBack
-from schemas.arrow import REQUEST_STEP_SCHEMA
-from schemas.version import UnsupportedSchemaVersion
-from schemas.wire import InvalidRecord, decode_step
-from storage.files import WrittenFile, remove_written
-from storage.layout import STATE_DIR, FileName
-from storage.location import S3Location
-from storage.table import CommitRefused, DataFile, Table, is_table
+from specmetrics.ingest.batch import DUPLICATE_STEP, DeadLetter, PartitionBuffer
+from specmetrics.ingest.observer import IngestObserver
+from specmetrics.ingest.output import ParquetOptions, write_dead_letters, write_lost_range, write_partitioned
+from specmetrics.ingest.partition_lock import PartitionLocks
+from specmetrics.ingest.recovery import recent_steps, resume_positions, table_resume_position
+from specmetrics.ingest.settings import IngestSettings
+from specmetrics.ingest.sources.base import LostRange, Source, SourceUnavailable, SourceWentBack
+from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
+from specmetrics.schemas.version import UnsupportedSchemaVersion
+from specmetrics.schemas.wire import InvalidRecord, decode_step
+from specmetrics.storage.files import WrittenFile, remove_written
+from specmetrics.storage.layout import STATE_DIR, FileName
+from specmetrics.storage.location import S3Location
+from specmetrics.storage.table import CommitRefused, DataFile, Table, is_table
 
 if TYPE_CHECKING:  # kafka-python is an optional dependency
-    from ingest.dead_letter_topic import DeadLetterTopic
+    from specmetrics.ingest.dead_letter_topic import DeadLetterTopic
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from schemas.wire import WireStep
+from specmetrics.schemas.wire import WireStep
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,10 +16,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest.batch import DeadLetter
-from storage.files import WrittenFile, write_bytes, write_file
-from storage.layout import DEAD_LETTER_DIR, FLUSH_FILES_KEY, FileName
-from storage.location import S3Location
+from specmetrics.ingest.batch import DeadLetter
+from specmetrics.storage.files import WrittenFile, write_bytes, write_file
+from specmetrics.storage.layout import DEAD_LETTER_DIR, FLUSH_FILES_KEY, FileName
+from specmetrics.storage.location import S3Location
 
 _HOUR_US = 3_600_000_000
 

@@ -31,8 +31,8 @@ from pathlib import Path, PurePosixPath
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, ROLLUP_DIR, FileName
-from storage.table import Table
+from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, ROLLUP_DIR, FileName
+from specmetrics.storage.table import Table
 
 logger = logging.getLogger(__name__)
 

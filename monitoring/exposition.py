@@ -16,10 +16,10 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from monitoring import families as f
-from monitoring.histogram import GroupKey
-from monitoring.live import LiveMetrics, Snapshot
-from queries.live import GroupTotals, LiveTotals
+from specmetrics.monitoring import families as f
+from specmetrics.monitoring.histogram import GroupKey
+from specmetrics.monitoring.live import LiveMetrics, Snapshot
+from specmetrics.queries.live import GroupTotals, LiveTotals
 
 logger = logging.getLogger(__name__)
 

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from ingest.observer import IngestObserver, ValidatedSteps
-from monitoring.histogram import BatchCounts, GroupKey, Shape, count_batch
-from queries.live import LIVE_HISTOGRAM_SCHEMA
-from schemas.events import VllmCountsMissing
-from schemas.wire import WireStep
+from specmetrics.ingest.observer import IngestObserver, ValidatedSteps
+from specmetrics.monitoring.histogram import BatchCounts, GroupKey, Shape, count_batch
+from specmetrics.queries.live import LIVE_HISTOGRAM_SCHEMA
+from specmetrics.schemas.events import VllmCountsMissing
+from specmetrics.schemas.wire import WireStep
 
 
 @dataclass

@@ -5,8 +5,16 @@ statement and returns a ``pyarrow.Table``; ``describe_views(con)`` lists the vie
 meaning. The SQL lives in ``queries/sql/{staging,intermediate,metrics}/``, one view per file.
 """
 
-from queries.catalog import PUBLIC_MACROS, PUBLIC_VIEWS, SOURCE_VIEW, connect, describe_views, run_query, sql_files
-from queries.guard import QueryRejected, check_read_only
+from specmetrics.queries.catalog import (
+    PUBLIC_MACROS,
+    PUBLIC_VIEWS,
+    SOURCE_VIEW,
+    connect,
+    describe_views,
+    run_query,
+    sql_files,
+)
+from specmetrics.queries.guard import QueryRejected, check_read_only
 
 __all__ = [
     "PUBLIC_MACROS",

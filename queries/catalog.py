@@ -45,13 +45,13 @@ import duckdb
 import pyarrow as pa
 from fsspec.implementations.arrow import ArrowFSWrapper
 
-from queries.guard import check_read_only
-from schemas.arrow import REQUEST_STEP_SCHEMA
-from storage.damage import LOG_DIR
-from storage.layout import DATA_GLOB, ROLLUP_DIR
-from storage.location import S3Location, is_s3
-from storage.table import Table
-from storage.tree_files import partition_files, select_files, select_objects
+from specmetrics.queries.guard import check_read_only
+from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
+from specmetrics.storage.damage import LOG_DIR
+from specmetrics.storage.layout import DATA_GLOB, ROLLUP_DIR
+from specmetrics.storage.location import S3Location, is_s3
+from specmetrics.storage.table import Table
+from specmetrics.storage.tree_files import partition_files, select_files, select_objects
 
 SOURCE_VIEW = "raw_request_steps"
 ROLLUP_SOURCE_VIEW = "raw_rollups"
@@ -200,7 +200,7 @@ def _text(value: object) -> str | None:
 def sql_files(layers: Sequence[str] = LAYERS) -> list[str]:
     """Names of the view files of ``layers``, ``layer/file.sql``, in the order they are run: layer
     by layer, and within a layer a view after the views of that layer it mentions (else by name)."""
-    root = resources.files("queries") / "sql"
+    root = resources.files("specmetrics.queries") / "sql"
     ordered: list[str] = []
     for layer in layers:
         texts = {entry.name.removesuffix(".sql"): entry.read_text(encoding="utf-8")
@@ -238,7 +238,7 @@ def create_views(con: duckdb.DuckDBPyConnection, *, rollup_files: bool) -> None:
 
 def view_statements(con: duckdb.DuckDBPyConnection, layers: Sequence[str] = LAYERS) -> list[str]:
     """Every statement of the view files of ``layers``, in the order they are run."""
-    root = resources.files("queries") / "sql"
+    root = resources.files("specmetrics.queries") / "sql"
     statements: list[str] = []
     for name in sql_files(layers):
         text = (root / name).read_text(encoding="utf-8")

@@ -1,5 +1,5 @@
 """docs/views.md, generated from the header comments of the view files, so the reference cannot
-drift from the SQL: ``python -m queries.docs > docs/views.md`` (a test checks it is current).
+drift from the SQL: ``python -m specmetrics.queries.docs > docs/views.md`` (a test checks it is current).
 
 A header is the comment block before the first statement of a file: a first line
 ``-- name: summary``, paragraphs, an ``-- Example:`` query and a ``-- Columns:`` list.
@@ -11,13 +11,13 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 
-from queries.catalog import sql_files
+from specmetrics.queries.catalog import sql_files
 
 _COLUMN = re.compile(r"^ {2}(\S.*?)\s{2,}(\S.*)$")
 _CONTINUED = re.compile(r"^\s{4,}(\S.*)$")
 INTRO = """# Views and table macros
 
-Generated from the SQL files in `queries/sql/` by `python -m queries.docs`; do not edit by hand.
+Generated from the SQL files in `queries/sql/` by `python -m specmetrics.queries.docs`; do not edit by hand.
 
 `specmetrics sql --data DIR` (one query, or an interactive session), `queries.connect(DIR)`
 and the file written by `specmetrics db export FILE.duckdb --data DIR` all hold these views.
@@ -70,7 +70,7 @@ def parse(layer: str, sql: str) -> ViewDoc:
 
 
 def documents() -> list[ViewDoc]:
-    root = resources.files("queries") / "sql"
+    root = resources.files("specmetrics.queries") / "sql"
     return [parse(name.split("/")[0], (root / name).read_text(encoding="utf-8")) for name in sql_files()]
 
 

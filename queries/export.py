@@ -22,7 +22,7 @@ from pathlib import Path
 
 import duckdb
 
-from queries.catalog import (
+from specmetrics.queries.catalog import (
     GLOB_CHARS,
     ROLLUP_SOURCE_VIEW,
     SOURCE_VIEW,
@@ -33,8 +33,8 @@ from queries.catalog import (
     rollup_schema,
     s3_filesystem,
 )
-from storage.location import S3Location
-from storage.tree_files import select_files, select_objects
+from specmetrics.storage.location import S3Location
+from specmetrics.storage.tree_files import select_files, select_objects
 
 
 def export_database(data: Path | S3Location, target: Path, *, force: bool = False) -> Path:

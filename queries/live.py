@@ -15,7 +15,7 @@ from importlib import resources
 import duckdb
 import pyarrow as pa
 
-from queries.catalog import sql_files
+from specmetrics.queries.catalog import sql_files
 
 LIVE_SOURCE = "live_histogram"
 #: The table the live metrics hand over: outcome_histogram's columns, without the draft flags.
@@ -78,7 +78,7 @@ class LiveTotals:
         self._con = duckdb.connect(":memory:", config={"threads": 1, "python_enable_replacements": False})
         try:
             self._con.register(LIVE_SOURCE, LIVE_HISTOGRAM_SCHEMA.empty_table())
-            root = resources.files("queries") / "sql"
+            root = resources.files("specmetrics.queries") / "sql"
             for name in (*sql_files(("definitions",)), *LIVE_FILES):
                 for statement in self._con.extract_statements((root / name).read_text(encoding="utf-8")):
                     self._con.execute(statement.query)

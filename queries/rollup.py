@@ -34,12 +34,12 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from queries.catalog import SOURCE_VIEW, partition_casts, rollup_connection, rollup_schema, s3_filesystem
-from storage.durable import write_durably
-from storage.files import write_file
-from storage.layout import ROLLUP_DIR
-from storage.location import S3Location
-from storage.tree_files import TableObjects, TreeFiles, partition_files, select_files, select_objects
+from specmetrics.queries.catalog import SOURCE_VIEW, partition_casts, rollup_connection, rollup_schema, s3_filesystem
+from specmetrics.storage.durable import write_durably
+from specmetrics.storage.files import write_file
+from specmetrics.storage.layout import ROLLUP_DIR
+from specmetrics.storage.location import S3Location
+from specmetrics.storage.tree_files import TableObjects, TreeFiles, partition_files, select_files, select_objects
 
 logger = logging.getLogger(__name__)
 

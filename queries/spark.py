@@ -30,8 +30,8 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
-from queries.catalog import LAYERS, SOURCE_VIEW, view_statements
-from storage.tree_files import select_files
+from specmetrics.queries.catalog import LAYERS, SOURCE_VIEW, view_statements
+from specmetrics.storage.tree_files import select_files
 
 if TYPE_CHECKING:  # pyspark is an optional dependency
     from pyspark.sql import SparkSession
@@ -88,7 +88,7 @@ def _stored_schema_json() -> dict[str, Any]:
     """The stored columns as Spark's schema JSON (the partition keys ``dt``, ``hour`` come from the paths)."""
     from pyspark.sql.pandas.types import from_arrow_schema  # an optional dependency
 
-    from schemas.arrow import REQUEST_STEP_SCHEMA
+    from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
 
     schema = REQUEST_STEP_SCHEMA.remove_metadata()
     plain = [field.with_type(field.type.value_type) if pa.types.is_dictionary(field.type) else field

@@ -29,15 +29,15 @@ from typing import Any
 
 import duckdb
 
-from ingest.recovery import incomplete_flushes
-from queries.catalog import rollup_schema, s3_filesystem
-from queries.rollup import RollupCheck, check_rollups, check_rollups_on_s3
-from storage.damage import parquet_damage
-from storage.files import list_folder
-from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, ROLLUP_DIR, FileName
-from storage.location import S3Location
-from storage.table import IN_FLIGHT_HOURS, Table, is_table
-from storage.tree_files import LeftOut, select_files, select_objects
+from specmetrics.ingest.recovery import incomplete_flushes
+from specmetrics.queries.catalog import rollup_schema, s3_filesystem
+from specmetrics.queries.rollup import RollupCheck, check_rollups, check_rollups_on_s3
+from specmetrics.storage.damage import parquet_damage
+from specmetrics.storage.files import list_folder
+from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, ROLLUP_DIR, FileName
+from specmetrics.storage.location import S3Location
+from specmetrics.storage.table import IN_FLIGHT_HOURS, Table, is_table
+from specmetrics.storage.tree_files import LeftOut, select_files, select_objects
 
 
 @dataclass

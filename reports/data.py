@@ -19,8 +19,8 @@ from typing import Any
 
 import duckdb
 
-from queries.catalog import run_query
-from queries.rollup import ROLLUP_BUCKET, ROLLUP_CONTEXT_TOKENS
+from specmetrics.queries.catalog import run_query
+from specmetrics.queries.rollup import ROLLUP_BUCKET, ROLLUP_CONTEXT_TOKENS
 
 Row = dict[str, Any]
 

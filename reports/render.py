@@ -19,8 +19,8 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
-from reports.charts import CORRECTED, CORRECTED_REACHING, SKIP_SHARE, VLLM, Series, bar_chart, line_chart
-from reports.data import OUTLIER_MARGIN, OUTLIER_MIN_DRAFTS, ReportData, Row
+from specmetrics.reports.charts import CORRECTED, CORRECTED_REACHING, SKIP_SHARE, VLLM, Series, bar_chart, line_chart
+from specmetrics.reports.data import OUTLIER_MARGIN, OUTLIER_MIN_DRAFTS, ReportData, Row
 
 #: (key in ReportData.headline without the vllm_ prefix, label, formatter name)
 HEADLINE_ROWS: tuple[tuple[str, str, str], ...] = (

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from reports.data import ReportData
-from reports.render import charts, html, markdown
-from storage.durable import write_atomically
+from specmetrics.reports.data import ReportData
+from specmetrics.reports.render import charts, html, markdown
+from specmetrics.storage.durable import write_atomically
 
 FORMATS: tuple[str, ...] = ("md", "html")
 _STAMP = re.compile(r"^report-(\d{8}T\d{6}Z)[.-]")

@@ -1,7 +1,7 @@
 """The event contract shared by every stage: pydantic models, wire encoding, Arrow schema."""
 
-from schemas.arrow import REQUEST_STEP_SCHEMA
-from schemas.events import (
+from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
+from specmetrics.schemas.events import (
     Drafted,
     GrammarInvalid,
     GrammarRejected,
@@ -13,8 +13,8 @@ from schemas.events import (
     StepEvent,
     step_event_json_schema,
 )
-from schemas.version import SCHEMA_VERSION, UnsupportedSchemaVersion, check_schema_version
-from schemas.wire import InvalidRecord, OutcomeColumns, decode_step, encode_step
+from specmetrics.schemas.version import SCHEMA_VERSION, UnsupportedSchemaVersion, check_schema_version
+from specmetrics.schemas.wire import InvalidRecord, OutcomeColumns, decode_step, encode_step
 
 __all__ = [
     "REQUEST_STEP_SCHEMA",

@@ -15,7 +15,7 @@ from enum import IntEnum
 
 import numpy as np
 
-from schemas.events import KZeroReason, OutcomeKind
+from specmetrics.schemas.events import KZeroReason, OutcomeKind
 
 
 class KindCode(IntEnum):

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from schemas.version import SCHEMA_VERSION, check_schema_version
+from specmetrics.schemas.version import SCHEMA_VERSION, check_schema_version
 
 NonNegInt = Annotated[int, Field(ge=0, le=32767)]
 PosInt = Annotated[int, Field(gt=0, le=32767)]

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from schemas.codes import UNKNOWN_SEQ_LEN, KindCode, KZeroReasonCode
+from specmetrics.schemas.codes import UNKNOWN_SEQ_LEN, KindCode, KZeroReasonCode
 
 
 def outcome_rule_violations(

@@ -58,7 +58,7 @@ import msgpack
 import numpy as np
 from pydantic import ValidationError
 
-from schemas.codes import (
+from specmetrics.schemas.codes import (
     K_ZERO_REASON_CODE,
     K_ZERO_REASON_CODES,
     KIND_CODE,
@@ -71,7 +71,7 @@ from schemas.codes import (
     KindCode,
     KZeroReasonCode,
 )
-from schemas.events import (
+from specmetrics.schemas.events import (
     MAX_REQUEST_ID_CHARS,
     Drafted,
     EngineContext,
@@ -87,8 +87,8 @@ from schemas.events import (
     VllmCountsMissing,
     VllmRequestMetrics,
 )
-from schemas.validation import invalid_outcome_rows
-from schemas.version import SCHEMA_MAJOR, SCHEMA_VERSION, check_schema_version
+from specmetrics.schemas.validation import invalid_outcome_rows
+from specmetrics.schemas.version import SCHEMA_MAJOR, SCHEMA_VERSION, check_schema_version
 
 FIELDS = (
     "schema_version",

@@ -36,7 +36,7 @@ for name in "${selected[@]}"; do
   "$python" - "$dir" "$name" <<'PY' || status=1
 import json, sys
 from pathlib import Path
-from queries import connect
+from specmetrics.queries import connect
 from specmetrics.windows import reproduces, window_metrics
 root, name = Path(sys.argv[1]), sys.argv[2]
 con = connect(root / "data")

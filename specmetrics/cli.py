@@ -26,9 +26,9 @@ from specmetrics.commands import (
     table,
     verify,
 )
-from storage.damage import StoreDamaged
-from storage.location import S3Location, is_s3
-from storage.table import Table, is_table
+from specmetrics.storage.damage import StoreDamaged
+from specmetrics.storage.location import S3Location, is_s3
+from specmetrics.storage.table import Table, is_table
 
 #: The errors of a read that a damaged data file causes: pyarrow's, and DuckDB's that are not about
 #: the query itself (DuckDB names a broken footer with a bare duckdb.Error).

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import duckdb
 
-from queries import QueryRejected, describe_views, run_query
+from specmetrics.queries import QueryRejected, describe_views, run_query
 from specmetrics.tables import FORMATS, render, text_table
 
 PROMPT, CONTINUE = "specmetrics> ", "        ...> "

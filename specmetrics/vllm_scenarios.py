@@ -143,7 +143,7 @@ def run_all(engines: tuple[str, ...] = ENGINES, cache: Path | None = None,
     models = all_models(cache)
     ordered = sorted(engines, key=ENGINES.index)
     results = [r for kind in ordered for r in run_engine(kind, models, async_scheduling, per_request)]
-    from emitter import plugin
+    from specmetrics.emitter import plugin
 
     plugin.flush()
     return results

@@ -11,7 +11,7 @@ from typing import Any
 
 import duckdb
 
-from queries import run_query
+from specmetrics.queries import run_query
 
 #: The request-steps from the first instant to the last, both included (event times are whole
 #: microseconds, so the open end is one microsecond past the last).

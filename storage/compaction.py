@@ -25,9 +25,9 @@ from pathlib import Path, PurePosixPath
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage.files import read_bytes, remove, write_bytes, write_file
-from storage.layout import DEAD_LETTER_DIR, FileName
-from storage.table import DataFile, ReplaceRefused, Table, TableFile
+from specmetrics.storage.files import read_bytes, remove, write_bytes, write_file
+from specmetrics.storage.layout import DEAD_LETTER_DIR, FileName
+from specmetrics.storage.table import DataFile, ReplaceRefused, Table, TableFile
 
 logger = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyarrow.fs import FileType
 
-from storage.files import list_folder, read_bytes
-from storage.location import S3Location
+from specmetrics.storage.files import list_folder, read_bytes
+from specmetrics.storage.location import S3Location
 
 LOG_DIR = "_delta_log"
 _COMMIT = re.compile(r"^(\d{20})\.json$")

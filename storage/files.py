@@ -11,8 +11,8 @@ from pathlib import Path, PurePosixPath
 import pyarrow as pa
 from pyarrow.fs import FileSelector, FileType
 
-from storage.durable import write_durably
-from storage.location import S3Location
+from specmetrics.storage.durable import write_durably
+from specmetrics.storage.location import S3Location
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,11 +46,11 @@ from deltalake.transaction import (
     create_table_with_add_actions,
 )
 
-from schemas.arrow import REQUEST_STEP_SCHEMA
-from storage.damage import LOG_DIR, StoreDamaged, file_damage, log_damage, one_line, os_errno
-from storage.files import list_folder, remove
-from storage.layout import DEAD_LETTER_DIR, FileName
-from storage.location import S3Location, store_error
+from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
+from specmetrics.storage.damage import LOG_DIR, StoreDamaged, file_damage, log_damage, one_line, os_errno
+from specmetrics.storage.files import list_folder, remove
+from specmetrics.storage.layout import DEAD_LETTER_DIR, FileName
+from specmetrics.storage.location import S3Location, store_error
 
 logger = logging.getLogger(__name__)
 

@@ -43,11 +43,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from schemas.arrow import ADDED_COLUMNS, REQUEST_STEP_SCHEMA, schema_before
-from storage.files import list_folder
-from storage.layout import ROLLUP_DIR, FileName
-from storage.location import S3Location
-from storage.table import Table, TableFile, is_table
+from specmetrics.schemas.arrow import ADDED_COLUMNS, REQUEST_STEP_SCHEMA, schema_before
+from specmetrics.storage.files import list_folder
+from specmetrics.storage.layout import ROLLUP_DIR, FileName
+from specmetrics.storage.location import S3Location
+from specmetrics.storage.table import Table, TableFile, is_table
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -18,14 +18,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schemas import StepEvent
-from schemas.codes import OUTCOME_COLUMNS, OUTCOME_DTYPE
-from schemas.wire import FIELDS, step_event_from_wire, step_event_to_wire
 from specmetrics.cli import main
-from storage.layout import DATA_GLOB, DEAD_LETTER_DIR
+from specmetrics.schemas import StepEvent
+from specmetrics.schemas.codes import OUTCOME_COLUMNS, OUTCOME_DTYPE
+from specmetrics.schemas.wire import FIELDS, step_event_from_wire, step_event_to_wire
+from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR
+from specmetrics.transport.log import LocalLogWriter
 from tests.support.events import step_events
 from tests.support.ingest import ingest_once, read_rows
-from transport.log import LocalLogWriter
 
 FIRST, LAST = datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
 

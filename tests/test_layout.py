@@ -26,6 +26,7 @@ PRODUCT = {package: level for level, packages in enumerate(FLOW) for package in 
 DEVTOOLS = "devtools"
 USERS = ("benchmarks", "scripts")  # may import the product and devtools, never the tests
 TESTS = "tests"
+NAMESPACE = "specmetrics"  # every package of the product is installed under it
 KNOWN = {*PRODUCT, DEVTOOLS, *USERS, TESTS}
 
 
@@ -40,31 +41,49 @@ def allowed(importer: str, imported: str) -> bool:
     return False  # devtools
 
 
-def imported_packages(path: Path, top: str) -> list[tuple[int, str]]:
-    """``(line, top-level package)`` of every import in the module at ``path`` (a relative import
-    stays in ``top``)."""
+def package_of(module: str) -> str:
+    """The package of the flow that the dotted name ``module`` is in: ``specmetrics.<folder>...`` is
+    the folder's (the namespace the distribution installs), any other name its first part's."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == NAMESPACE and len(parts) > 1 and parts[1] in PRODUCT else parts[0]
+
+
+def imported_packages(path: Path, top: str) -> list[tuple[int, str, str]]:
+    """``(line, package, dotted name)`` of every import in the module at ``path`` (a relative import
+    stays in ``top``, under its own name)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name.split(".")[0]) for alias in node.names]
+            found += [(node.lineno, package_of(alias.name), alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module == NAMESPACE and not node.level:
+            found += [(node.lineno, package_of(f"{NAMESPACE}.{alias.name}"), NAMESPACE) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            found.append((node.lineno, top if node.level else (node.module or "").split(".")[0]))
+            module = node.module or ""
+            found.append((node.lineno, top, top) if node.level else (node.lineno, package_of(module), module))
     return found
 
 
 def python_files(root: Path) -> list[tuple[str, Path]]:
-    """``(top-level folder, path)`` of every module below a top-level folder of ``root``."""
+    """``(top-level folder, path)`` of every module below a top-level folder of ``root``, not through
+    a link (specmetrics/<folder> links to <folder>: its modules are the folder's)."""
     return sorted((path.relative_to(root).parts[0], path) for path in root.glob("*/**/*.py")
-                  if not any(part.startswith(".") for part in path.relative_to(root).parts))
+                  if not any(part.startswith(".") for part in path.relative_to(root).parts)
+                  and not any(parent.is_symlink() for parent in path.relative_to(root).parents
+                              if parent != Path(".") and (root / parent).is_symlink()))
 
 
 def violations(root: Path) -> list[str]:
-    """Every import in the tree at ``root`` that runs against the flow, as ``path:line``."""
+    """Every import in the tree at ``root`` that runs against the flow, or names a package of the
+    product outside the ``specmetrics`` namespace, as ``path:line``."""
     found = []
     for top, path in python_files(root):
-        for line, imported in imported_packages(path, top):
-            if imported in KNOWN and not allowed(top, imported):
-                found.append(f"{path.relative_to(root)}:{line}: {top} imports {imported}")
+        for line, imported, module in imported_packages(path, top):
+            where = f"{path.relative_to(root)}:{line}"
+            if imported in PRODUCT and imported != NAMESPACE and module.split(".")[0] == imported and \
+                    module != top:
+                found.append(f"{where}: {top} imports {module} outside the {NAMESPACE} namespace")
+            elif imported in KNOWN and not allowed(top, imported):
+                found.append(f"{where}: {top} imports {imported}")
     return found
 
 
@@ -122,14 +141,18 @@ def write_module(root: Path, name: str, source: str) -> None:
 
 
 @pytest.mark.parametrize(("module", "source", "expected"), [
-    ("ingest/sources/kafka.py", "from emitter.kafka import KafkaAddress\n", "ingest imports emitter"),
-    ("emitter/publisher.py", "def f():\n    import ingest.durable\n", "emitter imports ingest"),
-    ("storage/durable.py", "from transport.log import LocalLogWriter\n", "storage imports transport"),
-    ("transport/log/writer.py", "from storage.durable import write_atomically\n", "transport imports storage"),
-    ("schemas/wire.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import queries\n",
+    ("ingest/sources/kafka.py", "from specmetrics.emitter.kafka import KafkaAddress\n", "ingest imports emitter"),
+    ("emitter/publisher.py", "def f():\n    import specmetrics.ingest.durable\n", "emitter imports ingest"),
+    ("storage/durable.py", "from specmetrics.transport.log import LocalLogWriter\n", "storage imports transport"),
+    ("transport/log/writer.py", "from specmetrics.storage.durable import write_atomically\n",
+     "transport imports storage"),
+    ("schemas/wire.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import specmetrics.queries\n",
      "schemas imports queries"),
-    ("queries/catalog.py", "from reports import collect\n", "queries imports reports"),
+    ("queries/catalog.py", "from specmetrics.reports import collect\n", "queries imports reports"),
     ("reports/data.py", "from specmetrics.windows import WINDOWS\n", "reports imports specmetrics"),
+    ("reports/data.py", "from queries.catalog import connect\n",
+     "reports imports queries.catalog outside the specmetrics namespace"),
+    ("tests/test_x.py", "import storage.layout\n", "tests imports storage.layout outside the specmetrics namespace"),
     ("benchmarks/bench_kafka.py", "from tests.kafka_broker import TansuBroker\n", "benchmarks imports tests"),
     ("devtools/kafka_broker.py", "import tests.conftest\n", "devtools imports tests"),
 ])
@@ -140,8 +163,10 @@ def test_the_check_catches_an_import_against_the_flow(tmp_path: Path, module: st
 
 
 def test_the_check_allows_imports_along_the_flow(tmp_path: Path) -> None:
-    write_module(tmp_path, "reports/data.py", "import queries\nfrom storage.layout import DATA_GLOB\nimport schemas\n")
-    write_module(tmp_path, "ingest/batch.py", "from . import output\nfrom transport.log import LocalLogReader\n")
+    write_module(tmp_path, "reports/data.py", "import specmetrics.queries\nfrom specmetrics.storage.layout import "
+                 "DATA_GLOB\nfrom specmetrics import schemas\n")
+    write_module(tmp_path, "ingest/batch.py", "from . import output\nfrom specmetrics.transport.log import "
+                 "LocalLogReader\n")
     write_module(tmp_path, "benchmarks/bench_kafka.py", "from devtools.kafka_broker import TansuBroker\n")
     write_module(tmp_path, "tests/test_x.py", "import benchmarks.args\nimport specmetrics.cli\n")
     assert violations(tmp_path) == []

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlparse
 
-from transport.log.address import local_log_dir
+from specmetrics.transport.log.address import local_log_dir
 
 if TYPE_CHECKING:
-    from transport.kafka.address import KafkaAddress
+    from specmetrics.transport.kafka.address import KafkaAddress
 
 
 def transport_address(url: str, role: Literal["sink", "source"]) -> str | KafkaAddress:
@@ -21,7 +21,7 @@ def transport_address(url: str, role: Literal["sink", "source"]) -> str | KafkaA
         return local_log_dir(parsed)
     if parsed.scheme == "kafka":
         # Imported here: the transport.kafka package needs kafka-python, an optional dependency.
-        from transport.kafka import KafkaAddress
+        from specmetrics.transport.kafka import KafkaAddress
 
         return KafkaAddress.parse(url)
     # The URL itself is not echoed: it may carry credentials (kafkas://user:password@...).

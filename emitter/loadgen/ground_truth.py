@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from schemas.codes import K_ZERO_REASON_CODES, KIND_CODES, KindCode
+from specmetrics.schemas.codes import K_ZERO_REASON_CODES, KIND_CODES, KindCode
 
 
 @dataclass

@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from emitter.loadgen.ground_truth import EngineTruth
-from emitter.loadgen.spec import LoadSpec
-from emitter.sinks.base import Sink
-from schemas.codes import KindCode, KZeroReasonCode
-from schemas.events import engine_id
-from schemas.wire import OutcomeColumns, encode_step, event_time_us
+from specmetrics.emitter.loadgen.ground_truth import EngineTruth
+from specmetrics.emitter.loadgen.spec import LoadSpec
+from specmetrics.emitter.sinks.base import Sink
+from specmetrics.schemas.codes import KindCode, KZeroReasonCode
+from specmetrics.schemas.events import engine_id
+from specmetrics.schemas.wire import OutcomeColumns, encode_step, event_time_us
 
 _RANDOM_K_ZERO_REASONS = np.array(
     [KZeroReasonCode.NO_PROPOSAL.value, KZeroReasonCode.LENGTH_TRIM.value, KZeroReasonCode.SCHEDULE.value],

@@ -6,9 +6,9 @@ import logging
 import os
 import re
 
-from emitter.sinks.base import Sink
-from emitter.sinks.local_log import LocalLogSink
-from transport.url import transport_address
+from specmetrics.emitter.sinks.base import Sink
+from specmetrics.emitter.sinks.local_log import LocalLogSink
+from specmetrics.transport.url import transport_address
 
 
 def open_sink(url: str, name: str = "default") -> Sink:
@@ -18,9 +18,9 @@ def open_sink(url: str, name: str = "default") -> Sink:
     address = transport_address(url, "sink")
     if isinstance(address, str):
         return LocalLogSink(address)
-    from emitter.sinks.kafka import KafkaSink
-    from emitter.sinks.spool import SpoolInUse
-    from transport.kafka import KafkaSettings
+    from specmetrics.emitter.sinks.kafka import KafkaSink
+    from specmetrics.emitter.sinks.spool import SpoolInUse
+    from specmetrics.transport.kafka import KafkaSettings
 
     settings = KafkaSettings()
     folder = settings.spool_dir / re.sub(r"[^A-Za-z0-9_.-]", "_", f"{address.topic}-{name}")

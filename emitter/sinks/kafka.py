@@ -26,9 +26,9 @@ from typing import Any
 from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
-from emitter.sinks.base import Sink
-from emitter.sinks.spool import Spool, SpoolFull
-from transport.kafka import KafkaAddress, KafkaSettings, ensure_topic
+from specmetrics.emitter.sinks.base import Sink
+from specmetrics.emitter.sinks.spool import Spool, SpoolFull
+from specmetrics.transport.kafka import KafkaAddress, KafkaSettings, ensure_topic
 
 logger = logging.getLogger("vllm.specmetrics")
 REPLAY_BATCH = 2_000  # spooled messages replayed per send: the publisher thread is back within a few seconds

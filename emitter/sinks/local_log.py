@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from emitter.sinks.base import Sink
-from transport.log import LocalLogWriter
+from specmetrics.emitter.sinks.base import Sink
+from specmetrics.transport.log import LocalLogWriter
 
 
 class LocalLogSink(Sink):

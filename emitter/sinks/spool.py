@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 
-from storage.durable import write_atomically
-from transport.log import LocalLogReader, LocalLogWriter
-from transport.log.segment import list_segments, segment_path
+from specmetrics.storage.durable import write_atomically
+from specmetrics.transport.log import LocalLogReader, LocalLogWriter
+from specmetrics.transport.log.segment import list_segments, segment_path
 
 logger = logging.getLogger("vllm.specmetrics")
 _KEY_LENGTH = struct.Struct("<H")

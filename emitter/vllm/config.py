@@ -13,7 +13,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from emitter.vllm.patching import Guard, Hook
+from specmetrics.emitter.vllm.patching import Guard, Hook
 
 CAP_FROM_ATTR = "specmetrics_context_cap_from"  # on the ModelConfig: max_model_len before the cap
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from functools import cache, partial
 from typing import Any
 
-from emitter.vllm.patching import Guard, Hook, find
+from specmetrics.emitter.vllm.patching import Guard, Hook, find
 
 COUNTER = "specmetrics_requests_refused_for_length"
 #: The check that refused: the renderer's on prompt tokens, on prompt text, the input processor's.

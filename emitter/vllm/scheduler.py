@@ -22,13 +22,13 @@ from operator import attrgetter
 from time import time_ns
 from typing import Any
 
-from emitter.publisher import EventPublisher
-from emitter.settings import EmitterSettings
-from emitter.vllm.config import CAP_FROM_ATTR
-from emitter.vllm.patching import Guard, Hook, vllm_version
-from emitter.vllm.worker import DECISION_ATTR, v1_runner_removed
-from emitter.vllm.worker_v2 import BUDGET_ATTR
-from schemas.events import VllmCountsMissing
+from specmetrics.emitter.publisher import EventPublisher
+from specmetrics.emitter.settings import EmitterSettings
+from specmetrics.emitter.vllm.config import CAP_FROM_ATTR
+from specmetrics.emitter.vllm.patching import Guard, Hook, vllm_version
+from specmetrics.emitter.vllm.worker import DECISION_ATTR, v1_runner_removed
+from specmetrics.emitter.vllm.worker_v2 import BUDGET_ATTR
+from specmetrics.schemas.events import VllmCountsMissing
 
 OBSERVER_ATTR = "_specmetrics_observer"
 STATS_OFF, NOT_RETURNED = VllmCountsMissing.STATS_OFF.value, VllmCountsMissing.NOT_RETURNED.value

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from emitter.vllm.patching import Guard, Hook, attach_to_output, find, vllm_version, wrap_all
+from specmetrics.emitter.vllm.patching import Guard, Hook, attach_to_output, find, vllm_version, wrap_all
 
 DECISION_ATTR = "specmetrics_draft_decision"
 _LAST = "_specmetrics_last_decision"

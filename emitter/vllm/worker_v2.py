@@ -18,7 +18,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from emitter.vllm.patching import Guard, Hook, attach_to_output, find, wrap_all
+from specmetrics.emitter.vllm.patching import Guard, Hook, attach_to_output, find, wrap_all
 
 BUDGET_ATTR = "specmetrics_verify_budget"  # the step's draft budget (int) on the ModelRunnerOutput
 _LAST = "_specmetrics_last_budget"  # (idx_mapping, draft_budget) on the manager

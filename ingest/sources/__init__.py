@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ingest.sources.base import Source, SourceRecord
-from ingest.sources.local_log import LocalLogSource
-from transport.url import transport_address
+from specmetrics.ingest.sources.base import Source, SourceRecord
+from specmetrics.ingest.sources.local_log import LocalLogSource
+from specmetrics.transport.url import transport_address
 
 
 def open_source(url: str, state_dir: Path, group: str = "specmetrics-ingest") -> Source:
@@ -15,7 +15,7 @@ def open_source(url: str, state_dir: Path, group: str = "specmetrics-ingest") ->
     address = transport_address(url, "source")
     if isinstance(address, str):
         return LocalLogSource(address, state_dir)
-    from ingest.sources.kafka import KafkaSource
+    from specmetrics.ingest.sources.kafka import KafkaSource
 
     return KafkaSource(address, group, state_dir)
 

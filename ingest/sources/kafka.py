@@ -14,7 +14,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.errors import CommitFailedError, KafkaError, OffsetOutOfRangeError, RebalanceInProgressError
 from kafka.structs import OffsetAndMetadata
 
-from ingest.sources.base import (
+from specmetrics.ingest.sources.base import (
     OnAssigned,
     OnLost,
     OnRevoked,
@@ -23,8 +23,8 @@ from ingest.sources.base import (
     SourceUnavailable,
     SourceWentBack,
 )
-from storage.durable import fsync_dir, write_atomically
-from transport.kafka import KafkaAddress, KafkaSettings, cluster_id, ensure_topic
+from specmetrics.storage.durable import fsync_dir, write_atomically
+from specmetrics.transport.kafka import KafkaAddress, KafkaSettings, cluster_id, ensure_topic
 
 logger = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ import re
 import time
 from pathlib import Path
 
-from ingest.sources.base import LostRange, Source, SourceRecord
-from storage.durable import write_atomically
-from transport.log import LocalLogReader
-from transport.log.directory import log_id, writers_idle
+from specmetrics.ingest.sources.base import LostRange, Source, SourceRecord
+from specmetrics.storage.durable import write_atomically
+from specmetrics.transport.log import LocalLogReader
+from specmetrics.transport.log.directory import log_id, writers_idle
 
 logger = logging.getLogger(__name__)
 _POLL_INTERVAL_S = 0.05

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ingest.settings import IngestSettings
+from specmetrics.ingest.settings import IngestSettings
 
 
 def add_parser(subparsers: Any) -> None:
@@ -23,7 +23,7 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from kafka.errors import KafkaError
 
-    from transport.kafka import KafkaAddress, KafkaSettings, ensure_topic
+    from specmetrics.transport.kafka import KafkaAddress, KafkaSettings, ensure_topic
 
     address, settings = KafkaAddress.parse(args.url), KafkaSettings()
     dead_letter = args.dead_letter_topic if args.dead_letter_topic is not None else IngestSettings().dead_letter_topic

@@ -7,12 +7,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from queries.catalog import SOURCE_VIEW
-from queries.export import export_database
-from queries.spark import SPARK_VIEWS, spark_statements
 from specmetrics.commands import DATA_HELP
-from storage.durable import write_atomically
-from storage.location import S3Location, is_s3
+from specmetrics.queries.catalog import SOURCE_VIEW
+from specmetrics.queries.export import export_database
+from specmetrics.queries.spark import SPARK_VIEWS, spark_statements
+from specmetrics.storage.durable import write_atomically
+from specmetrics.storage.location import S3Location, is_s3
 
 
 def add_parser(subparsers: Any) -> None:

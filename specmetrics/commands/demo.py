@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from emitter.loadgen import LoadSpec, run_load
-from emitter.sinks import LocalLogSink
-from queries import connect, run_query
 from specmetrics.commands.ingest import ingest_source
+from specmetrics.emitter.loadgen import LoadSpec, run_load
+from specmetrics.emitter.sinks import LocalLogSink
 from specmetrics.progress import Progress
+from specmetrics.queries import connect, run_query
 from specmetrics.tables import text_table
 from specmetrics.windows import COLLATERAL_COLUMNS, ratios, reproduces, window_collateral, window_metrics
 

@@ -12,20 +12,20 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ingest import Ingester, IngestSettings, IngestStats
-from ingest.observer import IngestObserver
-from ingest.sources import open_source
-from ingest.sources.base import SourceUnavailable
-from monitoring.exposition import MetricsServer
-from monitoring.live import LiveMetrics
 from specmetrics.heartbeat import Heartbeat
+from specmetrics.ingest import Ingester, IngestSettings, IngestStats
+from specmetrics.ingest.observer import IngestObserver
+from specmetrics.ingest.sources import open_source
+from specmetrics.ingest.sources.base import SourceUnavailable
+from specmetrics.monitoring.exposition import MetricsServer
+from specmetrics.monitoring.live import LiveMetrics
 from specmetrics.progress import Progress
-from storage.layout import STATE_DIR
-from storage.location import S3Location, S3Settings, create_bucket, is_s3
-from transport.url import transport_address
+from specmetrics.storage.layout import STATE_DIR
+from specmetrics.storage.location import S3Location, S3Settings, create_bucket, is_s3
+from specmetrics.transport.url import transport_address
 
 if TYPE_CHECKING:  # kafka-python is an optional dependency
-    from ingest.dead_letter_topic import DeadLetterTopic
+    from specmetrics.ingest.dead_letter_topic import DeadLetterTopic
 
 logger = logging.getLogger(__name__)
 
@@ -213,6 +213,6 @@ def _dead_letter_topic(url: str, settings: IngestSettings) -> DeadLetterTopic | 
     address = transport_address(url, "source")
     if isinstance(address, str) or settings.dead_letter_topic == "":
         return None
-    from ingest.dead_letter_topic import DeadLetterTopic
+    from specmetrics.ingest.dead_letter_topic import DeadLetterTopic
 
     return DeadLetterTopic(address, settings.dead_letter_topic or f"{address.topic}.dead-letter")

@@ -8,8 +8,8 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from emitter.loadgen import EngineTruth, LoadSpec, run_load
-from emitter.sinks import open_sink
+from specmetrics.emitter.loadgen import EngineTruth, LoadSpec, run_load
+from specmetrics.emitter.sinks import open_sink
 from specmetrics.progress import Progress
 
 

@@ -11,14 +11,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from queries import connect
-from queries.rollup import build_missing, rollups_cover, window_files
-from reports import Window, collect, parse_duration, parse_formats, parse_schedule, write_report
-from reports.writer import prune_reports
 from specmetrics.commands import DATA_HELP
 from specmetrics.heartbeat import Heartbeat
 from specmetrics.progress import Progress
-from storage.location import S3Location, is_s3
+from specmetrics.queries import connect
+from specmetrics.queries.rollup import build_missing, rollups_cover, window_files
+from specmetrics.reports import Window, collect, parse_duration, parse_formats, parse_schedule, write_report
+from specmetrics.reports.writer import prune_reports
+from specmetrics.storage.location import S3Location, is_s3
 
 log = logging.getLogger("specmetrics.report")
 

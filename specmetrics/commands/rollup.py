@@ -6,12 +6,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from queries.catalog import rollup_schema
-from queries.rollup import build_missing
 from specmetrics.commands import DATA_HELP
 from specmetrics.progress import Progress
-from storage.location import S3Location, is_s3
-from storage.tree_files import select_files, select_objects
+from specmetrics.queries.catalog import rollup_schema
+from specmetrics.queries.rollup import build_missing
+from specmetrics.storage.location import S3Location, is_s3
+from specmetrics.storage.tree_files import select_files, select_objects
 
 
 def add_parser(subparsers: Any) -> None:

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from schemas import REQUEST_STEP_SCHEMA, step_event_json_schema
+from specmetrics.schemas import REQUEST_STEP_SCHEMA, step_event_json_schema
 
 
 def add_parser(subparsers: Any) -> None:

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from queries import connect, run_query
 from specmetrics.commands import DATA_HELP
+from specmetrics.queries import connect, run_query
 from specmetrics.shell import SqlShell, with_history
 from specmetrics.tables import FORMATS, render
 

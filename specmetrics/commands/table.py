@@ -7,11 +7,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ingest.convert import convert_tree
-from ingest.settings import IngestSettings
-from storage.compaction import compact
-from storage.location import S3Location, is_s3
-from storage.table import IN_FLIGHT_HOURS, Table, is_table
+from specmetrics.ingest.convert import convert_tree
+from specmetrics.ingest.settings import IngestSettings
+from specmetrics.storage.compaction import compact
+from specmetrics.storage.location import S3Location, is_s3
+from specmetrics.storage.table import IN_FLIGHT_HOURS, Table, is_table
 
 #: Files no commit names are removed once they are this old (Delta's own default).
 RETENTION_HOURS = 168.0

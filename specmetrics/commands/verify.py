@@ -10,12 +10,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from queries.verify import VerifyReport, verify_table_on_s3, verify_tree
 from specmetrics.commands import DATA_HELP
+from specmetrics.queries.verify import VerifyReport, verify_table_on_s3, verify_tree
+from specmetrics.storage.damage import StoreDamaged
+from specmetrics.storage.layout import DEAD_LETTER_DIR
+from specmetrics.storage.location import S3Location, is_s3
 from specmetrics.tables import text_table
-from storage.damage import StoreDamaged
-from storage.layout import DEAD_LETTER_DIR
-from storage.location import S3Location, is_s3
 
 
 def add_parser(subparsers: Any) -> None:

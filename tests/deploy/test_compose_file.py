@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from reports import parse_duration, parse_formats, parse_schedule
 from specmetrics.cli import build_parser, main
+from specmetrics.reports import parse_duration, parse_formats, parse_schedule
 from tests.support.compose import (
     COMPOSE_FILE,
     ROOT,

@@ -17,11 +17,11 @@ from kafka import KafkaAdminClient
 
 from devtools.kafka_broker import TansuBroker, free_port
 from devtools.s3_server import SeaweedS3
-from queries.verify import verify_table_on_s3
 from specmetrics.cli import main
-from storage.layout import DATA_GLOB
-from storage.location import S3Location
-from storage.table import is_table
+from specmetrics.queries.verify import verify_table_on_s3
+from specmetrics.storage.layout import DATA_GLOB
+from specmetrics.storage.location import S3Location
+from specmetrics.storage.table import is_table
 from tests.support.compose import S3_OVERRIDE, HostProcess, healthcheck_argv, resolved_services
 from tests.support.http import get
 from tests.support.loadgen import rows_of

@@ -17,15 +17,16 @@ import pytest
 import yaml
 
 from devtools.kafka_broker import free_port
-from emitter.sinks import LocalLogSink
-from schemas.events import VllmCounts
-from schemas.wire import step_event_to_wire
-from tests.deploy.test_engine_stack import ALERTS_FILE, api
+from specmetrics.emitter.sinks import LocalLogSink
+from specmetrics.schemas.events import VllmCounts
+from specmetrics.schemas.wire import step_event_to_wire
 from tests.support.docker_engine import docker, prometheus_image
 from tests.support.events import step_event
+from tests.support.http import prometheus_api as api
 from tests.support.metrics import scrape, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
+ALERTS_FILE = ROOT / "docker" / "monitoring" / "prometheus" / "alerts.yml"
 ALERT = "SpecmetricsVllmCountingDrift"
 #: What vLLM counts of the default test step (tests/support/events.py): 3 drafts of 7 tokens, 3 accepted.
 EQUAL = VllmCounts(num_drafts=3, num_draft_tokens=7, num_accepted_tokens=3, num_accepted_tokens_per_pos=[2, 1, 0])

@@ -12,8 +12,8 @@ import pytest
 
 from devtools.kafka_broker import free_port
 from specmetrics.cli import main
-from storage.location import S3Location
-from storage.table import is_table
+from specmetrics.storage.location import S3Location
+from specmetrics.storage.table import is_table
 from tests.support.compose import S3_OVERRIDE, resolved_services
 from tests.support.docker_engine import COMPOSE_FILE, compose_project, docker, prepare_seaweedfs
 from tests.support.ingest import rows_once

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -23,6 +21,7 @@ import yaml
 from devtools.kafka_broker import free_port
 from tests.support.docker_engine import DATA, Stack, compose_project, docker, prepare_images
 from tests.support.http import get
+from tests.support.http import prometheus_api as api
 from tests.support.loadgen import rows_of
 from tests.support.metrics import VIEW_SERIES, Samples, view_series, wait_for
 
@@ -41,15 +40,6 @@ SERVICES = ("kafka", "kafka-init", "ingest", "loadgen", "reports", "reports-web"
 APP_USER = "10001"  # docker/app.Dockerfile's specmetrics user
 REPORTS = "/var/lib/specmetrics/reports"
 ALERTS_FILE = Path(__file__).parents[2] / "docker" / "monitoring" / "prometheus" / "alerts.yml"
-
-
-def api(port: int, path: str, **params: str) -> Any:
-    """The ``data`` of a Prometheus HTTP API answer."""
-    body = get(port, f"{path}?{urllib.parse.urlencode(params)}" if params else path)
-    assert body is not None, path
-    answer = json.loads(body)
-    assert answer["status"] == "success", answer
-    return answer["data"]
 
 
 @pytest.fixture(scope="module")

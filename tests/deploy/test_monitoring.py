@@ -20,7 +20,7 @@ import promql_parser
 import pytest
 import yaml
 
-from monitoring.families import FAMILIES, SAMPLE_NAMES
+from specmetrics.monitoring.families import FAMILIES, SAMPLE_NAMES
 from tests.support.compose import ROOT, all_services, bind_mounts
 
 MONITORING = ROOT / "docker" / "monitoring"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from emitter.outcomes import DraftDecision, RawStep, step_outcomes
-from schemas.codes import K_ZERO_REASON_CODES, KIND_CODES
+from specmetrics.emitter.outcomes import DraftDecision, RawStep, step_outcomes
+from specmetrics.schemas.codes import K_ZERO_REASON_CODES, KIND_CODES
 from tests.support.events import raw
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from emitter import plugin
-from emitter.settings import EmitterSettings
+from specmetrics.emitter import plugin
+from specmetrics.emitter.settings import EmitterSettings
 
 
 @pytest.mark.parametrize(("dp_rank", "suffix"), [(0, ""), (2, "-dp2")])

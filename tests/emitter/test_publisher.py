@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from devtools.kafka_broker import TansuBroker, free_port
-from emitter.publisher import EventPublisher
-from emitter.settings import EmitterSettings
-from emitter.sinks import open_sink
-from emitter.sinks.spool import Spool
-from schemas.wire import OutcomeColumns, decode_step
+from specmetrics.emitter.publisher import EventPublisher
+from specmetrics.emitter.settings import EmitterSettings
+from specmetrics.emitter.sinks import open_sink
+from specmetrics.emitter.sinks.spool import Spool
+from specmetrics.schemas.wire import OutcomeColumns, decode_step
+from specmetrics.transport.log.reader import LocalLogReader
 from tests.support.ingest import ingest_once, read_rows
-from transport.log.reader import LocalLogReader
 
 
 def event(i: int) -> tuple[dict[str, Any], OutcomeColumns]:

@@ -6,9 +6,9 @@ from typing import Any
 
 from vllm.v1.spec_decode.metrics import SpecDecodingStats
 
-from emitter.step_events import StepEvents
-from schemas.codes import KIND_CODES
-from schemas.events import VllmCountsMissing
+from specmetrics.emitter.step_events import StepEvents
+from specmetrics.schemas.codes import KIND_CODES
+from specmetrics.schemas.events import VllmCountsMissing
 from tests.support.events import raw
 
 FITS, SKIPS = (True, 80, 96), (False, 120, 96)  # as the worker sends them: plain tuples

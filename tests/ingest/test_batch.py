@@ -10,10 +10,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from ingest import batch
-from ingest.batch import PartitionBuffer
-from ingest.observer import IngestObserver, ValidatedSteps
-from schemas.wire import FIELDS, decode_step, step_event_to_wire
+from specmetrics.ingest import batch
+from specmetrics.ingest.batch import PartitionBuffer
+from specmetrics.ingest.observer import IngestObserver, ValidatedSteps
+from specmetrics.schemas.wire import FIELDS, decode_step, step_event_to_wire
 from tests.support.events import T0, step_event
 from tests.support.ingest import bad_outcomes_message
 

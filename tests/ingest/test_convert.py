@@ -10,11 +10,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from ingest import Ingester, IngestSettings
-from ingest.sources import LocalLogSource
 from specmetrics.cli import main
-from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR, FileName
-from storage.table import LOG_DIR, Table, is_table
+from specmetrics.ingest import Ingester, IngestSettings
+from specmetrics.ingest.sources import LocalLogSource
+from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR, FileName
+from specmetrics.storage.table import LOG_DIR, Table, is_table
 from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once
 from tests.support.loadgen import write_load
 from tests.support.readers import numbers, report

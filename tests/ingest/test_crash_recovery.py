@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from storage.layout import STATE_DIR
+from specmetrics.storage.layout import STATE_DIR
 from tests.support.ingest import assert_rows_once, ingest_once
 from tests.support.loadgen import write_load
 

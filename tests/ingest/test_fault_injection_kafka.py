@@ -26,12 +26,12 @@ from kafka.admin import NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
 from devtools.kafka_broker import TansuBroker, free_port
-from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
-from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY
+from specmetrics.schemas.wire import step_event_to_wire
+from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY
+from specmetrics.transport.kafka import KafkaAddress
 from tests.support.events import T0, step_event
 from tests.support.ingest import read_rows
-from transport.kafka import KafkaAddress
 
 ROOT = Path(__file__).resolve().parents[2]
 

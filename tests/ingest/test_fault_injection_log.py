@@ -19,15 +19,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.ingester import LostOffsets
-from schemas.wire import step_event_to_wire
-from storage.layout import DEAD_LETTER_DIR, STATE_DIR
-from storage.table import Table, fingerprint
+from specmetrics.ingest.ingester import LostOffsets
+from specmetrics.schemas.wire import step_event_to_wire
+from specmetrics.storage.layout import DEAD_LETTER_DIR, STATE_DIR
+from specmetrics.storage.table import Table, fingerprint
+from specmetrics.transport.log import LocalLogReader, LocalLogWriter, LogCorrupted
+from specmetrics.transport.log.directory import ID_FILE, LOCK_FILE
+from specmetrics.transport.log.segment import HEADER, MAX_RECORD_BYTES, PREAMBLE, list_segments, segment_path
 from tests.support.events import T0, step_event
 from tests.support.ingest import ingest_once, read_rows
-from transport.log import LocalLogReader, LocalLogWriter, LogCorrupted
-from transport.log.directory import ID_FILE, LOCK_FILE
-from transport.log.segment import HEADER, MAX_RECORD_BYTES, PREAMBLE, list_segments, segment_path
 
 ROOT = Path(__file__).resolve().parents[2]
 

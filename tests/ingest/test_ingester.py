@@ -16,17 +16,17 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from ingest import Ingester, IngestSettings
-from ingest.batch import DUPLICATE_STEP
-from ingest.sources import LocalLogSource
-from schemas import REQUEST_STEP_SCHEMA
-from schemas.wire import FIELDS, MAX_EVENT_TIME_US, MIN_EVENT_TIME_US, step_event_to_wire
 from specmetrics.cli import main
-from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR
+from specmetrics.ingest import Ingester, IngestSettings
+from specmetrics.ingest.batch import DUPLICATE_STEP
+from specmetrics.ingest.sources import LocalLogSource
+from specmetrics.schemas import REQUEST_STEP_SCHEMA
+from specmetrics.schemas.wire import FIELDS, MAX_EVENT_TIME_US, MIN_EVENT_TIME_US, step_event_to_wire
+from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR
+from specmetrics.transport.log import LocalLogWriter
 from tests.support.events import T0, step_event
 from tests.support.ingest import bad_outcomes_message, ingest_once, ingest_tree_once, parquet_files, read_rows
 from tests.support.loadgen import write_load
-from transport.log import LocalLogWriter
 
 
 def test_files_are_hive_partitioned_and_named_by_offsets(log_dir: Path, data_dir: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.partition_lock import PartitionLocks
+from specmetrics.ingest.partition_lock import PartitionLocks
 
 
 def test_a_partition_lock_held_by_another_writer_is_waited_for_then_named(tmp_path: Path) -> None:

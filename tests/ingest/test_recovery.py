@@ -19,15 +19,15 @@ from deltalake import DeltaTable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
-from storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, STATE_DIR
-from storage.table import LOG_DIR, Table
+from specmetrics.schemas.wire import step_event_to_wire
+from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, STATE_DIR
+from specmetrics.storage.table import LOG_DIR, Table
+from specmetrics.transport.log import LocalLogWriter
+from specmetrics.transport.log.segment import list_segments, segment_path
 from tests.support.events import T0, step_event
 from tests.support.ingest import assert_rows_once, ingest_once, ingest_tree_once, read_rows, rows_once
 from tests.support.loadgen import write_load
-from transport.log import LocalLogWriter
-from transport.log.segment import list_segments, segment_path
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,15 +19,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from devtools.s3_server import SeaweedS3
-from queries.verify import verify_table_on_s3
 from specmetrics.cli import main
-from storage.layout import FileName
-from storage.location import S3Location
-from storage.table import DataFile, Table, is_table
+from specmetrics.queries.verify import verify_table_on_s3
+from specmetrics.storage.layout import FileName
+from specmetrics.storage.location import S3Location
+from specmetrics.storage.table import DataFile, Table, is_table
+from specmetrics.transport.log.directory import ID_FILE
 from tests.support.ingest import append_bad_record, ingest_once, ingest_to_s3, rows_once
 from tests.support.loadgen import write_load
 from tests.support.readers import numbers, report
-from transport.log.directory import ID_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,13 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from devtools.kafka_broker import free_port
-from emitter.sinks import LocalLogSink
-from ingest.batch import DUPLICATE_STEP
-from queries.catalog import connect, run_query
-from queries.verify import verify_tree
-from schemas.events import VllmCounts
-from schemas.wire import step_event_to_wire
-from storage.layout import DATA_GLOB
+from specmetrics.emitter.sinks import LocalLogSink
+from specmetrics.ingest.batch import DUPLICATE_STEP
+from specmetrics.queries.catalog import connect, run_query
+from specmetrics.queries.verify import verify_tree
+from specmetrics.schemas.events import VllmCounts
+from specmetrics.schemas.wire import step_event_to_wire
+from specmetrics.storage.layout import DATA_GLOB
 from tests.support.events import step_event
 from tests.support.loadgen import write_load
 from tests.support.metrics import VIEW_SERIES, Samples, scrape, series, view_series, wait_for

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.observer import ValidatedSteps
-from monitoring.exposition import LiveCollector, group_families
-from monitoring.histogram import count_batch
-from monitoring.live import LiveMetrics, PipelineHealth, Snapshot
-from queries.live import LiveTotals
-from schemas.arrow import REQUEST_STEP_SCHEMA
+from specmetrics.ingest.observer import ValidatedSteps
+from specmetrics.monitoring.exposition import LiveCollector, group_families
+from specmetrics.monitoring.histogram import count_batch
+from specmetrics.monitoring.live import LiveMetrics, PipelineHealth, Snapshot
+from specmetrics.queries.live import LiveTotals
+from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
 from tests.support.metrics import VIEW_SERIES, Samples, view_series
 from tests.support.outcomes import OutcomeRows, outcome
 

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from monitoring import histogram
-from monitoring.histogram import SHAPE_COLUMNS, count_batch
-from schemas.arrow import REQUEST_STEP_SCHEMA
+from specmetrics.monitoring import histogram
+from specmetrics.monitoring.histogram import SHAPE_COLUMNS, count_batch
+from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
 from tests.support.outcomes import OutcomeRows, outcome
 
 

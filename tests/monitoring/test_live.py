@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ingest.batch import PartitionBuffer
-from monitoring.live import LiveMetrics
-from schemas.wire import decode_step, step_event_to_wire
+from specmetrics.ingest.batch import PartitionBuffer
+from specmetrics.monitoring.live import LiveMetrics
+from specmetrics.schemas.wire import decode_step, step_event_to_wire
 from tests.support.events import step_event
 
 GROUP = ("node-a/dp0", "tiny-target", "draft_model", 3)

@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from queries import connect
+from specmetrics.queries import connect
 from tests.support.outcomes import OutcomeRows, Row
 
 

@@ -10,12 +10,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from queries import connect, run_query
-from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
+from specmetrics.queries import connect, run_query
+from specmetrics.schemas.wire import step_event_to_wire
+from specmetrics.transport.log import LocalLogWriter
 from tests.support.events import T0, step_event
 from tests.support.ingest import ingest_once
-from transport.log import LocalLogWriter
 
 BOUND = 32767
 near = st.sampled_from([0, 1, BOUND - 1, BOUND])

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from queries import PUBLIC_MACROS, PUBLIC_VIEWS, SOURCE_VIEW, connect, describe_views, run_query, sql_files
+from specmetrics.queries import PUBLIC_MACROS, PUBLIC_VIEWS, SOURCE_VIEW, connect, describe_views, run_query, sql_files
 
 
 def test_missing_data_dir_is_a_clear_error(tmp_path: Path) -> None:

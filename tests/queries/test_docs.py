@@ -5,14 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from queries import PUBLIC_MACROS, PUBLIC_VIEWS, run_query
-from queries.docs import documents, render
+from specmetrics.queries import PUBLIC_MACROS, PUBLIC_VIEWS, run_query
+from specmetrics.queries.docs import documents, render
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "views.md"
 
 
 def test_views_md_is_current() -> None:
-    assert DOCS.read_text() == render(), "docs/views.md is stale: run `python -m queries.docs > docs/views.md`"
+    assert DOCS.read_text() == render(), \
+        "docs/views.md is stale: run `python -m specmetrics.queries.docs > docs/views.md`"
 
 
 def test_every_view_is_documented_with_columns_and_an_example(connect_rows: Any, outcomes: Any) -> None:

@@ -11,10 +11,10 @@ from typing import Any
 import duckdb
 import pytest
 
-from queries import connect, run_query
-from queries.catalog import s3_filesystem
 from specmetrics.cli import main
-from storage.location import S3Location
+from specmetrics.queries import connect, run_query
+from specmetrics.queries.catalog import s3_filesystem
+from specmetrics.storage.location import S3Location
 from tests.support.ingest import ingest_to_s3
 from tests.support.loadgen import write_load
 

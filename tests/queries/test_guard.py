@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from queries import PUBLIC_MACROS, PUBLIC_VIEWS, QueryRejected, describe_views, run_query
+from specmetrics.queries import PUBLIC_MACROS, PUBLIC_VIEWS, QueryRejected, describe_views, run_query
 
 
 @pytest.fixture

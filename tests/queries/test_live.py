@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from queries.live import LIVE_HISTOGRAM_SCHEMA, GroupTotals, LiveTotals, RequestStepCount
+from specmetrics.queries.live import LIVE_HISTOGRAM_SCHEMA, GroupTotals, LiveTotals, RequestStepCount
 
 
 def histogram(*rows: tuple[object, ...]) -> pa.Table:

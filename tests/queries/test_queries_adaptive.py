@@ -11,10 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from queries import connect, run_query
-from queries.export import export_database
-from schemas.arrow import schema_before
-from storage.layout import FileName
+from specmetrics.queries import connect, run_query
+from specmetrics.queries.export import export_database
+from specmetrics.schemas.arrow import schema_before
+from specmetrics.storage.layout import FileName
 
 
 def budget_zero(outcomes: Any, k_sched: int, k_invalid: int = 0, **kw: Any) -> dict[str, Any]:

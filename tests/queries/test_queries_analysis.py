@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from queries import run_query
+from specmetrics.queries import run_query
 from tests.support.outcomes import OutcomeRows, outcome
 
 A = {"engine_id": "a/dp0", "model": "m", "method": "draft_model", "num_spec_tokens": 3}

@@ -9,9 +9,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from queries import connect, run_query
-from schemas.arrow import schema_before
-from storage.layout import FileName
+from specmetrics.queries import connect, run_query
+from specmetrics.schemas.arrow import schema_before
+from specmetrics.storage.layout import FileName
 
 
 def test_context_caps_names_each_engine_whose_context_vllm_lowered(connect_rows: Any, outcomes: Any) -> None:

@@ -12,9 +12,9 @@ from typing import Any
 
 import duckdb
 
-from queries import connect, run_query
-from reports import Window, collect
 from specmetrics.cli import main
+from specmetrics.queries import connect, run_query
+from specmetrics.reports import Window, collect
 from specmetrics.windows import window_metrics
 
 ROOT = Path(__file__).resolve().parents[2]

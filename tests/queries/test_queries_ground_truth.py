@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from emitter.loadgen import EngineTruth
-from queries import connect, run_query
+from specmetrics.emitter.loadgen import EngineTruth
+from specmetrics.queries import connect, run_query
 from tests.support.ingest import ingest_once
 from tests.support.loadgen import write_load
 

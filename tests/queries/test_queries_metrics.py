@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from queries import PUBLIC_VIEWS, run_query
+from specmetrics.queries import PUBLIC_VIEWS, run_query
 
 A, B, C = "a/dp0", "b/dp1", "c/dp0"
 DAY1, DAY2 = datetime(2025, 1, 1, 23, 30), datetime(2025, 1, 2, 0, 10)

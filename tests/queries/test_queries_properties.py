@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from queries import connect, run_query
+from specmetrics.queries import connect, run_query
 from tests.support.outcomes import outcome
 
 Key = tuple[str, str, str, int]

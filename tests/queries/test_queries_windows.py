@@ -8,7 +8,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from queries import run_query
+from specmetrics.queries import run_query
 
 T = datetime(2025, 1, 1, 10, 0)
 DIMS = {"engine_id": "a/dp0", "model": "tiny-llama", "method": "draft_model", "num_spec_tokens": 3}

@@ -9,12 +9,12 @@ from typing import Any
 import msgpack
 import pytest
 
-from queries import connect, run_query
-from schemas.events import VllmRequestMetrics
-from schemas.wire import InvalidRecord, decode_step, step_event_to_wire
+from specmetrics.queries import connect, run_query
+from specmetrics.schemas.events import VllmRequestMetrics
+from specmetrics.schemas.wire import InvalidRecord, decode_step, step_event_to_wire
+from specmetrics.transport.log import LocalLogWriter
 from tests.support.events import T0, step_event
 from tests.support.ingest import ingest_once
-from transport.log import LocalLogWriter
 
 
 def metrics(request_id: str, histogram: list[int], draft_tokens: int, **detailed: list[int]) -> VllmRequestMetrics:

@@ -10,13 +10,13 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from queries.rollup import build_missing, check_rollups, rollup_path
-from schemas.wire import step_event_to_wire
-from storage.layout import ROLLUP_DIR, STATE_DIR
+from specmetrics.queries.rollup import build_missing, check_rollups, rollup_path
+from specmetrics.schemas.wire import step_event_to_wire
+from specmetrics.storage.layout import ROLLUP_DIR, STATE_DIR
+from specmetrics.transport.log import LocalLogWriter
 from tests.support.events import T0, step_event
 from tests.support.ingest import ingest_once, ingest_tree_once, parquet_files
 from tests.support.loadgen import write_load
-from transport.log import LocalLogWriter
 
 KEY = ("engine_id", "model", "method", "num_spec_tokens", "minute", "context_start", "kind", "k_zero_reason",
        "k_sched", "k_valid", "k_invalid", "accepted")

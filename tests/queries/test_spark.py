@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from queries import connect, run_query
-from queries.spark import SPARK_VIEWS, create_spark_views, spark_statements
 from specmetrics.cli import main
+from specmetrics.queries import connect, run_query
+from specmetrics.queries.spark import SPARK_VIEWS, create_spark_views, spark_statements
 from tests.support.ingest import append_bad_record, ingest_once
 from tests.support.loadgen import write_load
 

@@ -11,16 +11,16 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from queries.rollup import rollup_path
-from queries.verify import verify_tree
-from schemas.wire import step_event_to_wire
 from specmetrics.cli import main
-from storage.layout import DATA_GLOB, FileName
-from storage.table import DataFile, Table
+from specmetrics.queries.rollup import rollup_path
+from specmetrics.queries.verify import verify_tree
+from specmetrics.schemas.wire import step_event_to_wire
+from specmetrics.storage.layout import DATA_GLOB, FileName
+from specmetrics.storage.table import DataFile, Table
+from specmetrics.transport.log import LocalLogWriter
 from tests.support.events import T0, step_event
 from tests.support.ingest import ingest_once, ingest_tree_once
 from tests.support.loadgen import write_load
-from transport.log import LocalLogWriter
 
 
 @pytest.fixture

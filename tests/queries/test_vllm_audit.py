@@ -12,14 +12,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from queries import connect, run_query
-from schemas.arrow import schema_before
-from schemas.events import VllmCounts
-from schemas.wire import InvalidRecord, decode_step, step_event_to_wire
-from storage.layout import FileName
+from specmetrics.queries import connect, run_query
+from specmetrics.schemas.arrow import schema_before
+from specmetrics.schemas.events import VllmCounts
+from specmetrics.schemas.wire import InvalidRecord, decode_step, step_event_to_wire
+from specmetrics.storage.layout import FileName
+from specmetrics.transport.log import LocalLogWriter
 from tests.support.events import T0, step_event
 from tests.support.ingest import ingest_tree_once
-from transport.log import LocalLogWriter
 
 #: vLLM's counts of tests.support.events.step_event's default outcomes (drafted 3/2, skipped 3 slots,
 #: grammar_invalid 3 slots 1 valid 1 accepted, k_zero): three drafts, 3 + 3 + 1 tokens, 3 accepted.

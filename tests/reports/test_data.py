@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from queries import connect, run_query
-from reports import Window, collect
-from reports.data import MAX_BUCKETS, _pick_bucket
+from specmetrics.queries import connect, run_query
+from specmetrics.reports import Window, collect
+from specmetrics.reports.data import MAX_BUCKETS, _pick_bucket
 from tests.support.reports import T
 
 
@@ -88,7 +88,7 @@ def test_bucket_can_be_given(report_tree: Path) -> None:
 
 
 def test_the_timeline_chart_breaks_over_an_outage(tmp_path: Path, outcomes: Any) -> None:
-    from reports.render import charts
+    from specmetrics.reports.render import charts
 
     minutes = (0, 1, 5, 6)  # nothing in minutes 2-4
     root = outcomes.write_tree(tmp_path / "gap", [outcomes.drafted(3, 1, event_time=T.replace(minute=m))
@@ -104,7 +104,7 @@ def test_the_timeline_chart_breaks_over_an_outage(tmp_path: Path, outcomes: Any)
 
 
 def test_each_quantity_has_one_colour_in_every_chart(report_tree: Path) -> None:
-    from reports.render import charts
+    from specmetrics.reports.render import charts
 
     con = connect(report_tree)
     try:
@@ -123,7 +123,7 @@ def test_each_quantity_has_one_colour_in_every_chart(report_tree: Path) -> None:
 
 
 def test_engines_whose_context_vllm_lowered_get_a_section_in_both_formats(tmp_path: Path, outcomes: Any) -> None:
-    from reports.render import html, markdown
+    from specmetrics.reports.render import html, markdown
 
     capped = {"engine_instance": "v2", "vllm_version": "0.34.0", "max_model_len": 2048, "context_cap_from": 131072,
               "drafter_max_len": 2048}
@@ -152,7 +152,7 @@ def test_engines_whose_context_vllm_lowered_get_a_section_in_both_formats(tmp_pa
 
 
 def test_a_model_run_in_several_configurations_gets_them_ranked_in_both_formats(tmp_path: Path, outcomes: Any) -> None:
-    from reports.render import html, markdown
+    from specmetrics.reports.render import html, markdown
 
     one_each = [outcomes.drafted(3, 3, event_time=T, num_spec_tokens=3) for _ in range(2)]  # 4 tokens a verification
     one_each.append(outcomes.drafted(1, 1, event_time=T, model="alone", num_spec_tokens=1))
@@ -191,7 +191,7 @@ def test_the_longest_context_the_contract_allows_gets_a_bucket_ending_past_it(tm
 
 def test_each_configuration_is_held_against_its_published_baseline_or_told_none_matches(
         tmp_path: Path, outcomes: Any) -> None:
-    from reports.render import html, markdown
+    from specmetrics.reports.render import html, markdown
 
     qwen = {"event_time": T, "model": "Qwen/Qwen3-8B", "method": "eagle3", "num_spec_tokens": 3}
     rows = [outcomes.drafted(3, 3, **qwen), outcomes.drafted(3, 1, **qwen),
@@ -217,7 +217,7 @@ def test_each_configuration_is_held_against_its_published_baseline_or_told_none_
 
 
 def test_verification_that_held_no_draft_gets_a_section_in_both_formats(report_tree: Path) -> None:
-    from reports.render import html, markdown
+    from specmetrics.reports.render import html, markdown
 
     con = connect(report_tree)
     try:

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from queries import connect, run_query
 from specmetrics.cli import main
+from specmetrics.queries import connect, run_query
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]

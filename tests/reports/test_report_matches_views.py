@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from queries import connect, run_query
-from reports import Window, collect
+from specmetrics.queries import connect, run_query
+from specmetrics.reports import Window, collect
 from tests.support.outcomes import outcome
 
 

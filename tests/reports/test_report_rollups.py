@@ -17,13 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from queries import connect
-from queries.rollup import build_missing, rollups_cover
-from reports import ReportData, Window, collect
 from specmetrics.cli import main
-from storage.layout import DATA_GLOB, ROLLUP_DIR
-from storage.location import S3Location
-from storage.table import Table
+from specmetrics.queries import connect
+from specmetrics.queries.rollup import build_missing, rollups_cover
+from specmetrics.reports import ReportData, Window, collect
+from specmetrics.storage.layout import DATA_GLOB, ROLLUP_DIR
+from specmetrics.storage.location import S3Location
+from specmetrics.storage.table import Table
 from tests.support.ingest import ingest_once, ingest_to_s3
 from tests.support.loadgen import write_load
 from tests.support.outcomes import outcome

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from reports import parse_duration, parse_schedule
-from reports.schedule import Cron
+from specmetrics.reports import parse_duration, parse_schedule
+from specmetrics.reports.schedule import Cron
 
 NOW = datetime(2026, 12, 3, 8, 7, 30, tzinfo=UTC)  # a Thursday
 

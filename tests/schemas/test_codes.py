@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from schemas.codes import (
+from specmetrics.schemas.codes import (
     K_ZERO_REASON_CODE,
     K_ZERO_REASON_CODES,
     KIND_CODE,
@@ -14,8 +14,8 @@ from schemas.codes import (
     KindCode,
     KZeroReasonCode,
 )
-from schemas.events import KZeroReason, OutcomeKind
-from schemas.wire import decode_step, step_event_to_wire
+from specmetrics.schemas.events import KZeroReason, OutcomeKind
+from specmetrics.schemas.wire import decode_step, step_event_to_wire
 from tests.support.events import step_event
 
 # What every message written so far carries: these numbers never change within a major version.

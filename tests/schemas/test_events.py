@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from schemas import (
+from specmetrics.schemas import (
     SCHEMA_VERSION,
     KZero,
     KZeroReason,
@@ -17,7 +17,7 @@ from schemas import (
     check_schema_version,
     step_event_json_schema,
 )
-from schemas.wire import step_event_from_wire, step_event_to_wire
+from specmetrics.schemas.wire import step_event_from_wire, step_event_to_wire
 from tests.support.events import step_event
 
 

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from schemas import StepEvent, decode_step
-from schemas.codes import OUTCOME_COLUMNS, OUTCOME_DTYPE, KindCode, KZeroReasonCode
-from schemas.validation import invalid_outcome_rows
-from schemas.wire import _outcome_dict, step_event_to_wire
+from specmetrics.schemas import StepEvent, decode_step
+from specmetrics.schemas.codes import OUTCOME_COLUMNS, OUTCOME_DTYPE, KindCode, KZeroReasonCode
+from specmetrics.schemas.validation import invalid_outcome_rows
+from specmetrics.schemas.wire import _outcome_dict, step_event_to_wire
 from tests.support.events import K as K_WIRE
 from tests.support.events import step_event, step_events
 

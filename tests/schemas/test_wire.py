@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from schemas import InvalidRecord, StepEvent, UnsupportedSchemaVersion, decode_step
-from schemas.codes import OUTCOME_DTYPE
-from schemas.wire import (
+from specmetrics.schemas import InvalidRecord, StepEvent, UnsupportedSchemaVersion, decode_step
+from specmetrics.schemas.codes import OUTCOME_DTYPE
+from specmetrics.schemas.wire import (
     FIELDS,
     MAX_EVENT_TIME_US,
     MIN_EVENT_TIME_US,

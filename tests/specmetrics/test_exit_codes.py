@@ -18,12 +18,12 @@ import pytest
 
 from devtools.kafka_broker import free_port
 from specmetrics.cli import build_parser, main
-from storage.damage import LOG_DIR
-from storage.layout import DATA_GLOB
+from specmetrics.storage.damage import LOG_DIR
+from specmetrics.storage.layout import DATA_GLOB
+from specmetrics.transport.log import LocalLogWriter
 from tests.support.ingest import ingest_once, ingest_tree_once
 from tests.support.loadgen import write_load
 from tests.support.metrics import wait_for
-from transport.log import LocalLogWriter
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "commands.md"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from queries import connect
+from specmetrics.queries import connect
 from specmetrics.windows import ratios, reproduces, window_collateral, window_metrics
 from tests.support.outcomes import OutcomeRows
 

@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from specmetrics.cli import main
-from storage.damage import LOG_DIR, StoreDamaged
-from storage.layout import FileName
-from storage.location import S3Location
-from storage.table import Table
+from specmetrics.storage.damage import LOG_DIR, StoreDamaged
+from specmetrics.storage.layout import FileName
+from specmetrics.storage.location import S3Location
+from specmetrics.storage.table import Table
 from tests.support.ingest import ingest_once, ingest_to_s3
 from tests.support.loadgen import write_load
 
@@ -158,9 +158,9 @@ _FULL_DISK = """
 import os, sys
 from pathlib import Path
 import pyarrow.parquet as pq
-from schemas.arrow import REQUEST_STEP_SCHEMA
-from storage.layout import FileName
-from storage.table import DataFile, Table
+from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
+from specmetrics.storage.layout import FileName
+from specmetrics.storage.table import DataFile, Table
 from tests.support.full_disk import fill, mount_tmpfs
 
 disk = Path(sys.argv[1])

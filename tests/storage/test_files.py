@@ -8,9 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from storage.durable import write_atomically
-from storage.files import WrittenFile, list_folder, read_bytes, remove, remove_written, write_bytes, write_file
-from storage.location import S3Location
+from specmetrics.storage.durable import write_atomically
+from specmetrics.storage.files import (
+    WrittenFile,
+    list_folder,
+    read_bytes,
+    remove,
+    remove_written,
+    write_bytes,
+    write_file,
+)
+from specmetrics.storage.location import S3Location
 
 
 @pytest.fixture(params=["local", "s3"])

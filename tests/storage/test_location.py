@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from devtools.s3_server import ADMIN, SeaweedS3
-from storage.location import S3Credentials, S3Location, S3Settings, create_bucket, is_s3
-from storage.table import is_table
+from specmetrics.storage.location import S3Credentials, S3Location, S3Settings, create_bucket, is_s3
+from specmetrics.storage.table import is_table
 
 AWS_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
                  "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE")

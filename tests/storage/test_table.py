@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from schemas.arrow import REQUEST_STEP_SCHEMA, schema_before
-from storage.layout import FileName
-from storage.location import S3Location
-from storage.table import TABLE_SCHEMA, CommitRefused, DataFile, Table, app_id, is_table
+from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA, schema_before
+from specmetrics.storage.layout import FileName
+from specmetrics.storage.location import S3Location
+from specmetrics.storage.table import TABLE_SCHEMA, CommitRefused, DataFile, Table, app_id, is_table
 
 
 def flush_file(root: Path, name: FileName, dt: str = "2026-12-01", hour: str = "07",

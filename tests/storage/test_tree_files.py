@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from queries import connect, run_query
-from queries.rollup import rollup_path
-from queries.verify import verify_tree
 from specmetrics.cli import main
-from storage.layout import DATA_GLOB, ROLLUP_DIR, FileName
-from storage.tree_files import select_files
+from specmetrics.queries import connect, run_query
+from specmetrics.queries.rollup import rollup_path
+from specmetrics.queries.verify import verify_tree
+from specmetrics.storage.layout import DATA_GLOB, ROLLUP_DIR, FileName
+from specmetrics.storage.tree_files import select_files
 from tests.support.events import T0
 from tests.support.ingest import ingest_tree_once
 from tests.support.loadgen import write_load

@@ -8,8 +8,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from emitter.outcomes import DraftDecision, RawStep
-from schemas import StepEvent
+from specmetrics.emitter.outcomes import DraftDecision, RawStep
+from specmetrics.schemas import StepEvent
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import urllib.parse
 import urllib.request
+from typing import Any
 
 
 def get(port: int, path: str) -> bytes | None:
@@ -13,3 +16,12 @@ def get(port: int, path: str) -> bytes | None:
             return body
     except OSError:
         return None
+
+
+def prometheus_api(port: int, path: str, **params: str) -> Any:
+    """The ``data`` of a Prometheus HTTP API answer."""
+    body = get(port, f"{path}?{urllib.parse.urlencode(params)}" if params else path)
+    assert body is not None, path
+    answer = json.loads(body)
+    assert answer["status"] == "success", answer
+    return answer["data"]

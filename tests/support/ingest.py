@@ -12,15 +12,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ingest import Ingester, IngestSettings, IngestStats
-from ingest.sources import LocalLogSource
-from schemas.codes import OUTCOME_DTYPE
-from schemas.wire import FIELDS, step_event_to_wire
-from storage.layout import DATA_GLOB, STATE_DIR
-from storage.location import S3Location
-from storage.table import Table, is_table
+from specmetrics.ingest import Ingester, IngestSettings, IngestStats
+from specmetrics.ingest.sources import LocalLogSource
+from specmetrics.schemas.codes import OUTCOME_DTYPE
+from specmetrics.schemas.wire import FIELDS, step_event_to_wire
+from specmetrics.storage.layout import DATA_GLOB, STATE_DIR
+from specmetrics.storage.location import S3Location
+from specmetrics.storage.table import Table, is_table
+from specmetrics.transport.log import LocalLogWriter
 from tests.support.events import step_event
-from transport.log import LocalLogWriter
 
 
 def ingest_once(log_dir: Path, data_dir: Path, **settings: Any) -> IngestStats:
@@ -97,7 +97,7 @@ def rows_once(url: str) -> int:
 
 
 def main_query(url: str, sql: str) -> list[tuple[object, ...]]:
-    from queries import connect, run_query
+    from specmetrics.queries import connect, run_query
 
     con = connect(url)
     try:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from emitter.loadgen import EngineTruth, LoadSpec, run_load
-from emitter.sinks import LocalLogSink
 from specmetrics.cli import build_parser
 from specmetrics.commands.loadgen import spec_from_args
+from specmetrics.emitter.loadgen import EngineTruth, LoadSpec, run_load
+from specmetrics.emitter.sinks import LocalLogSink
 from tests.support.events import T0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from transport.log import LocalLogReader
+from specmetrics.transport.log import LocalLogReader
 
 
 def payload(offset: int) -> bytes:
@@ -24,7 +24,7 @@ def read_all(log_dir: Path, start: int = 0) -> list[tuple[int, bytes]]:
 #: Run with ``python -c WRITER <log dir>``: appends batches of 200 and prints each last offset.
 WRITER = """
 import sys
-from transport.log import LocalLogWriter
+from specmetrics.transport.log import LocalLogWriter
 from tests.support.local_log import payload
 writer = LocalLogWriter(sys.argv[1], segment_bytes=256 * 1024)
 offset = 0

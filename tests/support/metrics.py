@@ -10,7 +10,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from queries.catalog import connect
+from specmetrics.queries.catalog import connect
 
 #: A sample: (name, sorted label pairs) -> value.
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]

@@ -19,11 +19,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
-from schemas.arrow import REQUEST_STEP_SCHEMA
-from schemas.codes import K_ZERO_REASON_CODE, KIND_CODE
-from schemas.events import KZeroReason, OutcomeKind, engine_id
-from schemas.validation import invalid_outcome_rows
-from storage.layout import FileName
+from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
+from specmetrics.schemas.codes import K_ZERO_REASON_CODE, KIND_CODE
+from specmetrics.schemas.events import KZeroReason, OutcomeKind, engine_id
+from specmetrics.schemas.validation import invalid_outcome_rows
+from specmetrics.storage.layout import FileName
 
 Row = dict[str, Any]
 

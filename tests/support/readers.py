@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from queries import connect, run_query
 from specmetrics.cli import main
+from specmetrics.queries import connect, run_query
 
 NUMBERS = ("SELECT engine_id, count(*) AS rows, sum(accepted) AS accepted FROM request_steps GROUP BY engine_id "
            "ORDER BY engine_id")

@@ -21,10 +21,10 @@ from vllm.v1.outputs import ModelRunnerOutput
 from vllm.v1.request import Request
 from vllm.v1.structured_output import StructuredOutputManager
 
-from emitter import plugin
-from emitter.settings import EmitterSettings
-from emitter.vllm import scheduler as scheduler_hooks
-from queries import connect, run_query
+from specmetrics.emitter import plugin
+from specmetrics.emitter.settings import EmitterSettings
+from specmetrics.emitter.vllm import scheduler as scheduler_hooks
+from specmetrics.queries import connect, run_query
 from tests.support.ingest import ingest_once
 
 K = 3

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from emitter.sinks import LocalLogSink, open_sink
-from ingest.sources import LocalLogSource, open_source
-from transport.kafka import KafkaAddress
-from transport.url import transport_address
+from specmetrics.emitter.sinks import LocalLogSink, open_sink
+from specmetrics.ingest.sources import LocalLogSource, open_source
+from specmetrics.transport.kafka import KafkaAddress
+from specmetrics.transport.url import transport_address
 
 
 def test_a_file_url_is_the_local_log_and_a_kafka_url_a_topic() -> None:

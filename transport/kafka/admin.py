@@ -8,8 +8,8 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
-from transport.kafka.address import KafkaAddress
-from transport.kafka.settings import KafkaSettings
+from specmetrics.transport.kafka.address import KafkaAddress
+from specmetrics.transport.kafka.settings import KafkaSettings
 
 logger = logging.getLogger(__name__)
 

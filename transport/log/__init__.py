@@ -1,7 +1,7 @@
 """The embedded local log: append-only, fsynced segment files (the zero-setup transport)."""
 
-from transport.log.reader import LocalLogReader, LogGap
-from transport.log.segment import LogCorrupted, LogRecord
-from transport.log.writer import LocalLogWriter
+from specmetrics.transport.log.reader import LocalLogReader, LogGap
+from specmetrics.transport.log.segment import LogCorrupted, LogRecord
+from specmetrics.transport.log.writer import LocalLogWriter
 
 __all__ = ["LocalLogReader", "LocalLogWriter", "LogCorrupted", "LogGap", "LogRecord"]

@@ -11,8 +11,8 @@ import logging
 from pathlib import Path
 from typing import NamedTuple
 
-from transport.log.directory import log_id, writers_idle
-from transport.log.segment import (
+from specmetrics.transport.log.directory import log_id, writers_idle
+from specmetrics.transport.log.segment import (
     HEADER,
     MAX_RECORD_BYTES,
     LogCorrupted,

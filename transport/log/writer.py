@@ -7,8 +7,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from transport.log.directory import LOCK_FILE, ensure_log_id
-from transport.log.segment import (
+from specmetrics.transport.log.directory import LOCK_FILE, ensure_log_id
+from specmetrics.transport.log.segment import (
     frame,
     list_segments,
     overlapping_segment,

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from emitter.loadgen import LoadSpec
-from emitter.loadgen.simulator import EngineSimulator
-from schemas.codes import OUTCOME_DTYPE, KindCode
-from schemas.wire import decode_step, step_event_from_wire
+from specmetrics.emitter.loadgen import LoadSpec
+from specmetrics.emitter.loadgen.simulator import EngineSimulator
+from specmetrics.schemas.codes import OUTCOME_DTYPE, KindCode
+from specmetrics.schemas.wire import decode_step, step_event_from_wire
 from tests.support.events import T0
 
 

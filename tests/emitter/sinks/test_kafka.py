@@ -14,10 +14,10 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 
 from devtools.kafka_broker import TansuBroker
-from emitter.sinks import open_sink
-from emitter.sinks.kafka import REPLAY_BATCH, KafkaSink
-from emitter.sinks.spool import Spool
-from transport.kafka import KafkaAddress, KafkaSettings
+from specmetrics.emitter.sinks import open_sink
+from specmetrics.emitter.sinks.kafka import REPLAY_BATCH, KafkaSink
+from specmetrics.emitter.sinks.spool import Spool
+from specmetrics.transport.kafka import KafkaAddress, KafkaSettings
 
 
 def read_topic(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes]]:
@@ -127,9 +127,9 @@ def test_a_full_spool_drops_and_counts_without_raising(own_broker: TansuBroker, 
 _FULL_DISK = """
 import json, sys
 from pathlib import Path
-from transport.kafka import KafkaAddress, KafkaSettings
-from emitter.sinks.kafka import KafkaSink
-from emitter.sinks.spool import Spool
+from specmetrics.transport.kafka import KafkaAddress, KafkaSettings
+from specmetrics.emitter.sinks.kafka import KafkaSink
+from specmetrics.emitter.sinks.spool import Spool
 from tests.support.full_disk import fill, mount_tmpfs
 
 disk, url = Path(sys.argv[1]), sys.argv[2]

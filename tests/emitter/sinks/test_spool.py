@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from emitter.sinks import spool as spool_module
-from emitter.sinks.spool import Spool, SpoolFull, SpoolInUse
-from transport.log.segment import list_segments
+from specmetrics.emitter.sinks import spool as spool_module
+from specmetrics.emitter.sinks.spool import Spool, SpoolFull, SpoolInUse
+from specmetrics.transport.log.segment import list_segments
 
 
 def test_messages_come_back_in_order_with_their_keys_across_a_restart(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput
 from vllm.v1.request import Request, RequestStatus
 
-from emitter.vllm.worker import DECISION_ATTR
+from specmetrics.emitter.vllm.worker import DECISION_ATTR
 from tests.support.schedulers import K, add_counters, build, hook_plugin, request, runner_output, views
 
 

@@ -14,9 +14,9 @@ from vllm.config import VllmConfig
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.outputs import DraftTokenIds
 
-from emitter.vllm import config as config_hooks
-from emitter.vllm.worker import DECISION_ATTR
-from queries import connect, run_query
+from specmetrics.emitter.vllm import config as config_hooks
+from specmetrics.emitter.vllm.worker import DECISION_ATTR
+from specmetrics.queries import connect, run_query
 from tests.support.schedulers import DRAFTER_MAX_LEN, K, build, hook_plugin, request, runner_output, views
 
 #: Where vLLM lowers the context: the releases run on Model Runner V2 here (0.33 picks it with

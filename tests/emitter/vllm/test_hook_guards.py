@@ -16,7 +16,7 @@ import vllm
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.outputs import DraftTokenIds
 
-from emitter.vllm import scheduler as scheduler_hooks
+from specmetrics.emitter.vllm import scheduler as scheduler_hooks
 from tests.support.schedulers import K, add_counters, build, hook_plugin, request, runner_output, views
 
 
@@ -54,10 +54,10 @@ def test_a_failing_start_hook_stops_alone_and_the_outcomes_are_still_recorded(
 def test_worker_hooks_that_cannot_install_leave_the_scheduler_hooks_installed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from emitter import plugin
-    from emitter.settings import EmitterSettings
-    from emitter.vllm import worker
-    from emitter.vllm.patching import MARKER
+    from specmetrics.emitter import plugin
+    from specmetrics.emitter.settings import EmitterSettings
+    from specmetrics.emitter.vllm import worker
+    from specmetrics.emitter.vllm.patching import MARKER
 
     def broken() -> list[str]:
         raise ImportError("no gpu_model_runner on this platform")
@@ -71,7 +71,7 @@ def test_worker_hooks_that_cannot_install_leave_the_scheduler_hooks_installed(
         plugin.register()
     assert getattr(Scheduler.__dict__["update_from_output"], MARKER, False)
     messages = [r.getMessage() for r in caplog.records]
-    assert "specmetrics: could not install emitter.vllm.worker; vLLM runs without it" in messages
+    assert "specmetrics: could not install specmetrics.emitter.vllm.worker; vLLM runs without it" in messages
     assert messages[-1] == f"specmetrics: vLLM {vllm.__version__}: recording step events without: skipped_for_length"
 
 
@@ -80,8 +80,8 @@ def test_an_engine_is_counted_once_it_observes_and_let_go_of_once(
 ) -> None:
     """The observer attaches to the publisher last, so an observer that fails to start leaves no
     count behind (the engine's shutdown would otherwise never flush)."""
-    from emitter import plugin
-    from emitter.settings import EmitterSettings
+    from specmetrics.emitter import plugin
+    from specmetrics.emitter.settings import EmitterSettings
 
     monkeypatch.setattr(plugin, "_state", plugin._PluginState(settings=EmitterSettings(sink=(tmp_path / "l").as_uri())))
     sched = build(Scheduler, model_cache / "tiny-llama-target")
@@ -115,9 +115,9 @@ def test_every_hook_the_running_vllm_has_installs_and_the_start_up_line_names_th
 ) -> None:
     """On each release, every hook whose target exists installs; one that cannot says so by name,
     once, and the start-up line names the release and what is not observed."""
-    from emitter import plugin
-    from emitter.settings import EmitterSettings
-    from emitter.vllm.patching import MARKER
+    from specmetrics.emitter import plugin
+    from specmetrics.emitter.settings import EmitterSettings
+    from specmetrics.emitter.vllm.patching import MARKER
 
     for path, names in TARGETS.items():
         module, _, cls = path.rpartition(".")

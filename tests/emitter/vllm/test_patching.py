@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from emitter.vllm.patching import MARKER, Guard, wrap
+from specmetrics.emitter.vllm.patching import MARKER, Guard, wrap
 
 
 class Engine:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from queries import connect, run_query
+from specmetrics.queries import connect, run_query
 from specmetrics.vllm_scenarios import ENGINES
 from specmetrics.windows import window_metrics
 from tests.support.vllm import ROOT, DemoRun, Run

@@ -12,7 +12,7 @@ from vllm.exceptions import VLLMValidationError
 from vllm.renderers.params import TokenizeParams
 from vllm.v1.engine.input_processor import InputProcessor
 
-from emitter.vllm import refusals
+from specmetrics.emitter.vllm import refusals
 
 
 def refused(check: str) -> float:

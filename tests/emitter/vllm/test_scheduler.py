@@ -24,12 +24,12 @@ from vllm.v1.outputs import DraftTokenIds
 from vllm.v1.request import Request
 from vllm.v1.structured_output import StructuredOutputManager
 
-from emitter import plugin
-from emitter.outcomes import RawStep
-from emitter.vllm.scheduler import TAG_ATTR
-from emitter.vllm.worker import DECISION_ATTR
-from emitter.vllm.worker_v2 import BUDGET_ATTR
-from queries import connect, run_query
+from specmetrics.emitter import plugin
+from specmetrics.emitter.outcomes import RawStep
+from specmetrics.emitter.vllm.scheduler import TAG_ATTR
+from specmetrics.emitter.vllm.worker import DECISION_ATTR
+from specmetrics.emitter.vllm.worker_v2 import BUDGET_ATTR
+from specmetrics.queries import connect, run_query
 from tests.support.metrics import wait_for
 from tests.support.schedulers import K, add_counters, build, hook_plugin, request, runner_output, views
 

@@ -15,7 +15,7 @@ import pytest
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.outputs import DraftTokenIds
 
-from emitter.vllm.worker import DECISION_ATTR
+from specmetrics.emitter.vllm.worker import DECISION_ATTR
 from tests.support.schedulers import K, add_counters, build, hook_plugin, request, runner_output, views
 
 
@@ -52,7 +52,7 @@ def test_v1_worker_hooks_pass_on_parameters_a_later_vllm_adds(monkeypatch: pytes
     through the wrappers (else every call would raise into vLLM)."""
     from vllm.v1.worker.gpu_model_runner import GPUModelRunner as V1ModelRunner  # up to 0.33
 
-    from emitter.vllm import worker
+    from specmetrics.emitter.vllm import worker
 
     def fits(self: object, common_attn_metadata: object, new: int = 0) -> int:
         return new

@@ -44,8 +44,8 @@ from vllm.v1.worker.gpu.model_runner import GPUModelRunner as V2ModelRunner
 from vllm.v1.worker.gpu.spec_decode.adaptive_verification import AdaptiveVerificationManager
 from vllm.v1.worker.gpu.spec_decode.utils import DraftTokensHandler
 
-from emitter.vllm import worker_v2
-from queries import connect, run_query
+from specmetrics.emitter.vllm import worker_v2
+from specmetrics.queries import connect, run_query
 from tests.support.schedulers import K, add_counters, build, hook_plugin, request, runner_output, views
 
 # Dynamic K: a lone request gets K = 3 drafts, a batch of two or more gets none.

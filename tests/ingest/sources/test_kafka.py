@@ -21,16 +21,16 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from devtools.kafka_broker import TansuBroker
-from emitter.sinks import open_sink
-from ingest.batch import DUPLICATE_STEP
-from ingest.sources.kafka import KafkaSource
-from schemas.wire import decode_step, step_event_to_wire
 from specmetrics.cli import main
-from storage.layout import DATA_GLOB, DEAD_LETTER_DIR
-from storage.table import Table
+from specmetrics.emitter.sinks import open_sink
+from specmetrics.ingest.batch import DUPLICATE_STEP
+from specmetrics.ingest.sources.kafka import KafkaSource
+from specmetrics.schemas.wire import decode_step, step_event_to_wire
+from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR
+from specmetrics.storage.table import Table
+from specmetrics.transport.kafka import KafkaAddress
 from tests.support.events import step_event
 from tests.support.ingest import bad_outcomes_message, read_rows
-from transport.kafka import KafkaAddress
 
 ROOT = Path(__file__).resolve().parents[3]
 

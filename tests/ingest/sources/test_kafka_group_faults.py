@@ -12,12 +12,12 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 
 from devtools.kafka_broker import TansuBroker, free_port
-from ingest import Ingester, IngestSettings
-from ingest.sources.base import SourceRecord, SourceUnavailable, SourceWentBack
-from ingest.sources.kafka import KafkaSource
-from monitoring.live import LiveMetrics
+from specmetrics.ingest import Ingester, IngestSettings
+from specmetrics.ingest.sources.base import SourceRecord, SourceUnavailable, SourceWentBack
+from specmetrics.ingest.sources.kafka import KafkaSource
+from specmetrics.monitoring.live import LiveMetrics
+from specmetrics.transport.kafka import KafkaAddress
 from tests.support.kafka_proxy import JOIN_GROUP, LEAVE_GROUP, RequestProxy
-from transport.kafka import KafkaAddress
 
 PARTITIONS = 3
 

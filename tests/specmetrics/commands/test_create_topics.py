@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from specmetrics.cli import main
-from transport.kafka import KafkaAddress, KafkaSettings, admin
+from specmetrics.transport.kafka import KafkaAddress, KafkaSettings, admin
 
 
 def test_topics_are_created_with_the_partitions_replication_and_retention_of_the_environment(

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from queries import connect, run_query
 from specmetrics.cli import main
+from specmetrics.queries import connect, run_query
 
 
 def test_demo_shows_the_scenarios_side_by_side(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from transport.kafka import KafkaAddress
+from specmetrics.transport.kafka import KafkaAddress
 
 
 def test_urls_name_brokers_and_a_topic() -> None:

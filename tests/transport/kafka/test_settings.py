@@ -7,7 +7,7 @@ import os
 import pytest
 from pydantic import ValidationError
 
-from transport.kafka import KafkaSettings
+from specmetrics.transport.kafka import KafkaSettings
 
 
 def test_sasl_settings_come_from_the_environment_and_are_never_printed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,9 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from specmetrics.transport.log import LocalLogReader, LocalLogWriter, LogRecord
+from specmetrics.transport.log.segment import (
+    HEADER,
+    PREAMBLE,
+    SegmentIdentity,
+    list_segments,
+    read_identity,
+    segment_path,
+)
 from tests.support.local_log import WRITER, payload
-from transport.log import LocalLogReader, LocalLogWriter, LogRecord
-from transport.log.segment import HEADER, PREAMBLE, SegmentIdentity, list_segments, read_identity, segment_path
 
 
 def test_reader_starts_at_any_offset_and_follows_appends(log_dir: Path) -> None:

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from specmetrics.transport.log import LocalLogReader, LocalLogWriter, segment
+from specmetrics.transport.log.segment import HEADER, list_segments, segment_path
 from tests.support.local_log import WRITER, payload, read_all
-from transport.log import LocalLogReader, LocalLogWriter, segment
-from transport.log.segment import HEADER, list_segments, segment_path
 
 
 def test_offsets_are_dense_across_batches_and_segments(log_dir: Path) -> None:
