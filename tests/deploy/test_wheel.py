@@ -4,11 +4,14 @@ PostgreSQL library does), both import, each its own, and vLLM finds the plugin's
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
 import zipfile
 from pathlib import Path
+
+from tests.support.layout import FLOW
 
 ROOT = Path(__file__).resolve().parents[2]
 OTHER = {  # a distribution of its own whose package is named like one of the product's folders
@@ -37,12 +40,24 @@ def build_wheel(project: Path, out: Path) -> Path:
     return wheel
 
 
+def source_tree(out: Path) -> Path:
+    """What the images build the wheel from (docker/app.Dockerfile's COPY lines), copied: a build
+    writes its build/ and egg-info into the tree it builds."""
+    for name in ("pyproject.toml", "README.md"):
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, out / name)
+    for package in (package for level in FLOW for package in level):
+        shutil.copytree(ROOT / package, out / package, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    return out
+
+
 def test_the_wheel_installs_one_package_beside_another_top_level_queries(tmp_path: Path) -> None:
     other = tmp_path / "other-queries"
     for name, text in OTHER.items():
         (other / name).parent.mkdir(parents=True, exist_ok=True)
         (other / name).write_text(text)
-    ours, theirs = build_wheel(ROOT, tmp_path / "ours"), build_wheel(other, tmp_path / "theirs")
+    ours = build_wheel(source_tree(tmp_path / "source"), tmp_path / "ours")
+    theirs = build_wheel(other, tmp_path / "theirs")
     names = zipfile.ZipFile(ours).namelist()
     assert {name.split("/")[0] for name in names if ".dist-info/" not in name} == {"specmetrics"}
     assert {"specmetrics/emitter/vllm/scheduler.py", "specmetrics/queries/sql/metrics/acceptance.sql"} <= set(names)
