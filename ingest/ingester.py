@@ -1,23 +1,12 @@
 """Source → validated Arrow batches → durable Parquet, exactly once.
 
-For each partition the ingester buffers decoded steps, and on flush writes the Parquet
-files and the dead letters of that offset range durably (on a writer thread), then commits
-the offset after it (on the polling thread: Kafka consumers are single-threaded). When a
-partition is assigned, reading resumes where its stored files end (:mod:`ingest.recovery`):
-a crash between the files and the commit leaves files that are complete and stay, and one
-within a flush leaves an incomplete flush, which is removed and written again under the same
-names. A partition that moved on while this ingester was evicted (a commit refused, or
-partitions reported lost) may have a new owner already, which resumed after its stored files
-before this one wrote more: such files are removed here, and buffers kept aside unwritten (taken
-up again if the partition comes back with nothing stored since; stored when the source went back,
-as the only copy left). A
-flush, its commit and that removal happen under the partition's lock
-(:mod:`ingest.partition_lock`), so a new owner never counts them as stored.
-Offsets the source reports gone (:class:`LostRange`) stop the run with :class:`LostOffsets`
-once everything before them is committed, or, with ``accept_loss``, are recorded in the tree
-(``ingest.output.write_lost_range``) and committed like a flush. A step whose event id was read
-at an earlier offset of its partition (a producer that sent it again after its acknowledgement
-was lost) is a dead letter, so that each step is stored and counted once.
+Per partition of its source (a local log, or a Kafka consumer group's assignment) the ingester
+decodes and checks each record into a buffer, flushes the buffer as Parquet files (on a writer
+thread), commits them to the output with the offset after them (a Delta table's commit), and only
+then commits that offset to the source. A partition assigned again resumes where the stored files
+end, so a crash or a rebalance neither stores a record twice nor skips one; what the source no
+longer has stops the run, naming it, unless ``accept_loss`` records it. docs/design.md ("Exactly
+once into Parquet") tells the rest: orphaned buffers, refused commits, duplicate steps, the tree.
 """
 
 from __future__ import annotations
@@ -159,14 +148,14 @@ class Ingester:
             try:
                 records = self.source.poll(self.settings.poll_records, 0.0 if caught_up else 0.5)
             except SourceWentBack as went_back:
-                raise self._went_back(went_back) from None
+                raise self._store_before_stopping(went_back) from None
             except ValueError:  # the source refuses to go on (a segment of another log, say): keep what it gave
                 self.flush_all()
                 self.wait()
                 raise
             losses = self.source.losses()
             for loss in losses:
-                self._lose(loss)
+                self._handle_lost_range(loss)
             self._read_clock()
             for record in records:
                 self._consume(record.partition, record.offset, record.value, record.error)
@@ -199,7 +188,7 @@ class Ingester:
                 last_log, rows_at_log = now, self.stats.rows
         self.flush_all()
         self.wait()
-        self._store_orphans_the_source_lost()
+        self._store_orphans_at_stop()
         if progress:
             progress(self.stats)
         return self.stats
@@ -240,7 +229,7 @@ class Ingester:
                 self._next[partition] = position
         return positions
 
-    def _went_back(self, went_back: SourceWentBack) -> ValueError:
+    def _store_before_stopping(self, went_back: SourceWentBack) -> ValueError:
         """The error that stops the run when the source lost records this ingester read, after storing
         what it had read of every partition (now the only copy): how far the files reach."""
         self._source_went_back = True
@@ -272,7 +261,7 @@ class Ingester:
             if self._resume_position(partition) not in (None, orphan.start_offset):
                 del self._orphans[partition]
 
-    def _store_orphans_the_source_lost(self) -> None:
+    def _store_orphans_at_stop(self) -> None:
         """Stopping with buffers of partitions this ingester lost: where the source now ends before
         the last record one holds (a broker that lost its data, with this ingester never assigned
         again), that buffer is the only copy left, and is stored. The others are their new owners'."""
@@ -415,7 +404,7 @@ class Ingester:
     def _new_buffer(self, partition: int, offset: int) -> PartitionBuffer:
         return PartitionBuffer(partition, offset, observer=self._observer, source=self.name)
 
-    def _lose(self, loss: LostRange) -> None:
+    def _handle_lost_range(self, loss: LostRange) -> None:
         """Offsets gone from the source: what came before them is flushed and committed; then the
         run stops, or (``accept_loss``) the range gets a file of its own and is committed."""
         if loss.partition in self._refused:

@@ -13,7 +13,7 @@ top of it, and a read-only way to query them.
     sql/intermediate/*.sql          outcome_histogram, acceptance_by_definition, position_counts,
                                     request_acceptance
     sql/metrics/*.sql               the metrics users read (PUBLIC_VIEWS, PUBLIC_MACROS)
-    sql/report/*.sql                report_rollup, report_rollup_stored: the scans of a report
+    sql/report/*.sql                report_counts, report_counts_from_rollups: the scans of a report
 
 Both sources read only the files :func:`storage.tree_files.select_files` takes; each file it
 leaves out is logged as a warning with the reason.

@@ -18,7 +18,7 @@ file. ``specmetrics verify`` recomputes every rollup from the raw rows and check
 rollups instead of raw rows when they cover the window's files: over the whole window but its
 partial first and last minutes, and at time buckets that are whole minutes and context buckets
 that are multiples of :data:`ROLLUP_CONTEXT_TOKENS`
-(queries/sql/report/report_rollup_stored.sql).
+(queries/sql/report/report_counts_from_rollups.sql).
 """
 
 from __future__ import annotations

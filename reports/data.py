@@ -1,8 +1,8 @@
 """The numbers of a report for one time window, from one scan of the Parquet tree (and the
 per-request sections from the rows of the window).
 
-``report_rollup`` (queries/sql/report) counts request-steps per group and outcome shape,
-per time bucket and per context bucket in one pass; ``report_rollup_stored`` gives the same rows
+``report_counts`` (queries/sql/report) counts request-steps per group and outcome shape,
+per time bucket and per context bucket in one pass; ``report_counts_from_rollups`` gives the same rows
 from the rollups stored next to the data (queries/rollup.py), which the report uses when they
 cover the window and the widths allow it. The report keeps its rows in a temporary
 table and computes every number from them with the metric definitions of the views
@@ -39,9 +39,9 @@ FROM request_steps_between($t0, $t1)
 """
 _STORED_SPAN = """
 SELECT min(first_event) AS first, max(last_event) AS last
-FROM report_rollup_stored(t0 := $t0, t1 := $t1)
+FROM report_counts_from_rollups(t0 := $t0, t1 := $t1)
 """
-#: The one scan of a report: report_rollup's rows (or report_rollup_stored's), kept for the queries below.
+#: The one scan of a report: report_counts's rows (or report_counts_from_rollups's), kept for the queries below.
 _ROLLUP = ("CREATE TEMP TABLE {table} AS "
            "FROM {macro}(t0 := $t0, t1 := $t1, bucket := $bucket, context_tokens := $context_tokens)")
 #: Corrected and vLLM-compatible counts over rollup rows (the macros of queries/sql/definitions/drafts.sql).
@@ -309,7 +309,7 @@ class ReportData:
 def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta | None = None,
             context_tokens: int = 256, stored_rollups: bool = False, requests: bool = True) -> ReportData:
     """Run the report's queries for ``window``: one scan for the time span, one for
-    ``report_rollup`` (kept in a temporary table), then small queries over that table.
+    ``report_counts`` (kept in a temporary table), then small queries over that table.
     ``bucket`` None picks a timeline width that gives at most :data:`MAX_BUCKETS` buckets.
     ``stored_rollups``: the tree's rollups cover the window (:func:`queries.rollup.rollups_cover`),
     so both scans read them instead of the raw rows, where the widths allow it. ``requests``: also the
@@ -320,8 +320,8 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
     [first_last] = run_query(con, _STORED_SPAN if stored else _SPAN, span).to_pylist()
     chosen = bucket or _pick_bucket(first_last["first"], first_last["last"])
     stored = stored and chosen % ROLLUP_BUCKET == timedelta(0)  # a short span: seconds, from the raw rows
-    table = f"report_rollup_{uuid.uuid4().hex}"
-    macro = "report_rollup_stored" if stored else "report_rollup"
+    table = f"report_counts_{uuid.uuid4().hex}"
+    macro = "report_counts_from_rollups" if stored else "report_counts"
     con.execute(_ROLLUP.format(table=table, macro=macro),
                 {**span, "bucket": chosen, "context_tokens": context_tokens})
     try:

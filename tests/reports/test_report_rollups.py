@@ -151,13 +151,13 @@ def test_rollups_alone_are_readable(tree: Path) -> None:
         con.close()
 
 
-def test_report_rollup_stored_refuses_widths_the_rollups_cannot_give(tree: Path) -> None:
+def test_report_counts_from_rollups_refuses_widths_the_rollups_cannot_give(tree: Path) -> None:
     con = connect(tree)
     try:
         with pytest.raises(Exception, match="bucket must be a positive whole number of minutes"):
-            con.sql("FROM report_rollup_stored(bucket := INTERVAL 90 SECOND)").fetchall()
+            con.sql("FROM report_counts_from_rollups(bucket := INTERVAL 90 SECOND)").fetchall()
         with pytest.raises(Exception, match="context_tokens must be a positive multiple of 256"):
-            con.sql("FROM report_rollup_stored(context_tokens := 100)").fetchall()
+            con.sql("FROM report_counts_from_rollups(context_tokens := 100)").fetchall()
     finally:
         con.close()
 

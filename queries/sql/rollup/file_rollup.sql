@@ -6,7 +6,7 @@
 -- raw_request_steps at that one file and storing this view, sorted; `specmetrics verify`
 -- recomputes it the same way and compares. Over a whole tree it is the rollup of every file. Its
 -- columns are request_steps' typed ones, so a rollup and its recomputation compare equal;
--- report_rollup_stored reads the stored rollups (the source view raw_rollups).
+-- report_counts_from_rollups reads the stored rollups (the source view raw_rollups).
 --
 -- Example:
 --   SELECT minute, sum(request_steps) AS request_steps FROM file_rollup GROUP BY minute ORDER BY minute

@@ -1,18 +1,18 @@
--- report_rollup_stored(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256): report_rollup from the stored rollups.
+-- report_counts_from_rollups(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256): report_counts from the stored rollups.
 --
--- The same rows as report_rollup (same columns, same sums per group, bucket and shape), read from
+-- The same rows as report_counts (same columns, same sums per group, bucket and shape), read from
 -- raw_rollups, the per-file rollups that `specmetrics report` builds (file_rollup, queries/rollup.py:
 -- request-steps per minute and 256-token context bucket), instead of from every raw row. The whole
 -- minutes of the window come from the rollups (their dt and hour partitions pruned), the partial
 -- first and last minute (bounds that are not whole minutes) from the raw rows through
--- report_rollup. bucket must be a whole number of minutes and context_tokens a multiple of 256.
+-- report_counts. bucket must be a whole number of minutes and context_tokens a multiple of 256.
 -- It is right only when every data file of the window has its rollup (a file without one is
 -- missing from the whole minutes): `specmetrics report` checks that before and after it reads;
--- elsewhere use report_rollup. `specmetrics verify` checks the rollups equal the raw rows, and
--- the tests check this macro equals report_rollup.
+-- elsewhere use report_counts. `specmetrics verify` checks the rollups equal the raw rows, and
+-- the tests check this macro equals report_counts.
 --
 -- Example:
---   SELECT kind, sum(request_steps) AS request_steps FROM report_rollup_stored(bucket := INTERVAL 1 HOUR) GROUP BY ALL
+--   SELECT kind, sum(request_steps) AS request_steps FROM report_counts_from_rollups(bucket := INTERVAL 1 HOUR) GROUP BY ALL
 --
 -- Columns:
 --   engine_id, model, method, num_spec_tokens   the group
@@ -23,7 +23,7 @@
 --   is_draft, is_vllm_draft                     as in request_steps
 --   request_steps                               request-steps in the row (BIGINT)
 --   first_event, last_event                     the first and last event_time among them
-CREATE OR REPLACE MACRO report_rollup_stored(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256) AS TABLE
+CREATE OR REPLACE MACRO report_counts_from_rollups(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256) AS TABLE
 WITH parts AS (
     SELECT
         engine_id, model, method, num_spec_tokens,
@@ -31,11 +31,11 @@ WITH parts AS (
             epoch_us(minute) // CASE WHEN epoch_us(CAST(bucket AS INTERVAL)) % 60000000 = 0
                                           AND epoch_us(CAST(bucket AS INTERVAL)) > 0
                                      THEN epoch_us(CAST(bucket AS INTERVAL))
-                                     ELSE error('report_rollup_stored: bucket must be a positive whole number of minutes') END
+                                     ELSE error('report_counts_from_rollups: bucket must be a positive whole number of minutes') END
             * epoch_us(CAST(bucket AS INTERVAL))) AS bucket_start,
         CAST(context_start // CASE WHEN CAST(context_tokens AS INTEGER) % 256 = 0 AND CAST(context_tokens AS INTEGER) > 0
                                    THEN CAST(context_tokens AS INTEGER)
-                                   ELSE error('report_rollup_stored: context_tokens must be a positive multiple of 256') END
+                                   ELSE error('report_counts_from_rollups: context_tokens must be a positive multiple of 256') END
              * CAST(context_tokens AS INTEGER) AS INTEGER) AS context_start,
         kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted, request_steps, first_event, last_event
     FROM raw_rollups
@@ -46,7 +46,7 @@ WITH parts AS (
     -- the partial first minute, [t0, the next whole minute); nothing (no file read) without t0
     SELECT engine_id, model, method, num_spec_tokens, bucket_start, context_start, kind, k_zero_reason,
            k_sched, k_valid, k_invalid, accepted, request_steps, first_event, last_event
-    FROM report_rollup(
+    FROM report_counts(
         t0 := CASE WHEN t0 IS NULL THEN TIMESTAMP '1970-01-01' ELSE utc_bound(t0) END,
         t1 := CASE WHEN t0 IS NULL THEN TIMESTAMP '1970-01-01'
                    ELSE least(date_trunc('minute', utc_bound(t0) + INTERVAL 59999999 MICROSECOND),
@@ -56,7 +56,7 @@ WITH parts AS (
     -- the partial last minute, [the last whole minute, t1), unless the first minute holds it
     SELECT engine_id, model, method, num_spec_tokens, bucket_start, context_start, kind, k_zero_reason,
            k_sched, k_valid, k_invalid, accepted, request_steps, first_event, last_event
-    FROM report_rollup(
+    FROM report_counts(
         t0 := CASE WHEN t1 IS NULL THEN TIMESTAMP '1970-01-01'
                    ELSE greatest(date_trunc('minute', utc_bound(t1)),
                                  date_trunc('minute', utc_bound(t0) + INTERVAL 59999999 MICROSECOND)) END,
@@ -73,4 +73,4 @@ SELECT
 FROM parts
 GROUP BY ALL;
 
-COMMENT ON MACRO TABLE report_rollup_stored IS 'report_rollup read from the stored per-file rollups (whole minutes) and the raw rows (partial first and last minute); right only when every data file of the window has its rollup; bucket in whole minutes, context_tokens a multiple of 256.';
+COMMENT ON MACRO TABLE report_counts_from_rollups IS 'report_counts read from the stored per-file rollups (whole minutes) and the raw rows (partial first and last minute); right only when every data file of the window has its rollup; bucket in whole minutes, context_tokens a multiple of 256.';

@@ -1,4 +1,4 @@
--- report_rollup(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256): every count a report needs, in one scan.
+-- report_counts(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256): every count a report needs, in one scan.
 --
 -- A table macro for `specmetrics report`, which stores its result once and computes all of its
 -- numbers from it, so a report reads the Parquet tree once however many charts it has: request-
@@ -8,7 +8,7 @@
 -- checked equal to the views' in the tests.
 --
 -- Example:
---   SELECT bucket_start, sum(request_steps) AS request_steps FROM report_rollup(bucket := INTERVAL 1 HOUR) GROUP BY ALL
+--   SELECT bucket_start, sum(request_steps) AS request_steps FROM report_counts(bucket := INTERVAL 1 HOUR) GROUP BY ALL
 --
 -- Columns:
 --   engine_id, model, method, num_spec_tokens   the group
@@ -19,15 +19,15 @@
 --   is_draft, is_vllm_draft                     as in request_steps
 --   request_steps                               request-steps in the row (BIGINT)
 --   first_event, last_event                     the first and last event_time among them
-CREATE OR REPLACE MACRO report_rollup(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256) AS TABLE
+CREATE OR REPLACE MACRO report_counts(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256) AS TABLE
 WITH rolled AS (
     -- The widths are constants of the query (no join with a table of them): the bucketing is
     -- then plain integer arithmetic per row.
     SELECT
         engine_id, model, method, num_spec_tokens,
-        epoch_us(event_time) // bucket_us(bucket, 'report_rollup') AS bucket_index,
+        epoch_us(event_time) // bucket_us(bucket, 'report_counts') AS bucket_index,
         batch_max_seq_len // CASE WHEN CAST(context_tokens AS INTEGER) > 0 THEN CAST(context_tokens AS INTEGER)
-                                  ELSE error('report_rollup: context_tokens must be positive') END AS context_index,
+                                  ELSE error('report_counts: context_tokens must be positive') END AS context_index,
         kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted,
         CAST(count(*) AS BIGINT) AS request_steps,
         min(event_time) AS first_event,
@@ -48,4 +48,4 @@ SELECT
     request_steps, first_event, last_event
 FROM rolled;
 
-COMMENT ON MACRO TABLE report_rollup IS 'Request-steps counted per group, time bucket, context bucket and outcome shape, in one scan: every count a report needs (t0, t1, bucket, context_tokens).';
+COMMENT ON MACRO TABLE report_counts IS 'Request-steps counted per group, time bucket, context bucket and outcome shape, in one scan: every count a report needs (t0, t1, bucket, context_tokens).';
