@@ -3,7 +3,7 @@
 Ingests a local log into a tree with one flush per ``--rows-per-file`` rows (``--files`` data
 files), converts a copy into a table (``specmetrics table convert``: one commit naming them all),
 then, in a fresh process per measurement (modules imported, no footer cached), times what every
-reader does first: choosing the files (``storage.tree_files.select_files``), then building the
+reader does first: choosing the files (``storage.readable.select_files``), then building the
 views over them (``queries.connect``, which chooses them again: footers are cached by then).
 Rounds alternate tree and table; the best of each is reported. Prints one JSON line.
 
@@ -35,7 +35,7 @@ _MEASURE = """
 import json, sys, time
 from pathlib import Path
 from specmetrics.queries import connect
-from specmetrics.storage.tree_files import select_files
+from specmetrics.storage.readable import select_files
 start = time.perf_counter()
 files = select_files(Path(sys.argv[1]))
 selected = time.perf_counter()

@@ -3,7 +3,7 @@
 The files stay where they are; one commit names them all and sets each source partition's next
 offset where its stored flushes end, so readers read what they read before and an ingester
 resumes where it would have. Which files count is decided once more, as readers decide in a tree
-(:func:`storage.tree_files.select_files`): the files they leave out are not committed, and are
+(:func:`storage.readable.select_files`): the files they leave out are not committed, and are
 never read again. A flush of dead letters only (or of offsets recorded lost) gets a data file
 without rows under its name, because in a table a dead-letter file counts when a committed data
 file has its name. The commit is the last step: a conversion cut short leaves a tree that reads
@@ -29,8 +29,8 @@ from specmetrics.ingest.recovery import incomplete_flushes
 from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
 from specmetrics.storage.durable import write_durably
 from specmetrics.storage.layout import DEAD_LETTER_DIR, STATE_DIR, FileName
+from specmetrics.storage.readable import select_files
 from specmetrics.storage.table import DataFile, create_table, is_table
-from specmetrics.storage.tree_files import select_files
 
 logger = logging.getLogger(__name__)
 

@@ -171,7 +171,7 @@ def recent_steps(out: Path | Table, source: str, partition: int, limit: int) -> 
 def _stored_flushes(out: Path, source: str, partitions: set[int]) -> dict[int, list[StoredFlush]]:
     """Per partition, its flushes ordered by offset; stray temp files of these partitions are removed."""
     paths: dict[FileName, list[Path]] = defaultdict(list)
-    for path in _tree_files(out):
+    for path in _readable(out):
         temp = path.name.startswith(".") and path.name.endswith(".tmp")
         name = FileName.parse(path.name[1:-4] if temp else path.name)
         if name is None or name.source != source or name.partition not in partitions:
@@ -187,7 +187,7 @@ def _stored_flushes(out: Path, source: str, partitions: set[int]) -> dict[int, l
     return flushes
 
 
-def _tree_files(out: Path) -> list[Path]:
+def _readable(out: Path) -> list[Path]:
     """The data, dead-letter and rollup files of the tree, temp files included."""
     return [*out.glob("dt=*/hour=*/*"), *(out / DEAD_LETTER_DIR).glob("*"), *(out / ROLLUP_DIR).glob("dt=*/hour=*/*")]
 

@@ -15,7 +15,7 @@ top of it, and a read-only way to query them.
     sql/metrics/*.sql               the metrics users read (PUBLIC_VIEWS, PUBLIC_MACROS)
     sql/report/*.sql                report_counts, report_counts_from_rollups: the scans of a report
 
-Both sources read only the files :func:`storage.tree_files.select_files` takes; each file it
+Both sources read only the files :func:`storage.readable.select_files` takes; each file it
 leaves out is logged as a warning with the reason.
 
 Each view ``name`` past staging is its table macro ``name_between(t0, t1)`` over all time, so any
@@ -50,8 +50,8 @@ from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
 from specmetrics.storage.damage import LOG_DIR
 from specmetrics.storage.layout import DATA_GLOB, ROLLUP_DIR
 from specmetrics.storage.location import S3Location, is_s3
+from specmetrics.storage.readable import partition_files, select_files, select_objects
 from specmetrics.storage.table import Table
-from specmetrics.storage.tree_files import partition_files, select_files, select_objects
 
 SOURCE_VIEW = "raw_request_steps"
 ROLLUP_SOURCE_VIEW = "raw_rollups"
@@ -108,7 +108,7 @@ def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with every view over the Parquet tree under ``data_dir``
     (or the table at ``s3://bucket/prefix``).
 
-    The sources read the files :func:`storage.tree_files.select_files` takes. :func:`run_query`
+    The sources read the files :func:`storage.readable.select_files` takes. :func:`run_query`
     lists the tree again before each query and, when files came or went, selects again, so
     files the ingester adds later are seen.
     """

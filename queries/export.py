@@ -2,7 +2,7 @@
 the DuckDB CLI, notebooks and BI tools.
 
 The file holds no data, only the view and macro definitions; the source views read the files of
-the tree that :func:`storage.tree_files.select_files` takes at export time, by absolute path, so
+the tree that :func:`storage.readable.select_files` takes at export time, by absolute path, so
 files the ingester adds later are seen after exporting again. Open it read-only
 (``duckdb -readonly FILE``, ``duckdb.connect(FILE, read_only=True)``). Moving the tree means
 exporting again. Event times are UTC; window bounds with an offset are converted in the
@@ -34,7 +34,7 @@ from specmetrics.queries.catalog import (
     s3_filesystem,
 )
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.tree_files import select_files, select_objects
+from specmetrics.storage.readable import select_files, select_objects
 
 
 def export_database(data: Path | S3Location, target: Path, *, force: bool = False) -> Path:

@@ -39,7 +39,7 @@ from specmetrics.storage.durable import write_durably
 from specmetrics.storage.files import write_file
 from specmetrics.storage.layout import ROLLUP_DIR
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.tree_files import TableObjects, TreeFiles, partition_files, select_files, select_objects
+from specmetrics.storage.readable import ReadableFiles, ReadableObjects, partition_files, select_files, select_objects
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def build_missing(data: Path | S3Location, rebuild: bool = False, since: datetim
                   ) -> list[Path] | list[str]:
     """Write the rollup of every data file under ``data`` (of the days from ``since`` to
     ``until``) that has none, or of all of them with ``rebuild``; returns the rollups written.
-    Only the files readers take are rolled up (:func:`storage.tree_files.select_files`); a
+    Only the files readers take are rolled up (:func:`storage.readable.select_files`); a
     rollup readers leave out (another schema) is written again. ``progress(done, total)`` after
     each one. Rollups of those days whose data file is gone are deleted first. A data file that
     disappears meanwhile (the ingester removes a flush a crash cut short) is skipped, and a
@@ -179,7 +179,7 @@ class RollupCheck:
         return not (self.orphaned or self.unequal)
 
 
-def check_rollups(data: Path, files: TreeFiles | None = None) -> RollupCheck:
+def check_rollups(data: Path, files: ReadableFiles | None = None) -> RollupCheck:
     """Recompute every rollup from its data file and compare it with the stored one; only the
     files readers take (``files``, else selected here) are compared. A rollup of another
     schema counts as not equal."""
@@ -198,7 +198,7 @@ def check_rollups(data: Path, files: TreeFiles | None = None) -> RollupCheck:
                        sorted(unequal + sorted(misshapen & data_files)))
 
 
-def check_rollups_on_s3(location: S3Location, objects: TableObjects) -> RollupCheck:
+def check_rollups_on_s3(location: S3Location, objects: ReadableObjects) -> RollupCheck:
     """:func:`check_rollups` of a table on S3 (``objects``: what readers take from it): a rollup of
     a file the log does not hold is never read, so none is orphaned."""
     stored = {rollup.removeprefix(f"{ROLLUP_DIR}/") for rollup in objects.rollups}

@@ -13,7 +13,7 @@ writes Spark SQL, and two constructs Spark lacks are rewritten on the syntax tre
 
 :data:`SPARK_VIEWS` and the views they read are what this module makes; ``specmetrics db export
 --dialect spark`` writes their statements, :func:`create_spark_views` runs them over the data
-files readers take (:func:`storage.tree_files.select_files`: for a table, those its log names).
+files readers take (:func:`storage.readable.select_files`: for a table, those its log names).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import sqlglot
 from sqlglot import exp
 
 from specmetrics.queries.catalog import LAYERS, SOURCE_VIEW, view_statements
-from specmetrics.storage.tree_files import select_files
+from specmetrics.storage.readable import select_files
 
 if TYPE_CHECKING:  # pyspark is an optional dependency
     from pyspark.sql import SparkSession

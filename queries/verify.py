@@ -10,7 +10,7 @@ files without a rollup yet are only counted. Offsets the ingester recorded as lo
 source: a ``_dead_letter`` line with ``"lost": true``) are covered, but listed, and the tree is
 not clean while any is, nor while a flush lacks some of the files it wrote. Records set aside as
 dead letters (their bytes kept) are counted per source partition and reason, apart from both. Files readers leave
-out (storage.tree_files: foreign names or schemas, copies) are listed and make the tree not clean;
+out (storage.readable: foreign names or schemas, copies) are listed and make the tree not clean;
 events and rollups are checked in the files readers take. This module sits
 with the queries, not the ingester: rollups are the queries' derived data, and the ingester
 imports nothing from queries.
@@ -36,8 +36,8 @@ from specmetrics.storage.damage import parquet_damage
 from specmetrics.storage.files import list_folder
 from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, ROLLUP_DIR, FileName
 from specmetrics.storage.location import S3Location
+from specmetrics.storage.readable import LeftOut, select_files, select_objects
 from specmetrics.storage.table import IN_FLIGHT_HOURS, Table, is_table
-from specmetrics.storage.tree_files import LeftOut, select_files, select_objects
 
 
 @dataclass

@@ -101,6 +101,8 @@ def exercises(test: str, module: str) -> bool:
     too), or runs the command it implements, or (a module of :data:`THROUGH_THE_CLI`) runs the
     command line."""
     dotted = module.removesuffix(".py").replace("/", ".")
+    if not dotted.startswith("specmetrics."):  # a top folder is imported as a package of the namespace
+        dotted = f"specmetrics.{dotted}"
     names = imported(ROOT / test)
     if any(name == dotted or name.startswith(f"{dotted}.") for name in names):
         return True

@@ -11,7 +11,7 @@ from specmetrics.progress import Progress
 from specmetrics.queries.catalog import rollup_schema
 from specmetrics.queries.rollup import build_missing
 from specmetrics.storage.location import S3Location, is_s3
-from specmetrics.storage.tree_files import select_files, select_objects
+from specmetrics.storage.readable import select_files, select_objects
 
 
 def add_parser(subparsers: Any) -> None:

@@ -1,4 +1,4 @@
-"""Readers take only the ingester's files (storage.tree_files): a foreign file or a copy in the tree
+"""Readers take only the ingester's files (storage.readable): a foreign file or a copy in the tree
 changes no number, is named with the reason, and makes ``verify`` fail."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from specmetrics.queries import connect, run_query
 from specmetrics.queries.rollup import rollup_path
 from specmetrics.queries.verify import verify_tree
 from specmetrics.storage.layout import DATA_GLOB, ROLLUP_DIR, FileName
-from specmetrics.storage.tree_files import select_files
+from specmetrics.storage.readable import select_files
 from tests.support.events import T0
 from tests.support.ingest import ingest_tree_once
 from tests.support.loadgen import write_load

@@ -81,7 +81,7 @@ class LeftOut:
 
 
 @dataclass(frozen=True, slots=True)
-class TreeFiles:
+class ReadableFiles:
     """The files readers take (absolute paths, sorted) and those they leave out."""
 
     data: tuple[Path, ...]
@@ -110,7 +110,7 @@ class _Footer:
 
 
 def select_files(root: Path, since: datetime | None = None, until: datetime | None = None,
-                 rollup_schema: pa.Schema | None = None) -> TreeFiles:
+                 rollup_schema: pa.Schema | None = None) -> ReadableFiles:
     """The data files (of the days from ``since`` to ``until``) readers take from the tree
     ``root``, and the rollups when ``rollup_schema`` is given (see the module's rules). Of a
     table (:mod:`storage.table`), the data files are those its log holds, and nothing else."""
@@ -132,11 +132,11 @@ def select_files(root: Path, since: datetime | None = None, until: datetime | No
         # Of a table, a rollup of a file the log does not hold (any more: compacted) is not read, as that file.
         kept = set(data) if table else None
         rollups = _rollups(root, since, until, rollup_schema.remove_metadata(), rejected, left_out, kept)
-    return TreeFiles(tuple(sorted(data)), tuple(sorted(rollups)), tuple(sorted(left_out, key=lambda f: f.path)))
+    return ReadableFiles(tuple(sorted(data)), tuple(sorted(rollups)), tuple(sorted(left_out, key=lambda f: f.path)))
 
 
 @dataclass(frozen=True, slots=True)
-class TableObjects:
+class ReadableObjects:
     """The objects readers take from a table on S3: the data files its log holds and rollups (paths
     under the prefix, sorted), and the rollups left out."""
 
@@ -156,7 +156,7 @@ class TableObjects:
 
 
 def select_objects(location: S3Location, since: datetime | None = None, until: datetime | None = None,
-                   rollup_schema: pa.Schema | None = None) -> TableObjects:
+                   rollup_schema: pa.Schema | None = None) -> ReadableObjects:
     """Of the table at ``location``: the data files its log holds (of the days from ``since`` to
     ``until``), and with ``rollup_schema`` the rollups of those files that have a rollup's schema.
     A rollup of a file the log does not hold (any more: compacted) is passed over."""
@@ -180,7 +180,7 @@ def select_objects(location: S3Location, since: datetime | None = None, until: d
                 rollups.append(rollup)
             else:
                 left_out.append(LeftOut(rollup, difference))
-    return TableObjects(files, tuple(rollups), tuple(left_out))
+    return ReadableObjects(files, tuple(rollups), tuple(left_out))
 
 
 def partition_files(root: Path, since: datetime | None, until: datetime | None) -> list[Path]:
