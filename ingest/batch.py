@@ -315,33 +315,32 @@ def _record_batch(
     return pa.RecordBatch.from_arrays([columns[f.name] for f in REQUEST_STEP_SCHEMA], schema=REQUEST_STEP_SCHEMA)
 
 
+#: The stored columns of vLLM's per-request metrics: (name, field of a VllmRequestTuple, type).
+_VLLM_REQUEST_COLUMNS = (("vllm_request_histogram", 1, pa.list_(pa.int32())),
+                         ("vllm_request_draft_tokens", 2, pa.int32()),
+                         ("vllm_request_accepted_per_step", 3, pa.list_(pa.int32())),
+                         ("vllm_request_drafted_per_step", 4, pa.list_(pa.int32())))
+
+
 def _vllm_finished(steps: list[WireStep], step_of_row: np.ndarray, request_ids: pa.StringArray) -> dict[str, pa.Array]:
     """vLLM's per-request metrics (schema 1.7) on the row of each request at the step it finished;
     null on every other row (and where a finished request has no row at that step: it verified no
     draft there)."""
     rows: dict[int, VllmRequestTuple] = {}
-    if not any(step.vllm_finished for step in steps):
-        lists = pa.list_(pa.int32())
-        return {"vllm_request_histogram": pa.nulls(len(step_of_row), lists),
-                "vllm_request_draft_tokens": pa.nulls(len(step_of_row), pa.int32()),
-                "vllm_request_accepted_per_step": pa.nulls(len(step_of_row), lists),
-                "vllm_request_drafted_per_step": pa.nulls(len(step_of_row), lists)}
-    starts = np.searchsorted(step_of_row, np.arange(len(steps)))
-    for index, step in enumerate(steps):
-        if step.vllm_finished:
-            ids = request_ids.slice(int(starts[index]), step.n).to_pylist()
-            where = {request_id: int(starts[index]) + row for row, request_id in enumerate(ids)}
-            rows.update((where[r[0]], r) for r in step.vllm_finished if r[0] in where)
-    lists = pa.list_(pa.int32())
+    finishing = [index for index, step in enumerate(steps) if step.vllm_finished]
+    for index, start in zip(finishing, np.searchsorted(step_of_row, finishing).tolist(), strict=True):
+        finished = steps[index].vllm_finished or ()
+        ids = request_ids.slice(start, steps[index].n).to_pylist()
+        where = {request_id: start + row for row, request_id in enumerate(ids)}
+        rows.update((where[r[0]], r) for r in finished if r[0] in where)
+    if not rows:  # most batches: no request finished with vLLM's metrics
+        return {name: pa.nulls(len(step_of_row), kind) for name, _, kind in _VLLM_REQUEST_COLUMNS}
     entries = list(rows.values())
     at = np.full(len(step_of_row), -1, dtype=np.int64)
     at[list(rows)] = np.arange(len(entries))
     index = pa.array(at, mask=at < 0)
     return {name: pa.array([entry[field] for entry in entries], type=kind).take(index)
-            for name, field, kind in (("vllm_request_histogram", 1, lists),
-                                      ("vllm_request_draft_tokens", 2, pa.int32()),
-                                      ("vllm_request_accepted_per_step", 3, lists),
-                                      ("vllm_request_drafted_per_step", 4, lists))}
+            for name, field, kind in _VLLM_REQUEST_COLUMNS}
 
 
 def _vllm_counts(per_step: list[VllmCountTuple | VllmCountsMissing | None], step_of_row: np.ndarray

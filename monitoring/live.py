@@ -22,7 +22,7 @@ from specmetrics.ingest.observer import IngestObserver, ValidatedSteps
 from specmetrics.monitoring.histogram import BatchCounts, GroupKey, Shape, count_batch
 from specmetrics.queries.live import LIVE_HISTOGRAM_SCHEMA
 from specmetrics.schemas.events import VllmCountsMissing
-from specmetrics.schemas.wire import WireStep
+from specmetrics.schemas.wire import VllmCountTuple
 
 
 @dataclass
@@ -109,9 +109,7 @@ class LiveMetrics(IngestObserver):
         if rows is not None and not new_steps.all():
             rows = rows.filter(rows.column("log_offset").to_numpy() >= floor)
         counts = count_batch(rows) if rows is not None else BatchCounts({}, {})
-        dropped, context = _latest_reports(steps, new_steps)
-        own = [(_group_key(step), step.vllm_counts) for step, new in zip(steps.steps, new_steps.tolist(), strict=True)
-               if new]
+        dropped, context, own = _step_reports(steps, new_steps)
         dead_letters = sum(offset >= floor for offset in steps.dead_letter_offsets)
         duplicates = sum(offset >= floor for offset in steps.duplicate_offsets)
         end = max([*steps.step_offsets[-1:].tolist(), *steps.dead_letter_offsets], default=floor - 1)
@@ -162,27 +160,25 @@ class LiveMetrics(IngestObserver):
                             dict(self._context), health, own, dict(self._vllm_missing))
 
 
-def _group_key(step: WireStep) -> GroupKey:
-    context = step.context
-    return context.engine_id, context.model, context.method, context.num_spec_tokens
-
-
-def _latest_reports(steps: ValidatedSteps, new_steps: np.ndarray
-                    ) -> tuple[dict[GroupKey, int], dict[GroupKey, tuple[int, int | None]]]:
-    """Per group, what its latest new step reports: the dropped steps, and the context served and
-    before the cap (each where reported)."""
+def _step_reports(steps: ValidatedSteps, new_steps: np.ndarray) -> tuple[
+        dict[GroupKey, int], dict[GroupKey, tuple[int, int | None]],
+        list[tuple[GroupKey, VllmCountTuple | VllmCountsMissing | None]]]:
+    """What the new steps report, per group: the dropped steps and the context served and before
+    the cap of its latest step (each where reported), and vLLM's own counters of every step."""
     dropped: dict[GroupKey, int] = {}
     served: dict[GroupKey, tuple[int, int | None]] = {}
+    own: list[tuple[GroupKey, VllmCountTuple | VllmCountsMissing | None]] = []
     keys: dict[int, GroupKey] = {}  # per engine context object (decoding shares them)
     for step, new in zip(steps.steps, new_steps.tolist(), strict=True):
-        context = step.context
-        if not new or (step.dropped_steps is None and context.max_model_len is None):
+        if not new:
             continue
+        context = step.context
         key = keys.get(id(context))
         if key is None:
             key = keys[id(context)] = (context.engine_id, context.model, context.method, context.num_spec_tokens)
+        own.append((key, step.vllm_counts))
         if step.dropped_steps is not None:
             dropped[key] = step.dropped_steps
         if context.max_model_len is not None:
             served[key] = (context.max_model_len, context.context_cap_from)
-    return dropped, served
+    return dropped, served, own

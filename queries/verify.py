@@ -32,7 +32,7 @@ import duckdb
 from specmetrics.ingest.recovery import incomplete_flushes
 from specmetrics.queries.catalog import rollup_schema, s3_filesystem
 from specmetrics.queries.rollup import RollupCheck, check_rollups, check_rollups_on_s3
-from specmetrics.storage.damage import parquet_damage
+from specmetrics.storage.damage import parquet_damage, size_damage
 from specmetrics.storage.files import list_folder
 from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, ROLLUP_DIR, FileName
 from specmetrics.storage.location import S3Location
@@ -152,15 +152,12 @@ def verify_table_on_s3(location: S3Location, examples: int = 10) -> VerifyReport
     listed = {file.relative: file.size for file in everything}
     left_out, present, damaged = [], [], []
     for file in committed:
-        size = listed.get(file.relative)
-        if size == file.size:
-            if (problem := parquet_damage(location, file.relative)) is None:
-                present.append(file)
-            else:
-                damaged.append(LeftOut(file.relative, problem))
+        if (wrong_size := size_damage(listed.get(file.relative), file.size)) is not None:
+            left_out.append(LeftOut(file.relative, wrong_size))
+        elif (problem := parquet_damage(location, file.relative)) is None:
+            present.append(file)
         else:
-            reason = "missing" if size is None else f"{size} bytes"
-            left_out.append(LeftOut(file.relative, f"named by the table's log with {file.size} bytes, but {reason}"))
+            damaged.append(LeftOut(file.relative, problem))
     names = {FileName.parse(PurePosixPath(file.relative).name) for file in committed}
     letters = [relative for relative in sorted(listed) if relative.startswith(f"{DEAD_LETTER_DIR}/")
                and FileName.parse(PurePosixPath(relative).name) in names]
@@ -188,12 +185,12 @@ def _commit_missing(table: Table, files: Sequence[tuple[str, float]]) -> list[tu
     """Of data files no commit names (name, when last changed), the offsets past their partition's next
     offset in the log, of files older than a flush in flight; merged into ranges per partition."""
     cutoff = time.time() - IN_FLIGHT_HOURS * 3600
+    old = [name for name, changed in ((FileName.parse(file), changed) for file, changed in files)
+           if name is not None and changed <= cutoff]
+    positions = table.positions({(name.source, name.partition) for name in old}) if old else {}
     spans: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)
-    for file_name, changed in files:
-        name = FileName.parse(file_name)
-        if name is None or changed > cutoff:
-            continue
-        if name.start >= (table.position(name.source, name.partition) or 0):
+    for name in old:
+        if name.start >= (positions[name.source, name.partition] or 0):
             spans[name.source, name.partition].append((name.start, name.end))
     merged = []
     for (source, partition), ranges in sorted(spans.items()):
@@ -213,8 +210,9 @@ def _log_ahead(table: Table, partitions: Sequence[PartitionCoverage]) -> list[tu
     if ends is None:
         return []
     ahead = []
+    positions = table.positions((partition.source, partition.partition) for partition in partitions)
     for partition in partitions:
-        position = table.position(partition.source, partition.partition)
+        position = positions[partition.source, partition.partition]
         end = ends.get((partition.source, partition.partition))
         if position is not None and end is not None and end < position:
             ahead.append((partition.source, partition.partition, position, end))

@@ -107,11 +107,15 @@ def file_damage(root: Path | S3Location, relative: str, size: int, pages: bool =
         found = info.size if info.type == FileType.File else None
     else:
         found = (root / relative).stat().st_size if (root / relative).is_file() else None
+    return size_damage(found, size) or parquet_damage(root, relative, pages)
+
+
+def size_damage(found: int | None, size: int) -> str | None:
+    """What is wrong with a data file of ``found`` bytes (None: missing) whose commit says ``size``
+    (None: nothing)."""
     if found is None:
         return "named by the table's log, but missing"
-    if found != size:
-        return f"named by the table's log with {size} bytes, but has {found}"
-    return parquet_damage(root, relative, pages)
+    return None if found == size else f"named by the table's log with {size} bytes, but has {found}"
 
 
 def parquet_damage(root: Path | S3Location, relative: str, pages: bool = True) -> str | None:

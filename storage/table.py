@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -47,7 +47,7 @@ from deltalake.transaction import (
 )
 
 from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
-from specmetrics.storage.damage import LOG_DIR, StoreDamaged, file_damage, log_damage, one_line, os_errno
+from specmetrics.storage.damage import LOG_DIR, StoreDamaged, file_damage, log_damage, one_line, os_errno, size_damage
 from specmetrics.storage.files import list_folder, remove
 from specmetrics.storage.layout import DEAD_LETTER_DIR, FileName
 from specmetrics.storage.location import S3Location, store_error
@@ -113,10 +113,10 @@ class TableFile:
     def damage(self) -> str | None:
         """What is wrong with the file as it lies on disk (None: there, with the committed size)."""
         try:
-            size = self.path.stat().st_size
+            found: int | None = self.path.stat().st_size
         except FileNotFoundError:
-            return "named by the table's log, but missing"
-        return None if size == self.size else f"named by the table's log with {self.size} bytes, but has {size}"
+            found = None
+        return size_damage(found, self.size)
 
 
 def is_table(root: Path | S3Location) -> bool:
@@ -271,8 +271,13 @@ class Table:
 
     def position(self, source: str, partition: int) -> int | None:
         """The partition's next offset as the latest commit says (None: nothing of it committed)."""
+        return self.positions([(source, partition)])[source, partition]
+
+    def positions(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int | None]:
+        """:meth:`position` of each (source, partition), from one read of the log."""
         self._refresh()
-        return self._delta.transaction_version(app_id(source, partition))
+        return {(source, partition): self._delta.transaction_version(app_id(source, partition))
+                for source, partition in partitions}
 
     def data_ends(self) -> dict[tuple[str, int], int] | None:
         """Per (source, partition), the offset after the last one its data files hold, from their names
