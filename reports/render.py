@@ -139,48 +139,96 @@ def charts(data: ReportData) -> list[Chart]:
     return out
 
 
+#: The cells of a table row: (shown text, raw value: None for text), the raw value kept in the HTML.
+Cells = Sequence[tuple[str, Any]]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of a section: its HTML id, header, and rows of (key, cells)."""
+
+    id: str
+    header: Sequence[str]
+    rows: Sequence[tuple[str, Cells]]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of the report, shown alike by both formats: paragraphs, a table, the charts
+    (the section that holds them), paragraphs after."""
+
+    id: str
+    title: str
+    before: Sequence[str] = ()
+    table: Table | None = None
+    charts: bool = False
+    after: Sequence[str] = ()
+
+
+def _configuration(row: Row) -> str:
+    return f"{row['model']}/{row['method']}/{row['num_spec_tokens']}"
+
+
+def sections(data: ReportData) -> list[Section]:
+    """The report's sections in order (none for an empty window): what both formats render."""
+    if data.empty:
+        return []
+    h = data.headline
+    note = _headline_note(data)
+    out = [
+        Section("headline", "Headline: corrected vs vLLM-reported", table=Table(
+            "headline-table", ["metric", "corrected", "vLLM-reported"],
+            [(key, [(label, None), (fmt(kind, h[key]), h[key]), (fmt(kind, h[f"vllm_{key}"]), h[f"vllm_{key}"])])
+             for key, label, kind in HEADLINE_ROWS]), after=[note] if note else []),
+        Section("outcomes", "What happened to speculation", table=Table(
+            "outcomes-table", ["outcome", "request-steps", "share"],
+            [(r["kind"], [(r["kind"], None), (fmt("count", r["request_steps"]), r["request_steps"]),
+                          (fmt("pct", r["share"]), r["share"])]) for r in data.shares])),
+        Section("charts", "Charts", charts=True),
+        Section("groups", "Per engine and model", table=_rows_table("groups-table", GROUP_COLUMNS, data.groups)),
+    ]
+    if data.configurations:
+        out.append(Section("configurations", "Configurations compared", [CONFIG_NOTE], _rows_table(
+            "configurations-table", CONFIG_COLUMNS, data.configurations, _configuration)))
+    if data.wasted:
+        out.append(Section("wasted", "Verification that held no draft", [WASTED_NOTE],
+                           _rows_table("wasted-table", WASTED_COLUMNS, data.wasted)))
+    if data.collateral:
+        out.append(Section("collateral", "Who paid for the long requests", [COLLATERAL_NOTE], _rows_table(
+            "collateral-table", COLLATERAL_COLUMNS, data.collateral,
+            lambda row: f"{row['engine_id']}/{_configuration(row)}")))
+    if data.outliers:
+        out.append(Section("outliers", "Requests far from their group", [_outlier_text(data)], _rows_table(
+            "outliers-table", OUTLIER_COLUMNS, data.outliers, lambda row: f"{row['engine_id']}/{row['request_id']}")))
+    if data.baselines:
+        matched, text = _baseline_text(data)
+        out.append(Section("baselines", "Against published baselines", text, _rows_table(
+            "baselines-table", BASELINE_COLUMNS, matched, lambda row: f"{_configuration(row)}/{row['position']}")
+            if matched else None))
+    if data.context_caps:
+        out.append(Section("context-caps", "Context capped by the drafter", [CAP_NOTE],
+                           _rows_table("context-caps-table", CAP_COLUMNS, data.context_caps)))
+    return out
+
+
 def markdown(data: ReportData, generated: datetime, chart_files: dict[str, str]) -> str:
     """The report as Markdown; charts are linked files (``chart_files``: chart name → file name)."""
     lines = ["# Speculative decoding report", "",
              f"Window: {data.window.describe()}. Generated {_stamp(generated)}.", ""]
     if data.empty:
         return "\n".join([*lines, f"**No request-steps in this window.** {_empty_hint(data)}", ""])
-    lines += [_summary(data), "", "## Headline: corrected vs vLLM-reported", ""]
-    lines += _md_table(["metric", "corrected", "vLLM-reported"], [
-        [label, fmt(kind, data.headline[key]), fmt(kind, data.headline[f"vllm_{key}"])]
-        for key, label, kind in HEADLINE_ROWS])
-    if note := _headline_note(data):
-        lines += ["", note]
-    lines += ["", "## What happened to speculation", ""]
-    lines += _md_table(["outcome", "request-steps", "share"],
-                       [[md_text(r["kind"]), fmt("count", r["request_steps"]), fmt("pct", r["share"])]
-                        for r in data.shares])
-    for name, file in chart_files.items():
-        lines += ["", f"![{name}]({file})"]
-    lines += ["", "## Per engine and model", ""]
-    lines += _md_rows(GROUP_COLUMNS, data.groups)
-    if data.configurations:
-        lines += ["", "## Configurations compared", "", CONFIG_NOTE, ""]
-        lines += _md_rows(CONFIG_COLUMNS, data.configurations)
-    if data.wasted:
-        lines += ["", "## Verification that held no draft", "", WASTED_NOTE, ""]
-        lines += _md_rows(WASTED_COLUMNS, data.wasted)
-    if data.collateral:
-        lines += ["", "## Who paid for the long requests", "", COLLATERAL_NOTE, ""]
-        lines += _md_rows(COLLATERAL_COLUMNS, data.collateral)
-    if data.outliers:
-        lines += ["", "## Requests far from their group", "", _outlier_text(data), ""]
-        lines += _md_rows(OUTLIER_COLUMNS, data.outliers)
-    if data.baselines:
-        matched, text = _baseline_text(data)
-        lines += ["", "## Against published baselines"]
-        for sentence in text:
-            lines += ["", md_text(sentence)]
-        if matched:
-            lines += ["", *_md_rows(BASELINE_COLUMNS, matched)]
-    if data.context_caps:
-        lines += ["", "## Context capped by the drafter", "", CAP_NOTE, ""]
-        lines += _md_rows(CAP_COLUMNS, data.context_caps)
+    lines.append(_summary(data))
+    for section in sections(data):
+        lines += ["", f"## {section.title}"]
+        for paragraph in section.before:
+            lines += ["", md_text(paragraph)]
+        if section.table is not None:
+            lines += ["", *_md_table(section.table.header, [[md_text(text) for text, _ in cells]
+                                                            for _, cells in section.table.rows])]
+        if section.charts:
+            lines += [line for name, file in chart_files.items() for line in ("", f"![{name}]({file})")]
+        for paragraph in section.after:
+            lines += ["", md_text(paragraph)]
     return "\n".join([*lines, ""])
 
 
@@ -194,60 +242,15 @@ def html(data: ReportData, generated: datetime, drawn: Sequence[Chart]) -> str:
                     f"{escape(_empty_hint(data))}</p>")
     else:
         body.append(f'<p class="summary">{escape(_summary(data))}</p>')
-        body.append('<section id="headline"><h2>Headline: corrected vs vLLM-reported</h2>')
-        body.append(_html_table("headline-table", ["metric", "corrected", "vLLM-reported"], [
-            (key, [(label, None), (fmt(kind, data.headline[key]), data.headline[key]),
-                   (fmt(kind, data.headline[f"vllm_{key}"]), data.headline[f"vllm_{key}"])])
-            for key, label, kind in HEADLINE_ROWS]))
-        if note := _headline_note(data):
-            body.append(f'<p class="note">{escape(note)}</p>')
+    for section in sections(data):
+        body.append(f'<section id="{section.id}"><h2>{escape(section.title)}</h2>')
+        body += [f"<p>{escape(paragraph)}</p>" for paragraph in section.before]
+        if section.table is not None:
+            body.append(_html_table(section.table))
+        if section.charts:
+            body += [f'<figure id="chart-{chart.name}">{chart.svg}</figure>' for chart in drawn]
+        body += [f'<p class="note">{escape(paragraph)}</p>' for paragraph in section.after]
         body.append("</section>")
-        body.append('<section id="outcomes"><h2>What happened to speculation</h2>')
-        body.append(_html_table("outcomes-table", ["outcome", "request-steps", "share"], [
-            (r["kind"], [(r["kind"], None), (fmt("count", r["request_steps"]), r["request_steps"]),
-                         (fmt("pct", r["share"]), r["share"])]) for r in data.shares]))
-        body.append("</section>")
-        body.append('<section id="charts"><h2>Charts</h2>')
-        body += [f'<figure id="chart-{chart.name}">{chart.svg}</figure>' for chart in drawn]
-        body.append("</section>")
-        body.append('<section id="groups"><h2>Per engine and model</h2>')
-        body.append(_html_rows("groups-table", GROUP_COLUMNS, data.groups))
-        body.append("</section>")
-        if data.configurations:
-            body.append(f'<section id="configurations"><h2>Configurations compared</h2><p>{escape(CONFIG_NOTE)}</p>')
-            body.append(_html_rows("configurations-table", CONFIG_COLUMNS, data.configurations,
-                                   lambda row: f"{row['model']}/{row['method']}/{row['num_spec_tokens']}"))
-            body.append("</section>")
-        if data.wasted:
-            body.append(f'<section id="wasted"><h2>Verification that held no draft</h2><p>{escape(WASTED_NOTE)}</p>')
-            body.append(_html_rows("wasted-table", WASTED_COLUMNS, data.wasted))
-            body.append("</section>")
-        if data.collateral:
-            body.append('<section id="collateral"><h2>Who paid for the long requests</h2>'
-                        f"<p>{escape(COLLATERAL_NOTE)}</p>")
-            body.append(_html_rows("collateral-table", COLLATERAL_COLUMNS, data.collateral,
-                                   lambda row: f"{row['engine_id']}/{row['model']}/{row['method']}/"
-                                               f"{row['num_spec_tokens']}"))
-            body.append("</section>")
-        if data.outliers:
-            body.append('<section id="outliers"><h2>Requests far from their group</h2>'
-                        f"<p>{escape(_outlier_text(data))}</p>")
-            body.append(_html_rows("outliers-table", OUTLIER_COLUMNS, data.outliers,
-                                   lambda row: f"{row['engine_id']}/{row['request_id']}"))
-            body.append("</section>")
-        if data.baselines:
-            matched, text = _baseline_text(data)
-            body.append('<section id="baselines"><h2>Against published baselines</h2>')
-            body += [f"<p>{escape(sentence)}</p>" for sentence in text]
-            if matched:
-                body.append(_html_rows("baselines-table", BASELINE_COLUMNS, matched,
-                                       lambda row: f"{row['model']}/{row['method']}/{row['num_spec_tokens']}/"
-                                                   f"{row['position']}"))
-            body.append("</section>")
-        if data.context_caps:
-            body.append(f'<section id="context-caps"><h2>Context capped by the drafter</h2><p>{escape(CAP_NOTE)}</p>')
-            body.append(_html_rows("context-caps-table", CAP_COLUMNS, data.context_caps))
-            body.append("</section>")
     title = f"specmetrics report: {data.window.describe()}"
     return "\n".join([
         "<!doctype html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
@@ -363,19 +366,13 @@ def md_text(value: Any) -> str:
 _MD_MARKS = re.compile(r"[\\`*_\[\]~]")
 
 
-def _md_rows(columns: Sequence[tuple[str, str, str]], rows: Sequence[Row]) -> list[str]:
-    """``rows`` as a Markdown table of ``columns`` (key, label, format), one line per row."""
-    return _md_table([label for _, label, _ in columns],
-                     [[md_text(row[key]) if kind == "text" else fmt(kind, row[key]) for key, _, kind in columns]
-                      for row in rows])
-
-
-def _html_rows(table_id: str, columns: Sequence[tuple[str, str, str]], rows: Sequence[Row],
-               row_key: Callable[[Row], str] = lambda row: str(row["engine_id"])) -> str:
-    """``rows`` as an HTML table of ``columns``, each row keyed by ``row_key`` (its engine id)."""
-    return _html_table(table_id, [label for _, label, _ in columns], [
-        (row_key(row), [(fmt(kind, row[key]), row[key] if kind != "text" else None)
-                        for key, _, kind in columns]) for row in rows])
+def _rows_table(table_id: str, columns: Sequence[tuple[str, str, str]], rows: Sequence[Row],
+                row_key: Callable[[Row], str] = lambda row: str(row["engine_id"])) -> Table:
+    """``rows`` as a table of ``columns`` (key, label, format), each row keyed by ``row_key`` (its
+    engine id)."""
+    return Table(table_id, [label for _, label, _ in columns], [
+        (row_key(row), [(fmt(kind, row[key]), row[key] if kind != "text" else None) for key, _, kind in columns])
+        for row in rows])
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -385,11 +382,11 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]
     return [line(header), "|" + "---|" * len(header), *(line(r) for r in rows)]
 
 
-def _html_table(table_id: str, header: Sequence[str], rows: Sequence[tuple[str, Sequence[tuple[str, Any]]]]) -> str:
-    """Rows of (key, cells); a cell is (shown text, raw value or None), the raw value kept in
-    ``data-value`` so the page's numbers can be checked exactly."""
-    out = [f'<table id="{table_id}"><thead><tr>', *(f"<th>{escape(h)}</th>" for h in header), "</tr></thead><tbody>"]
-    for key, cells in rows:
+def _html_table(table: Table) -> str:
+    """The table's raw values kept in ``data-value``, so the page's numbers can be checked exactly."""
+    out = [f'<table id="{table.id}"><thead><tr>', *(f"<th>{escape(h)}</th>" for h in table.header),
+           "</tr></thead><tbody>"]
+    for key, cells in table.rows:
         out.append(f'<tr data-key="{escape(key)}">')
         for text, raw in cells:
             value = "" if raw is None else f' data-value="{escape(repr(raw))}"'

@@ -122,6 +122,21 @@ def test_each_quantity_has_one_colour_in_every_chart(report_tree: Path) -> None:
     assert len({next(iter(found)) for found in colours.values()}) == 4  # and no two quantities share one
 
 
+def test_both_formats_render_the_same_sections_in_the_same_order(report_tree: Path) -> None:
+    from specmetrics.reports.render import html, markdown, sections
+
+    con = connect(report_tree)
+    try:
+        data = collect(con, Window(None, None))
+    finally:
+        con.close()
+    titles = [section.title for section in sections(data)]
+    assert titles[:4] == ["Headline: corrected vs vLLM-reported", "What happened to speculation", "Charts",
+                          "Per engine and model"] and len(titles) > 4
+    assert re.findall(r"^## (.+)$", markdown(data, T, {}), re.M) == titles
+    assert re.findall(r"<h2>(.+?)</h2>", html(data, T, [])) == titles
+
+
 def test_engines_whose_context_vllm_lowered_get_a_section_in_both_formats(tmp_path: Path, outcomes: Any) -> None:
     from specmetrics.reports.render import html, markdown
 
