@@ -3,6 +3,7 @@ through the wire, ingest and the views; files written before 1.6 read null and a
 
 from __future__ import annotations
 
+import tempfile
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -11,14 +12,16 @@ import msgpack
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from specmetrics.queries import connect, run_query
 from specmetrics.schemas.arrow import schema_before
-from specmetrics.schemas.events import VllmCounts
+from specmetrics.schemas.events import StepEvent, VllmCounts
 from specmetrics.schemas.wire import InvalidRecord, decode_step, step_event_to_wire
 from specmetrics.storage.layout import FileName
 from specmetrics.transport.log import LocalLogWriter
-from tests.support.events import T0, step_event
+from tests.support.events import T0, step_event, step_events
 from tests.support.ingest import ingest_tree_once
 
 #: vLLM's counts of tests.support.events.step_event's default outcomes (drafted 3/2, skipped 3 slots,
@@ -94,3 +97,53 @@ def test_a_message_before_1_6_has_no_vllm_counts() -> None:
     message = list(msgpack.unpackb(step_event_to_wire(step_event(vllm_counts=EQUAL)), raw=False))
     assert decode_step(msgpack.packb(message, use_bin_type=True)).vllm_counts == (3, 7, 3, (2, 1, 0))
     assert decode_step(msgpack.packb(message[:22], use_bin_type=True)).vllm_counts is None
+
+
+def counted_by_vllm(event: StepEvent) -> VllmCounts:
+    """What vLLM's scheduler counts of the event's outcomes (make_spec_decoding_stats), written out
+    here as the test's own oracle: a draft wherever slots were scheduled, its tokens less the -1 pads
+    (all of them where the grammar rejected the draft), its accepted tokens, per position those
+    accepted past it."""
+    drafts = []
+    for o in event.outcomes:
+        k_sched = o.k_valid if o.kind == "drafted" else o.k_sched
+        if k_sched:
+            drafts.append((k_sched if o.kind == "grammar_rejected" else o.k_valid, getattr(o, "accepted", 0)))
+    return VllmCounts(num_drafts=len(drafts), num_draft_tokens=sum(t for t, _ in drafts),
+                      num_accepted_tokens=sum(a for _, a in drafts),
+                      num_accepted_tokens_per_pos=[sum(a > p for _, a in drafts) for p in range(event.num_spec_tokens)])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(step_events(), st.sampled_from([None, "drafts", "tokens", "position"])), min_size=1,
+                max_size=6))
+def test_the_audit_names_exactly_the_steps_whose_counters_differ(drawn: list[tuple[StepEvent, str | None]]) -> None:
+    events, differing = [], []
+    for i, (event, change) in enumerate(drawn):
+        own = counted_by_vllm(event)
+        if change == "drafts":
+            own = own.model_copy(update={"num_drafts": own.num_drafts + 1})
+        elif change == "tokens":
+            own = own.model_copy(update={"num_draft_tokens": own.num_draft_tokens + 1})
+        elif change == "position":
+            own = own.model_copy(update={"num_accepted_tokens_per_pos": [*own.num_accepted_tokens_per_pos, 1]})
+        differing += [i] if change else []
+        events.append(event.model_copy(update={"event_id": f"e{i}", "step_index": i, "vllm_counts": own,
+                                               "event_time": T0 + timedelta(seconds=i)}))
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = LocalLogWriter(Path(tmp) / "log")
+        writer.append([step_event_to_wire(event) for event in events])
+        writer.close()
+        ingest_tree_once(Path(tmp) / "log", Path(tmp) / "data")
+        con = connect(Path(tmp) / "data")
+        try:
+            steps = run_query(con, "SELECT step_index, differs FROM vllm_audit_steps").to_pylist()
+            [total] = run_query(con, "SELECT sum(steps_compared) AS compared, sum(steps_differing) AS differing "
+                                     "FROM vllm_audit").to_pylist()
+        finally:
+            con.close()
+    with_rows = [i for i, event in enumerate(events) if event.outcomes]  # a step stores rows only for its outcomes
+    assert sorted(row["step_index"] for row in steps if row["differs"]) == [i for i in differing if i in with_rows]
+    assert sorted(row["step_index"] for row in steps) == with_rows
+    assert total == {"compared": len(with_rows), "differing": len([i for i in differing if i in with_rows])} \
+        if with_rows else total == {"compared": None, "differing": None}

@@ -22,29 +22,38 @@
 -- vllm_audit_steps_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end); the
 -- view vllm_audit_steps is it over all time.
 CREATE OR REPLACE MACRO vllm_audit_steps_between(t0, t1) AS TABLE
-WITH rows AS (
-    FROM request_steps_between(t0, t1) WHERE vllm_num_drafts IS NOT NULL
+WITH shapes AS (
+    -- per stored copy of a step, its rows by outcome shape (a few per step); vLLM's counters are the
+    -- step's, on each of its rows
+    SELECT
+        engine_id, vllm_version, model, method, num_spec_tokens, event_id, step_index, log_partition, log_offset,
+        kind, k_sched, k_valid, accepted, count(*) AS request_steps,
+        any_value(vllm_num_drafts) AS own_drafts, any_value(vllm_num_draft_tokens) AS own_draft_tokens,
+        any_value(vllm_num_accepted_tokens) AS own_accepted_tokens, any_value(vllm_accepted_per_pos) AS own_per_pos
+    FROM request_steps_between(t0, t1)
+    WHERE vllm_num_drafts IS NOT NULL
+    GROUP BY engine_id, vllm_version, model, method, num_spec_tokens, event_id, step_index, log_partition, log_offset,
+             kind, k_sched, k_valid, accepted
 ), positions AS (
     SELECT event_id, log_partition, log_offset, list(accepted ORDER BY position) AS accepted_per_pos
     FROM (
-        SELECT r.event_id, r.log_partition, r.log_offset, p.position,
-               vllm_num_accepted_at(r.k_sched, r.accepted, p.position) AS accepted
-        FROM rows AS r, range(r.num_spec_tokens) AS p(position)
-        GROUP BY r.event_id, r.log_partition, r.log_offset, p.position
+        SELECT s.event_id, s.log_partition, s.log_offset, p.position,
+               vllm_num_accepted_at(s.k_sched, s.accepted, p.position, s.request_steps) AS accepted
+        FROM shapes AS s, range(s.num_spec_tokens) AS p(position)
+        GROUP BY s.event_id, s.log_partition, s.log_offset, p.position
     )
     GROUP BY event_id, log_partition, log_offset
 ), steps AS (
-    -- per stored copy of a step: vLLM's counters are the step's, on each of its rows
     SELECT
         engine_id, vllm_version, model, method, num_spec_tokens, event_id, step_index, log_partition, log_offset,
-        vllm_num_drafts(k_sched) AS num_drafts,
-        vllm_num_draft_tokens(kind, k_sched, k_valid) AS num_draft_tokens,
-        vllm_num_accepted_tokens(k_sched, accepted) AS num_accepted_tokens,
-        CAST(any_value(vllm_num_drafts) AS BIGINT) AS vllm_num_drafts,
-        CAST(any_value(vllm_num_draft_tokens) AS BIGINT) AS vllm_num_draft_tokens,
-        CAST(any_value(vllm_num_accepted_tokens) AS BIGINT) AS vllm_num_accepted_tokens,
-        CAST(any_value(vllm_accepted_per_pos) AS BIGINT[]) AS vllm_accepted_per_pos
-    FROM rows
+        vllm_num_drafts(k_sched, request_steps) AS num_drafts,
+        vllm_num_draft_tokens(kind, k_sched, k_valid, request_steps) AS num_draft_tokens,
+        vllm_num_accepted_tokens(k_sched, accepted, request_steps) AS num_accepted_tokens,
+        CAST(any_value(own_drafts) AS BIGINT) AS vllm_num_drafts,
+        CAST(any_value(own_draft_tokens) AS BIGINT) AS vllm_num_draft_tokens,
+        CAST(any_value(own_accepted_tokens) AS BIGINT) AS vllm_num_accepted_tokens,
+        CAST(any_value(own_per_pos) AS BIGINT[]) AS vllm_accepted_per_pos
+    FROM shapes
     GROUP BY engine_id, vllm_version, model, method, num_spec_tokens, event_id, step_index, log_partition, log_offset
 )
 SELECT

@@ -26,7 +26,9 @@
 -- vllm_audit_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end); the view
 -- vllm_audit is it over all time.
 CREATE OR REPLACE MACRO vllm_audit_between(t0, t1) AS TABLE
-WITH compared AS (
+WITH audited AS MATERIALIZED (
+    FROM vllm_audit_steps_between(t0, t1)
+), compared AS (
     SELECT
         engine_id, vllm_version, model, method,
         CAST(count(*) AS BIGINT) AS steps_compared,
@@ -37,7 +39,7 @@ WITH compared AS (
         CAST(coalesce(sum(num_draft_tokens - vllm_num_draft_tokens), 0) AS BIGINT) AS num_draft_tokens_difference,
         CAST(coalesce(sum(num_accepted_tokens - vllm_num_accepted_tokens), 0) AS BIGINT)
             AS num_accepted_tokens_difference
-    FROM vllm_audit_steps_between(t0, t1)
+    FROM audited
     GROUP BY engine_id, vllm_version, model, method
 ), per_position AS (
     SELECT engine_id, vllm_version, model, method,
@@ -46,8 +48,7 @@ WITH compared AS (
         SELECT engine_id, vllm_version, model, method, p.position,
                CAST(sum(coalesce(accepted_per_pos[p.position + 1], 0)
                         - coalesce(vllm_accepted_per_pos[p.position + 1], 0)) AS BIGINT) AS difference
-        FROM vllm_audit_steps_between(t0, t1),
-             range(greatest(len(accepted_per_pos), len(vllm_accepted_per_pos))) AS p(position)
+        FROM audited, range(greatest(len(accepted_per_pos), len(vllm_accepted_per_pos))) AS p(position)
         GROUP BY engine_id, vllm_version, model, method, p.position
     )
     GROUP BY engine_id, vllm_version, model, method
