@@ -43,7 +43,8 @@ SETTINGS: dict[str, dict[str, str]] = {
     "short": {"SPECMETRICS_KAFKA_SESSION_TIMEOUT_MS": "3000", "SPECMETRICS_KAFKA_HEARTBEAT_INTERVAL_MS": "500"},
     "static": {},  # plus a group instance id per slot
 }
-_ASSIGNED = re.compile(r"^(\S+ \S+) INFO ingest\.sources\.kafka: assigned partitions \[([\d, ]*)\]", re.MULTILINE)
+_ASSIGNED = re.compile(r"^(\S+ \S+) INFO specmetrics\.ingest\.sources\.kafka: assigned partitions \[([\d, ]*)\]",
+                       re.MULTILINE)
 
 
 def assignments(log: Path) -> list[tuple[float, set[int]]]:
@@ -98,6 +99,10 @@ def run_setting(name: str, args: argparse.Namespace, workdir: Path) -> dict[str,
             deadline = time.time() + 60
             while settled_at([log for _, log in members], 0, args.partitions) is None and time.time() < deadline:
                 time.sleep(0.2)
+            if settled_at([log for _, log in members], 0, args.partitions) is None:
+                tail = members[0][1].read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"the {args.members} ingesters did not log assignments covering every partition "
+                                   f"within 60 s of their start; the first one's log ends:\n{tail}")
             for change in range(args.changes):
                 slot = change % args.members
                 process, _ = members[slot]
