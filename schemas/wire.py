@@ -287,7 +287,7 @@ def _vllm_finished(value: Any) -> tuple[VllmRequestTuple, ...] | None:
             type(r) is tuple and len(r) == 5 and type(r[0]) is str and 0 < len(r[0]) <= MAX_REQUEST_ID_CHARS
             and _counts(r[1], 32768) and type(r[2]) is int and 0 <= r[2] < _COUNT_LIMIT
             and _counts(r[3], 2**20) and _counts(r[4], 2**20) for r in value):
-        return tuple((r[0], r[1], r[2], r[3], r[4]) for r in value)
+        return value
     raise InvalidRecord("'vllm_finished' must be null or a list of [request_id, [histogram], num_draft_tokens, "
                         f"[per_step_accepted], [per_step_drafted]] with integers in [0, 2**31), got {value!r}"[:300])
 

@@ -7,6 +7,7 @@ with a dot and does not end in ``.parquet``.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -35,12 +36,13 @@ def write_durably(path: Path, write: Callable[[Path], None], temp: Path | None =
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Durably replace ``path`` with ``data``."""
+    """Durably replace ``path`` with ``data``. Writers may race (a periodic report and the one at
+    close): each thread of each process writes a temp file of its own, the last rename wins whole."""
 
     def write(tmp: Path) -> None:
         tmp.write_bytes(data)
 
-    write_durably(path, write)
+    write_durably(path, write, path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp"))
 
 
 def fsync_dir(directory: Path) -> None:

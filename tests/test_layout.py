@@ -64,12 +64,10 @@ def imported_packages(path: Path, top: str) -> list[tuple[int, str, str]]:
 
 
 def python_files(root: Path) -> list[tuple[str, Path]]:
-    """``(top-level folder, path)`` of every module below a top-level folder of ``root``, not through
-    a link (specmetrics/<folder> links to <folder>: its modules are the folder's)."""
+    """``(top-level folder, path)`` of every module below a top-level folder of ``root``. ``**`` does not
+    follow links: specmetrics/<folder> links to <folder>, whose modules are the folder's."""
     return sorted((path.relative_to(root).parts[0], path) for path in root.glob("*/**/*.py")
-                  if not any(part.startswith(".") for part in path.relative_to(root).parts)
-                  and not any(parent.is_symlink() for parent in path.relative_to(root).parents
-                              if parent != Path(".") and (root / parent).is_symlink()))
+                  if not any(part.startswith(".") for part in path.relative_to(root).parts))
 
 
 def violations(root: Path) -> list[str]:

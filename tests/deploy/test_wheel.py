@@ -43,8 +43,8 @@ def build_wheel(project: Path, out: Path) -> Path:
 def source_tree(out: Path) -> Path:
     """What the images build the wheel from (docker/app.Dockerfile's COPY lines), copied: a build
     writes its build/ and egg-info into the tree it builds."""
+    out.mkdir(parents=True, exist_ok=True)
     for name in ("pyproject.toml", "README.md"):
-        out.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, out / name)
     for package in (package for level in FLOW for package in level):
         shutil.copytree(ROOT / package, out / package, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))

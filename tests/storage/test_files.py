@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -55,3 +57,28 @@ def test_a_refused_flush_removes_its_files_but_not_what_a_new_owner_wrote_since(
     assert remove_written(written) == ["a.parquet"]
     assert not ours.exists() and rewritten.read_bytes() == b"new owner"
     assert os.listdir(tmp_path) == ["b.parquet"]
+
+
+def test_racing_atomic_writes_leave_one_whole_record_and_no_temp_file(tmp_path: Path) -> None:
+    """The publisher's periodic health report and the one at close write the same file at once."""
+    path = tmp_path / "health.json"
+    records = [json.dumps({"writer": n, "pad": "x" * (n * 997 % 5000)}).encode() for n in range(8)]
+    start = threading.Barrier(len(records))
+    errors: list[BaseException] = []
+
+    def write(record: bytes) -> None:
+        start.wait()
+        try:
+            for _ in range(200):
+                write_atomically(path, record)
+        except OSError as exc:  # another writer renamed or removed the temp file this one was writing
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(record,)) for record in records]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert path.read_bytes() in records
+    assert [p.name for p in tmp_path.iterdir()] == ["health.json"]
