@@ -1,10 +1,11 @@
 """The vLLM plugin entry point (``vllm.general_plugins``: ``specmetrics = emitter.plugin:register``).
 
 vLLM calls :func:`register` in every process it starts (front end, engine core, workers).
-Without ``SPECMETRICS_SINK`` it logs one line and does nothing else: installing the package
-never changes vLLM's behaviour by itself. With it, the worker and scheduler hooks are
-installed (idempotently) and the process that runs a scheduler gets a publisher, created with
-the first scheduler that drafts and flushed when the engine core shuts down or the process exits.
+Without ``SPECMETRICS_SINK`` it logs one line and does nothing else. With it, the worker and
+scheduler hooks are installed (idempotently) and the process that runs a scheduler gets a
+publisher, created with the first scheduler that drafts and flushed when the engine core shuts
+down or the process exits. Where the scheduler hook is off or cannot install, the stat logger
+(:mod:`emitter.vllm.stat_logger`) records vLLM's own counters instead (:func:`vllm_only`).
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from specmetrics.emitter.settings import EmitterSettings
 from specmetrics.emitter.sinks import open_sink
 from specmetrics.emitter.step_events import StepEvents
 from specmetrics.emitter.vllm.patching import vllm_version
+from specmetrics.schemas.events import VllmOnlyReason
 
 logger = logging.getLogger("vllm.specmetrics")  # among vLLM's own log lines, same format and level
+ALL_OUTCOMES = "all outcomes"  # what a scheduler hook that did not install costs
 
 
 @dataclass
@@ -32,6 +35,7 @@ class _PluginState:
     settings: EmitterSettings | None = None
     publisher: EventPublisher | None = None
     engines: int = 0  # engine cores of this process that publish (several may run in one process)
+    vllm_only: VllmOnlyReason | None = None  # why the scheduler hook records no outcome in this process
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -55,12 +59,24 @@ def register() -> None:
                         lambda front: front.install())
     missing += _install("specmetrics.emitter.vllm.worker", "skipped_for_length", lambda worker: worker.install())
     missing += _install("specmetrics.emitter.vllm.worker_v2", "verify_budget", lambda worker: worker.install())
-    missing += _install("specmetrics.emitter.vllm.scheduler", "all outcomes",
+    if settings.step_hook:
+        lost = _install("specmetrics.emitter.vllm.scheduler", ALL_OUTCOMES,
                         lambda scheduler: scheduler.install(settings, attach, detach))
+        missing += lost
+        if ALL_OUTCOMES in lost:
+            _state.vllm_only = VllmOnlyReason.STEP_HOOK_NOT_INSTALLED
+    else:
+        _state.vllm_only = VllmOnlyReason.STEP_HOOK_OFF
+        missing.append(f"{ALL_OUTCOMES} (SPECMETRICS_STEP_HOOK is false: vLLM's own counters only)")
     if missing:
         logger.warning("specmetrics: vLLM %s: recording step events without: %s", vllm_version(), ", ".join(missing))
     else:
         logger.info("specmetrics: vLLM %s: recording step events, every hook installed", vllm_version())
+
+
+def vllm_only() -> VllmOnlyReason | None:
+    """Why this process's scheduler hook records no outcome (off, or not installed); None when it does."""
+    return _state.vllm_only
 
 
 def _install(module: str, lost: str, install: Callable[[ModuleType], list[str]]) -> list[str]:

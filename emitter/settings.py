@@ -23,5 +23,8 @@ class EmitterSettings(BaseSettings):
     flush_interval_ms: int = Field(default=100, ge=1, description="Longest time a step waits in the queue.")
     batch_steps: int = Field(default=256, ge=1, description="Steps per sink write.")
     health_interval_s: float = Field(default=60.0, gt=0, description="How often the health record is written.")
+    step_hook: bool = Field(default=True, description="Wrap vLLM's scheduler to record every step's outcomes. "
+                            "false: vLLM's own counters only, from its stat logger (vllm serve), for a release "
+                            "where the hook misbehaves; the corrected metrics are then unavailable.")
     health_file: Path | None = Field(default=None, description="Where the health record (JSON) is written; "
                                      "unset: a log line only.")

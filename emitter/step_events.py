@@ -13,13 +13,26 @@ always carries.
 from __future__ import annotations
 
 from itertools import repeat
-from typing import Any
+from typing import Any, NamedTuple
 
 from specmetrics.emitter.outcomes import DraftDecision, RawStep, step_outcomes
-from specmetrics.schemas.events import SkipCheck, VllmCountsMissing
+from specmetrics.schemas.codes import KindCode, KZeroReasonCode
+from specmetrics.schemas.events import ALL_REQUESTS, SkipCheck, VllmCountsMissing, VllmOnlyReason
 from specmetrics.schemas.wire import OutcomeColumns, VllmCountTuple
 
 Event = tuple[dict[str, Any], OutcomeColumns]
+#: The one outcome of a step the plugin did not observe.
+_VLLM_ONLY = OutcomeColumns([ALL_REQUESTS], [KindCode.VLLM_ONLY.value], [KZeroReasonCode.NONE.value], [0], [0],
+                             [0], [0], [0])
+
+
+class VllmOnlyStep(NamedTuple):
+    """A step seen only through vLLM's stat logger: its ``SpecDecodingStats`` and why no outcome is known."""
+
+    step_index: int
+    event_time_us: int
+    reason: VllmOnlyReason
+    stats: Any  # vLLM's SpecDecodingStats
 
 
 class StepEvents:
@@ -33,6 +46,8 @@ class StepEvents:
 
     def __call__(self, item: tuple[dict[str, Any], tuple[Any, ...]]) -> Event | None:
         context, values = item
+        if type(values) is VllmOnlyStep:
+            return _vllm_only_event(context, values)
         raw = RawStep._make(values)
         decision = _decision(raw.decision)
         boot = str(context["boot"])
@@ -66,6 +81,15 @@ class StepEvents:
             if decision.max_seq_len >= 0:
                 envelope["batch_max_seq_len"] = decision.max_seq_len
         return envelope, outcomes
+
+
+def _vllm_only_event(context: dict[str, Any], step: VllmOnlyStep) -> Event:
+    envelope = {**context, "event_id": f"{context['boot']}-{step.step_index}", "step_index": step.step_index,
+                "event_time_us": step.event_time_us, "batch_max_seq_len": None, "vllm_only": step.reason,
+                "vllm_counts": _vllm_counts(step.stats, int(context["num_spec_tokens"]))}
+    del envelope["boot"]
+    envelope.pop("runner_v2", None)
+    return envelope, _VLLM_ONLY
 
 
 def _skip_check(context: dict[str, Any], decision: DraftDecision | None,

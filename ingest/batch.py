@@ -138,6 +138,8 @@ class PartitionBuffer:
         packed = np.frombuffer(b"".join([s.outcomes for s in steps]), dtype=OUTCOME_DTYPE)
         cols = {name: np.ascontiguousarray(packed[name]) for name in OUTCOME_COLUMNS}
         cols["seq_len"] = seq_len_column(steps)
+        cols["vllm_only"] = np.fromiter((s.vllm_only is not None for s in steps), dtype=bool,
+                                         count=len(steps))[step_of_row]
         k = np.fromiter((s.context.num_spec_tokens for s in steps), dtype=np.int64, count=len(steps))
         _, reasons = invalid_outcome_rows(cols, k[step_of_row])
         first_row = np.concatenate(([0], np.cumsum(n)[:-1]))
@@ -312,6 +314,7 @@ def _record_batch(
                           else pa.array(cols["seq_len"], mask=unknown if unknown.any() else None))
     columns.update(_vllm_counts([s.vllm_counts for s in steps], step_of_row))
     columns.update(_vllm_finished(steps, step_of_row, request_ids))
+    columns["vllm_only"] = _repeat_optional_strings([s.vllm_only for s in steps], step_of_row)
     return pa.RecordBatch.from_arrays([columns[f.name] for f in REQUEST_STEP_SCHEMA], schema=REQUEST_STEP_SCHEMA)
 
 

@@ -78,6 +78,7 @@ PUBLIC_VIEWS: tuple[str, ...] = (
     "baseline_comparison",
     "vllm_audit",
     "request_reconciliation",
+    "vllm_only_steps",
     "baselines",
 )
 #: Table macros users call: the time-window variant of each view over events (baselines is reference

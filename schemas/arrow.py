@@ -50,6 +50,7 @@ REQUEST_STEP_SCHEMA = pa.schema(
         pa.field("vllm_request_draft_tokens", pa.int32()),
         pa.field("vllm_request_accepted_per_step", pa.list_(pa.int32())),
         pa.field("vllm_request_drafted_per_step", pa.list_(pa.int32())),
+        pa.field("vllm_only", _DICT_STRING),
     ],
     # In every data file written since 1.0: a stored name changes only with a major version.
     metadata={"specmetrics.table": "request_outcomes"},
@@ -63,6 +64,7 @@ ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
             "vllm_counts_missing"),
     "1.7": ("vllm_request_histogram", "vllm_request_draft_tokens", "vllm_request_accepted_per_step",
             "vllm_request_drafted_per_step"),
+    "1.8": ("vllm_only",),
 }
 
 

@@ -26,6 +26,7 @@ class KindCode(IntEnum):
     GRAMMAR_INVALID = 2
     K_ZERO = 3
     GRAMMAR_REJECTED = 4  # schema 1.4
+    VLLM_ONLY = 5  # schema 1.8
 
 
 class KZeroReasonCode(IntEnum):

@@ -29,6 +29,7 @@ class OutcomeKind(StrEnum):
     GRAMMAR_INVALID = "grammar_invalid"
     K_ZERO = "k_zero"
     GRAMMAR_REJECTED = "grammar_rejected"  # schema 1.4
+    VLLM_ONLY = "vllm_only"  # schema 1.8: one per step whose outcomes the plugin did not see
 
 
 class KZeroReason(StrEnum):
@@ -56,6 +57,17 @@ class VllmCountsMissing(StrEnum):
 
     STATS_OFF = "stats_off"  # vLLM computes no stats (--disable-log-stats): there is nothing to compare with
     NOT_RETURNED = "not_returned"  # stats on, but the step's outputs held no SchedulerStats
+
+
+class VllmOnlyReason(StrEnum):
+    """Schema 1.8: why the plugin saw none of a step's outcomes, only vLLM's own counters (its stat logger)."""
+
+    STEP_HOOK_OFF = "step_hook_off"  # SPECMETRICS_STEP_HOOK=false: the operator turned the scheduler hook off
+    STEP_HOOK_NOT_INSTALLED = "step_hook_not_installed"  # the running vLLM's scheduler does not match the hook
+
+
+#: The request id of a :class:`VllmOnly` outcome: it stands for the whole step.
+ALL_REQUESTS = "*"
 
 
 class VllmCounts(BaseModel):
@@ -221,7 +233,24 @@ class GrammarRejected(_Outcome):
         return self
 
 
-Outcome = Annotated[Drafted | SkippedForLength | GrammarInvalid | KZero | GrammarRejected,
+class VllmOnly(_Outcome):
+    """Schema 1.8: the plugin saw none of the step's outcomes (the envelope's ``vllm_only`` says why):
+    the step's ``vllm_counts`` are vLLM's own numbers, and all that is known of it; the corrected
+    metrics cannot count it. The one outcome of such a step, for the whole step
+    (``request_id`` :data:`ALL_REQUESTS`)."""
+
+    kind: Literal["vllm_only"] = "vllm_only"
+
+    @model_validator(mode="after")
+    def _check(self) -> VllmOnly:
+        if self.request_id != ALL_REQUESTS:
+            raise ValueError(f"a vllm_only outcome stands for the whole step: request_id must be {ALL_REQUESTS!r}")
+        if self.emitted:
+            raise ValueError("a vllm_only outcome counts nothing: emitted must be 0")
+        return self
+
+
+Outcome = Annotated[Drafted | SkippedForLength | GrammarInvalid | KZero | GrammarRejected | VllmOnly,
                     Field(discriminator="kind")]
 
 
@@ -302,6 +331,11 @@ class StepEnvelope(EngineContext):
         description="Schema 1.7: vLLM's own per-request metrics of the requests that finished at this step, "
         "when vLLM keeps them (--per-request-spec-decode-metrics summary or detailed); null otherwise.",
     )
+    vllm_only: VllmOnlyReason | None = Field(
+        default=None,
+        description="Schema 1.8: why the plugin saw none of this step's outcomes (its one outcome is of kind "
+        "vllm_only and vllm_counts holds vLLM's own numbers); null for a step it observed.",
+    )
 
     @model_validator(mode="after")
     def _counts_or_why_not(self) -> StepEnvelope:
@@ -323,6 +357,10 @@ class StepEvent(StepEnvelope):
 
     @model_validator(mode="after")
     def _check_outcomes(self) -> StepEvent:
+        vllm_only = [outcome for outcome in self.outcomes if isinstance(outcome, VllmOnly)]
+        if (self.vllm_only is not None) != bool(vllm_only) or (vllm_only and len(self.outcomes) != 1):
+            raise ValueError("a step with a 'vllm_only' reason has one outcome, of kind vllm_only, and only such "
+                             "a step has one")
         seen: set[str] = set()
         for outcome in self.outcomes:
             if outcome.request_id in seen:

@@ -17,7 +17,8 @@ def outcome_rule_violations(
 
     ``cols`` holds ``kind``, ``k_zero_reason``, ``k_sched``, ``k_valid``, ``k_invalid``, ``accepted``,
     ``emitted`` and, from schema 1.5, ``seq_len`` (``UNKNOWN_SEQ_LEN`` where not known);
-    ``num_spec_tokens`` is each row's K.
+    ``num_spec_tokens`` is each row's K; from schema 1.8, ``vllm_only`` whether each row's step has an
+    ``vllm_only`` reason.
     """
     kind, k_zero_reason = cols["kind"], cols["k_zero_reason"]
     # In int32: the wire's int16 counts at the contract's bound (32,767) overflow in accepted + 1.
@@ -26,7 +27,8 @@ def outcome_rule_violations(
     num_spec_tokens = num_spec_tokens.astype(np.int32, copy=False)
     drafted, skipped = (kind == KindCode.DRAFTED.value), (kind == KindCode.SKIPPED_FOR_LENGTH.value)
     grammar, kzero = (kind == KindCode.GRAMMAR_INVALID.value), (kind == KindCode.K_ZERO.value)
-    rejected = kind == KindCode.GRAMMAR_REJECTED.value
+    rejected, vllm_only = kind == KindCode.GRAMMAR_REJECTED.value, kind == KindCode.VLLM_ONLY.value
+    vllm_only_step = cols.get("vllm_only")
     budget = kzero & (k_zero_reason == KZeroReasonCode.VERIFY_BUDGET.value)
     unscheduled = kzero & (k_zero_reason != KZeroReasonCode.VERIFY_BUDGET.value)
     counts_negative = (k_sched < 0) | (k_valid < 0) | (k_invalid < 0) | (accepted < 0) | (emitted < 0)
@@ -55,6 +57,10 @@ def outcome_rule_violations(
          unscheduled & ((k_invalid > 0) != (k_zero_reason == KZeroReasonCode.GRAMMAR_TRUNCATED.value))),
         ("k_zero with k_zero_reason verify_budget needs k_sched > 0 and k_valid + k_invalid == k_sched",
          budget & ((k_sched <= 0) | (k_valid + k_invalid != k_sched))),
+        ("vllm_only counts nothing: k_sched, k_valid, k_invalid, accepted and emitted are 0",
+         vllm_only & ((k_sched != 0) | (k_valid != 0) | (k_invalid != 0) | (accepted != 0) | (emitted != 0))),
+        ("a vllm_only outcome is the one outcome of a step with a 'vllm_only' reason",
+         vllm_only if vllm_only_step is None else vllm_only != vllm_only_step),
         (f"seq_len must be a length (>= 0) or {UNKNOWN_SEQ_LEN} (not known)",
          np.zeros(len(kind), dtype=bool) if seq_len is None else seq_len < UNKNOWN_SEQ_LEN),
     ]

@@ -25,13 +25,15 @@ drafts verified at the step: whether the request alone would have fit the drafte
 envelope fields ``vllm_counts`` (vLLM's own ``SpecDecodingStats`` of the step, for the audit of the
 plugin's vLLM-compatible numbers) and ``vllm_counts_missing`` (why a step has none); 1.7 adds the
 envelope field ``vllm_finished`` (vLLM's own per-request metrics, ``RequestSpecDecodeMetrics``, of the
-requests that finished at the step, when vLLM runs with ``--per-request-spec-decode-metrics``).
+requests that finished at the step, when vLLM runs with ``--per-request-spec-decode-metrics``); 1.8
+adds the outcome kind ``vllm_only`` and the envelope field ``vllm_only`` (a step whose outcomes the
+plugin did not see, recorded from vLLM's stat logger with vLLM's own counters only, and why).
 """
 
 from __future__ import annotations
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 7
+SCHEMA_MINOR = 8
 SCHEMA_VERSION = f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 

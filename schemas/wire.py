@@ -43,6 +43,9 @@ Message layout: a msgpack array, fields by position (:data:`FIELDS`)::
     23 vllm_finished       array or nil (schema 1.7; optional): per request that finished at the step
                            with vLLM's per-request metrics, [request_id, [histogram], num_draft_tokens,
                            [per_step_accepted], [per_step_drafted]]; nil: vLLM keeps none
+    24 vllm_only          str or nil (schema 1.8; optional): why the plugin saw none of the step's
+                           outcomes ("step_hook_off", "step_hook_not_installed"); its one outcome is
+                           then of kind vllm_only, request id "*", and vllm_counts are vLLM's own
 
 An array, not a map, because it decodes three times faster (BENCHMARKS.md). Additive changes
 append fields; readers ignore fields past the ones they know.
@@ -72,11 +75,13 @@ from specmetrics.schemas.codes import (
     KZeroReasonCode,
 )
 from specmetrics.schemas.events import (
+    ALL_REQUESTS,
     MAX_REQUEST_ID_CHARS,
     Drafted,
     EngineContext,
     GrammarInvalid,
     GrammarRejected,
+    KZero,
     Outcome,
     OutcomeKind,
     SkipCheck,
@@ -85,6 +90,7 @@ from specmetrics.schemas.events import (
     StepEvent,
     VllmCounts,
     VllmCountsMissing,
+    VllmOnlyReason,
     VllmRequestMetrics,
 )
 from specmetrics.schemas.validation import invalid_outcome_rows
@@ -115,12 +121,14 @@ FIELDS = (
     "seq_lens",
     "vllm_counts",
     "vllm_finished",
+    "vllm_only",
 )
 #: The fields every message of this major version has; later ones are optional.
 REQUIRED_FIELDS = 16
 _SEQ_LENS = FIELDS.index("seq_lens")
 _VLLM_COUNTS = FIELDS.index("vllm_counts")
 _VLLM_FINISHED = FIELDS.index("vllm_finished")
+_VLLM_ONLY = FIELDS.index("vllm_only")
 #: The envelope's keys in message order, without the fields the encoder makes (n and the outcome buffers).
 ENVELOPE_KEYS = (*FIELDS[1:12], *FIELDS[16:_SEQ_LENS])
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -179,6 +187,8 @@ class WireStep(NamedTuple):
     vllm_counts: VllmCountTuple | VllmCountsMissing | None = None
     #: Schema 1.7: vLLM's per-request metrics of the requests that finished at the step; None: none kept.
     vllm_finished: tuple[VllmRequestTuple, ...] | None = None
+    #: Schema 1.8: why the plugin saw none of the step's outcomes; None: it observed them.
+    vllm_only: VllmOnlyReason | None = None
 
     def envelope(self) -> StepEnvelope:
         """The envelope as the pydantic contract."""
@@ -196,12 +206,14 @@ class WireStep(NamedTuple):
                 VllmRequestMetrics(request_id=r, acceptance_histogram=list(h), num_draft_tokens=t,
                                    per_step_accepted=list(a), per_step_drafted=list(d))
                 for r, h, t, a, d in self.vllm_finished],
+            "vllm_only": self.vllm_only,
         })
 
 
 def encode_step(envelope: dict[str, Any], outcomes: OutcomeColumns) -> bytes:
     """Encode one step. ``envelope`` holds :data:`ENVELOPE_KEYS` (those of schema 1.1 on may be absent),
-    and may hold ``vllm_counts`` (a :data:`VllmCountTuple` or a :class:`VllmCountsMissing`)."""
+    and may hold ``vllm_counts`` (a :data:`VllmCountTuple` or a :class:`VllmCountsMissing`), ``vllm_finished``
+    and ``vllm_only`` (an :class:`VllmOnlyReason`)."""
     ids = [rid.encode() for rid in outcomes.request_id]
     offsets = np.zeros(len(ids) + 1, dtype=OFFSET_DTYPE)
     np.cumsum([len(i) for i in ids], out=offsets[1:])
@@ -212,7 +224,8 @@ def encode_step(envelope: dict[str, Any], outcomes: OutcomeColumns) -> bytes:
     counts = envelope.get("vllm_counts")
     message = [SCHEMA_VERSION, *(envelope[key] for key in ENVELOPE_KEYS[:11]), len(ids), packed.tobytes(),
                offsets.tobytes(), b"".join(ids), *(envelope.get(key) for key in ENVELOPE_KEYS[11:]), seq_lens,
-               counts.value if isinstance(counts, VllmCountsMissing) else counts, envelope.get("vllm_finished")]
+               counts.value if isinstance(counts, VllmCountsMissing) else counts, envelope.get("vllm_finished"),
+               None if (vllm_only := envelope.get("vllm_only")) is None else VllmOnlyReason(vllm_only).value]
     encoded: bytes = msgpack.packb(message, use_bin_type=True)
     return encoded
 
@@ -269,8 +282,19 @@ def decode_step(payload: bytes) -> WireStep:
         raise InvalidRecord(f"'seq_lens' must be null or n int32 values ({n * SEQ_LEN_DTYPE.itemsize} bytes)")
     counts = _vllm_counts(message[_VLLM_COUNTS]) if len(message) > _VLLM_COUNTS else None
     finished = _vllm_finished(message[_VLLM_FINISHED]) if len(message) > _VLLM_FINISHED else None
+    vllm_only = message[_VLLM_ONLY] if len(message) > _VLLM_ONLY else None
+    if vllm_only is not None:
+        if type(vllm_only) is not str or vllm_only not in _VLLM_ONLY_REASONS:
+            raise InvalidRecord(f"'vllm_only' must be null or one of {', '.join(_VLLM_ONLY_REASONS)}, got "
+                                f"{vllm_only!r}"[:300])
+        if n != 1 or data != _ALL_REQUESTS or type(counts) is not tuple:
+            raise InvalidRecord(f"a step with a 'vllm_only' reason has one outcome (kind vllm_only, request id "
+                                f"{ALL_REQUESTS!r}) and vLLM's own counters; got {n} outcomes and vllm_counts "
+                                f"{counts!r}"[:300])
+        vllm_only = _VLLM_ONLY_REASONS[vllm_only]
     return WireStep(context, event_id, step_index, event_time, batch_max, n, data, offsets, outcomes, verified,
-                    dropped, None if skip_check is None else _SKIP_CHECKS[skip_check], seq_lens, counts, finished)
+                    dropped, None if skip_check is None else _SKIP_CHECKS[skip_check], seq_lens, counts, finished,
+                    vllm_only)
 
 
 def _counts(values: Any, limit: int) -> bool:
@@ -325,6 +349,8 @@ def vllm_counts_fields(counts: VllmCountTuple | VllmCountsMissing | None) -> dic
 _CONTEXT_FIELDS = (0, 2, 3, 4, 5, 6, 7, 8, 18, 19)
 _contexts: dict[tuple[Any, ...], EngineContext] = {}
 _SKIP_CHECKS = {check.value: check for check in SkipCheck}
+_VLLM_ONLY_REASONS = {reason.value: reason for reason in VllmOnlyReason}
+_ALL_REQUESTS = ALL_REQUESTS.encode()
 
 
 def _engine_context(message: tuple[Any, ...]) -> EngineContext:
@@ -362,6 +388,7 @@ def step_event_to_wire(event: StepEvent) -> bytes:
     envelope["vllm_finished"] = None if event.vllm_finished is None else [
         (m.request_id, tuple(m.acceptance_histogram), m.num_draft_tokens, tuple(m.per_step_accepted),
          tuple(m.per_step_drafted)) for m in event.vllm_finished]
+    envelope["vllm_only"] = event.vllm_only
     counts = event.vllm_counts
     envelope["vllm_counts"] = event.vllm_counts_missing if counts is None else (
         counts.num_drafts, counts.num_draft_tokens, counts.num_accepted_tokens,
@@ -387,7 +414,9 @@ def _outcome_row(o: Outcome) -> tuple[int, ...]:
     if isinstance(o, GrammarInvalid | GrammarRejected):
         return (KIND_CODE[OutcomeKind(o.kind)], no_k_zero_reason, o.k_sched, o.k_valid, o.k_invalid, o.accepted,
                 o.emitted)
-    return (KindCode.K_ZERO, K_ZERO_REASON_CODE[o.k_zero_reason], o.k_sched, o.k_valid, o.k_invalid, 0, o.emitted)
+    if isinstance(o, KZero):
+        return (KindCode.K_ZERO, K_ZERO_REASON_CODE[o.k_zero_reason], o.k_sched, o.k_valid, o.k_invalid, 0, o.emitted)
+    return (KindCode.VLLM_ONLY, no_k_zero_reason, 0, 0, 0, 0, 0)
 
 
 def step_event_from_wire(payload: bytes) -> StepEvent:
@@ -402,6 +431,7 @@ def step_event_from_wire(payload: bytes) -> StepEvent:
     packed = np.frombuffer(step.outcomes, dtype=OUTCOME_DTYPE)
     cols = {name: packed[name] for name in OUTCOME_COLUMNS}
     cols["seq_len"] = seq_len_column([step])
+    cols["vllm_only"] = np.full(step.n, step.vllm_only is not None)
     _, reasons = invalid_outcome_rows(cols, np.full(step.n, step.context.num_spec_tokens))
     if reasons:
         bad_row, reason = next(iter(reasons.items()))
@@ -424,6 +454,7 @@ def _outcome_dict(request_id: str, row: dict[str, int]) -> dict[str, Any]:
         return {**base, "reason": K_ZERO_REASON_CODES[row["k_zero_reason"]],
                 **{name: row[name] for name in ("k_sched", "k_valid", "k_invalid")}}
     fields = {
+        OutcomeKind.VLLM_ONLY: (),
         OutcomeKind.DRAFTED: ("k_valid", "accepted"),
         OutcomeKind.SKIPPED_FOR_LENGTH: ("k_sched", "k_valid", "accepted"),
         OutcomeKind.GRAMMAR_INVALID: ("k_sched", "k_valid", "k_invalid", "accepted"),

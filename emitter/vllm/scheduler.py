@@ -22,6 +22,7 @@ from operator import attrgetter
 from time import time_ns
 from typing import Any
 
+from specmetrics.emitter.plugin import ALL_OUTCOMES
 from specmetrics.emitter.publisher import EventPublisher
 from specmetrics.emitter.settings import EmitterSettings
 from specmetrics.emitter.vllm.config import CAP_FROM_ATTR
@@ -51,25 +52,11 @@ class EngineObserver:
     def __init__(self, scheduler: Any, settings: EmitterSettings, attach: Callable[[int], EventPublisher]) -> None:
         from vllm.v1.core.sched.async_scheduler import AsyncScheduler
 
-        config = scheduler.vllm_config
-        spec = config.speculative_config
-        parallel = config.parallel_config
-        drafter = getattr(spec, "draft_model_config", None)
-        served = config.model_config.served_model_name
-        self.context: dict[str, Any] = {
-            "boot": uuid.uuid4().hex[:16],
-            "engine_instance": settings.engine_label or f"{socket.gethostname()}-{os.getpid()}",
-            "dp_rank": int(getattr(parallel, "data_parallel_index", getattr(parallel, "data_parallel_rank", 0)) or 0),
-            "model": str(served[0] if isinstance(served, list | tuple) else served or config.model_config.model),
-            "vllm_version": vllm_version(),
-            "method": str(spec.method),
-            "num_spec_tokens": int(spec.num_speculative_tokens),
-            "drafter_max_len": int(drafter.max_model_len if drafter is not None else config.model_config.max_model_len),
-            "max_model_len": int(scheduler.max_model_len),
-            "context_cap_from": getattr(config.model_config, CAP_FROM_ATTR, None),
-            # Model Runner V2 never skips drafting for length: no decision is expected from its workers.
-            "runner_v2": runs_model_runner_v2(scheduler),
-        }
+        parallel = scheduler.vllm_config.parallel_config
+        dp_rank = int(getattr(parallel, "data_parallel_index", getattr(parallel, "data_parallel_rank", 0)) or 0)
+        self.context = engine_context(scheduler.vllm_config, settings, dp_rank)
+        # Model Runner V2 never skips drafting for length: no decision is expected from its workers.
+        self.context["runner_v2"] = runs_model_runner_v2(scheduler)
         self.max_model_len = int(scheduler.max_model_len)
         self.num_sampled = int(getattr(scheduler, "num_sampled_tokens_per_step", 1))
         self.decision: tuple[bool, int, int] | None = None  # the worker's, see DraftDecision
@@ -134,6 +121,26 @@ class EngineObserver:
             processed, self.decision, self.after_drop, getattr(model_runner_output, BUDGET_ATTR, None),
             drafts_skipped, lengths, STATS_OFF if self.stats_off else spec_decoding_stats(outputs),
             finished_metrics(outputs) if self.per_request else None)))
+
+
+def engine_context(config: Any, settings: EmitterSettings, dp_rank: int) -> dict[str, Any]:
+    """What stays the same from one step of an engine to the next, from its ``VllmConfig``, and a boot
+    id of its own (event ids are ``<boot>-<step>``)."""
+    spec, model_config = config.speculative_config, config.model_config
+    drafter = getattr(spec, "draft_model_config", None)
+    served = model_config.served_model_name
+    return {
+        "boot": uuid.uuid4().hex[:16],
+        "engine_instance": settings.engine_label or f"{socket.gethostname()}-{os.getpid()}",
+        "dp_rank": dp_rank,
+        "model": str(served[0] if isinstance(served, list | tuple) else served or model_config.model),
+        "vllm_version": vllm_version(),
+        "method": str(spec.method),
+        "num_spec_tokens": int(spec.num_speculative_tokens),
+        "drafter_max_len": int(drafter.max_model_len if drafter is not None else model_config.max_model_len),
+        "max_model_len": int(model_config.max_model_len),  # what the scheduler serves (Scheduler.max_model_len)
+        "context_cap_from": getattr(model_config, CAP_FROM_ATTR, None),
+    }
 
 
 def finished_metrics(outputs: Any) -> list[tuple[str, Any]]:
@@ -245,7 +252,7 @@ def install(settings: EmitterSettings, attach: Callable[[int], EventPublisher], 
         Hook(Scheduler, "update_from_output", ("self", "scheduler_output", "model_runner_output"),
              "every speculative decoding outcome (no events at all)",
              partial(_update_wrapper, Guard("speculative decoding outcomes (Scheduler.update_from_output)"), observer),
-             lost="all outcomes"),
+             lost=ALL_OUTCOMES),
         Hook(Scheduler, "schedule", ("self",),
              "the step index of async outputs and the k_zero_reason length_trim under async scheduling",
              partial(_schedule_wrapper,

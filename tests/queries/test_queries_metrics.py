@@ -37,6 +37,8 @@ def con(connect_rows: Any, outcomes: Any) -> Any:
         o.k_zero("no_proposal", event_time=DAY2, **a),
         o.k_zero("grammar_truncated", k_invalid=2, event_time=DAY2, **a),
         o.k_zero("length_trim", event_time=DAY2, **a),
+        # a step the plugin did not see (its hook was off): vLLM's own counters only, in no metric but one
+        o.vllm_only("step_hook_off", 4, 12, 5, event_time=DAY2, **a),
         # engine B, K = 2: 5 request-steps
         *(o.k_zero("no_proposal", **b) for _ in range(3)),
         o.drafted(2, 1, **b),
@@ -245,3 +247,13 @@ def test_wasted_verification(con: Any) -> None:
         {**DIMS_C, "verified_slots": 0, "placeholder_slots": 0, "pad_slots": 0, "wasted_slots": 0,
          "wasted_share": None},
     ]
+
+
+def test_vllm_only_steps_hold_vllms_own_counters_and_no_other_view_counts_them(con: Any) -> None:
+    assert rows_of(con, "vllm_only_steps") == [
+        {"engine_id": A, "vllm_version": "0.32.0", "model": "tiny-llama", "method": "draft_model",
+         "vllm_only": "step_hook_off", "steps": 1, "first_event_time": DAY2,
+         "last_event_time": DAY2, "num_drafts": 4, "num_draft_tokens": 12, "num_accepted_tokens": 5,
+         "acceptance_rate": 5 / 12, "mean_acceptance_length": 1 + 5 / 4}]
+    assert run_query(con, "SELECT count(*) AS n FROM all_request_steps").to_pylist() == [{"n": 20}]
+    assert run_query(con, "SELECT count(*) AS n FROM request_steps WHERE request_id = '*'").to_pylist() == [{"n": 0}]

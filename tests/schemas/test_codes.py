@@ -19,7 +19,8 @@ from specmetrics.schemas.wire import decode_step, step_event_to_wire
 from tests.support.events import step_event
 
 # What every message written so far carries: these numbers never change within a major version.
-WIRE_KIND_CODES = {"drafted": 0, "skipped_for_length": 1, "grammar_invalid": 2, "k_zero": 3, "grammar_rejected": 4}
+WIRE_KIND_CODES = {"drafted": 0, "skipped_for_length": 1, "grammar_invalid": 2, "k_zero": 3, "grammar_rejected": 4,
+                   "vllm_only": 5}
 WIRE_K_ZERO_REASON_CODES = {"no_proposal": 1, "length_trim": 2, "grammar_truncated": 3, "schedule": 4, "unknown": 5,
                      "verify_budget": 6, "skip_drafts": 7}
 

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from specmetrics.schemas import StepEvent, decode_step
 from specmetrics.schemas.codes import OUTCOME_COLUMNS, OUTCOME_DTYPE, KindCode, KZeroReasonCode
+from specmetrics.schemas.events import ALL_REQUESTS, VllmOnlyReason
 from specmetrics.schemas.validation import invalid_outcome_rows
 from specmetrics.schemas.wire import _outcome_dict, step_event_to_wire
 from tests.support.events import K as K_WIRE
@@ -27,6 +28,7 @@ rows = st.fixed_dictionaries({
     "accepted": st.integers(-1, K + 1),
     "emitted": st.integers(-1, K + 2),
     "seq_len": st.integers(-2, 3),  # -1: not known
+    "vllm_only": st.integers(0, 1),  # the row's step has a vllm_only reason (schema 1.8)
 })
 
 
@@ -34,7 +36,8 @@ def pydantic_accepts(row: dict[str, int], k: int = K) -> bool:
     if row["kind"] not in set(KindCode) or (
             row["kind"] == KindCode.K_ZERO and row["k_zero_reason"] not in K_ZERO_REASONS):
         return False
-    outcome: dict[str, Any] = _outcome_dict("r", row)
+    vllm_only = bool(row.get("vllm_only"))
+    outcome: dict[str, Any] = _outcome_dict(ALL_REQUESTS if row["kind"] == KindCode.VLLM_ONLY else "r", row)
     # The wire carries every column for every kind: the columns a kind does not have must hold
     # exactly what the encoder writes for it.
     no_k_zero_reason = KZeroReasonCode.NONE
@@ -43,13 +46,15 @@ def pydantic_accepts(row: dict[str, int], k: int = K) -> bool:
         KindCode.SKIPPED_FOR_LENGTH: {"k_invalid": row["k_sched"] - row["k_valid"], "k_zero_reason": no_k_zero_reason},
         KindCode.GRAMMAR_INVALID: {"k_zero_reason": no_k_zero_reason},
         KindCode.GRAMMAR_REJECTED: {"k_zero_reason": no_k_zero_reason},
+        KindCode.VLLM_ONLY: {"k_zero_reason": no_k_zero_reason, "k_sched": 0, "k_valid": 0, "k_invalid": 0,
+                              "accepted": 0},
         KindCode.K_ZERO: {"accepted": 0} if row["k_zero_reason"] == KZeroReasonCode.VERIFY_BUDGET
         else {"k_sched": 0, "k_valid": 0, "accepted": 0},
     }[row["kind"]]
     if any(row[name] != value for name, value in implied.items()):
         return False
     try:
-        step_event([outcome], num_spec_tokens=k)
+        step_event([outcome], num_spec_tokens=k, vllm_only=VllmOnlyReason.STEP_HOOK_OFF if vllm_only else None)
     except ValidationError:
         return False
     return True
@@ -59,6 +64,7 @@ def pydantic_accepts(row: dict[str, int], k: int = K) -> bool:
 @given(st.lists(rows, min_size=1, max_size=20))
 def test_vectorised_rules_match_the_models(batch: list[dict[str, int]]) -> None:
     cols = {name: np.array([r[name] for r in batch], dtype=np.int64) for name in (*OUTCOME_COLUMNS, "seq_len")}
+    cols["vllm_only"] = np.array([r["vllm_only"] for r in batch], dtype=bool)
     bad, reasons = invalid_outcome_rows(cols, np.full(len(batch), K))
     for i, row in enumerate(batch):
         assert bool(bad[i]) is not pydantic_accepts(row), (row, reasons.get(i))

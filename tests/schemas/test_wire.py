@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -194,3 +195,36 @@ def test_an_empty_message_is_rejected_as_empty() -> None:
     with pytest.raises(InvalidRecord) as raised:
         decode_step(b"")
     assert str(raised.value) == "empty message: 0 bytes"
+
+
+VLLM_ONLY_STEP: dict[str, Any] = {
+    "vllm_only": "step_hook_not_installed", "batch_max_seq_len": None,
+    "vllm_counts": {"num_drafts": 2, "num_draft_tokens": 6, "num_accepted_tokens": 3,
+                    "num_accepted_tokens_per_pos": [2, 1, 0]}}
+
+
+def test_a_step_the_plugin_did_not_observe_travels_with_vllms_counters_and_its_reason() -> None:
+    event = step_event([{"kind": "vllm_only", "request_id": "*", "emitted": 0}], **VLLM_ONLY_STEP)
+    assert step_event_from_wire(step_event_to_wire(event)) == event
+    step = decode_step(step_event_to_wire(event))
+    assert step.vllm_only == "step_hook_not_installed" and step.vllm_counts == (2, 6, 3, (2, 1, 0))
+
+
+@pytest.mark.parametrize(("change", "error"), [
+    (lambda m: m.__setitem__(FIELDS.index("vllm_only"), "hook_tired"), "'vllm_only' must be null or one of"),
+    (lambda m: m.__setitem__(FIELDS.index("vllm_counts"), None), "has one outcome (kind vllm_only"),
+    (lambda m: m.__setitem__(FIELDS.index("request_id_data"), b"?"), "has one outcome (kind vllm_only"),
+])
+def test_a_step_marked_vllm_only_needs_its_one_outcome_and_vllms_counters(change: Any, error: str) -> None:
+    event = step_event([{"kind": "vllm_only", "request_id": "*", "emitted": 0}], **VLLM_ONLY_STEP)
+    message = msgpack.unpackb(step_event_to_wire(event))
+    change(message)
+    with pytest.raises(InvalidRecord, match=re.escape(error)):
+        decode_step(msgpack.packb(message))
+
+
+def test_an_vllm_only_outcome_only_stands_for_a_step_marked_so() -> None:
+    with pytest.raises(ValueError, match="only such a step has one"):
+        step_event([{"kind": "vllm_only", "request_id": "*", "emitted": 0}])
+    with pytest.raises(ValueError, match="only such a step has one"):
+        step_event(**VLLM_ONLY_STEP)

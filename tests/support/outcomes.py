@@ -92,6 +92,13 @@ class OutcomeRows:
         return self.row(kind="k_zero", k_zero_reason=k_zero_reason, k_sched=0, k_valid=0, k_invalid=k_invalid,
                         accepted=0, **kw)
 
+    def vllm_only(self, reason: str, num_drafts: int, num_draft_tokens: int, num_accepted_tokens: int,
+                   **kw: Any) -> Row:
+        """A step the plugin did not observe (schema 1.8): vLLM's own counters only."""
+        return self.row(kind="vllm_only", request_id="*", k_sched=0, k_valid=0, accepted=0, emitted=0,
+                        vllm_only=reason, vllm_num_drafts=num_drafts, vllm_num_draft_tokens=num_draft_tokens,
+                        vllm_num_accepted_tokens=num_accepted_tokens, **kw)
+
     @staticmethod
     def check_valid(rows: list[Row]) -> None:
         """Fail on rows that break the contract's per-outcome rules (schemas/validation.py)."""
@@ -100,6 +107,7 @@ class OutcomeRows:
             "k_zero_reason": np.array([K_ZERO_REASON_CODE[None if r["k_zero_reason"] is None
                                                           else KZeroReason(r["k_zero_reason"])] for r in rows]),
             **{c: np.array([r[c] for r in rows]) for c in ("k_sched", "k_valid", "k_invalid", "accepted", "emitted")},
+            "vllm_only": np.array([r.get("vllm_only") is not None for r in rows]),
         }
         bad, reasons = invalid_outcome_rows(cols, np.array([r["num_spec_tokens"] for r in rows]))
         assert not bad.any(), {i: (reasons[i], rows[i]) for i in reasons}

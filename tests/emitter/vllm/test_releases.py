@@ -19,7 +19,7 @@ from tests.support.vllm import ROOT
 from tests.support.vllm_releases import RELEASES, imported_version, makefile_releases, release_env
 
 SCHEDULER_SIDE = ("test_scheduler.py", "test_async_scheduler.py", "test_worker.py", "test_hook_guards.py",
-                  "test_patching.py", "test_worker_v2.py", "test_config.py", "test_refusals.py")
+                  "test_patching.py", "test_worker_v2.py", "test_config.py", "test_refusals.py", "test_stat_logger.py")
 #: Per release, the tests whose vLLM code it no longer has, and why.
 NOT_IN: dict[str, dict[str, str]] = {
     "0.34.0": {
