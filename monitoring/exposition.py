@@ -127,6 +127,14 @@ def _vllm_own_families(snapshot: Snapshot) -> Iterator[Metric]:
     for (key, reason), steps in sorted(snapshot.vllm_missing.items()):
         missing.add_metric([*_labels(key), reason], steps)
     yield from (*families.values(), per_position, missing)
+    only = {name: _new(family) for name, family in (
+        ("steps", f.VLLM_ONLY_STEPS), ("drafts", f.VLLM_ONLY_DRAFTS), ("draft_tokens", f.VLLM_ONLY_DRAFT_TOKENS),
+        ("accepted_tokens", f.VLLM_ONLY_ACCEPTED_TOKENS))}
+    for (key, reason), (steps, counts) in sorted(snapshot.vllm_only.items()):
+        only["steps"].add_metric([*_labels(key), reason], steps)
+        for name in ("drafts", "draft_tokens", "accepted_tokens"):
+            only[name].add_metric([*_labels(key), reason], getattr(counts, name))
+    yield from only.values()
 
 
 def _health_families(snapshot: Snapshot) -> Iterator[Metric]:

@@ -73,6 +73,20 @@ VLLM_COUNTS_MISSING = _group("specmetrics_vllm_counts_missing_steps", "counter",
                              "Steps whose event carries none of vLLM's own counters: stats_off (vLLM runs with "
                              "--disable-log-stats), not_returned, or unreported (a plugin before schema 1.6).",
                              "reason")
+# Steps the plugin saw only through vLLM's stat logger (schema 1.8, the view vllm_only_steps): vLLM's
+# numbers alone, kept apart from the audit above, and no corrected counter.
+VLLM_ONLY_STEPS = _group("specmetrics_vllm_only_steps", "counter",
+                         "Steps recorded with vLLM's own counters only, no outcome (the scheduler hook was off: "
+                         "step_hook_off, did not install: step_hook_not_installed, or stopped itself: "
+                         "step_hook_disabled): the corrected metrics do not count them.", "reason")
+VLLM_ONLY_DRAFTS = _group("specmetrics_vllm_only_spec_decode_drafts", "counter",
+                          "Drafts as vLLM itself counted them in the steps recorded with its counters only.", "reason")
+VLLM_ONLY_DRAFT_TOKENS = _group("specmetrics_vllm_only_spec_decode_draft_tokens", "counter",
+                                "Draft tokens as vLLM itself counted them in the steps recorded with its counters "
+                                "only.", "reason")
+VLLM_ONLY_ACCEPTED_TOKENS = _group("specmetrics_vllm_only_spec_decode_accepted_tokens", "counter",
+                                   "Accepted tokens as vLLM itself counted them in the steps recorded with its "
+                                   "counters only.", "reason")
 # What happened to speculation: the view outcome_shares, and the verification work wasted.
 REQUEST_STEPS = _group("specmetrics_request_steps", "counter",
                        "Request-steps by outcome kind and K = 0 reason (empty unless kind is k_zero).",
@@ -116,7 +130,8 @@ FAMILIES = (
     DRAFTS, DRAFT_TOKENS, ACCEPTED_TOKENS, ACCEPTED_PER_POSITION, REACHED_PER_POSITION,
     VLLM_DRAFTS, VLLM_DRAFT_TOKENS, VLLM_ACCEPTED_TOKENS, VLLM_ACCEPTED_PER_POSITION,
     VLLM_OWN_DRAFTS, VLLM_OWN_DRAFT_TOKENS, VLLM_OWN_ACCEPTED_TOKENS, VLLM_OWN_ACCEPTED_PER_POSITION,
-    VLLM_COUNTS_MISSING, REQUEST_STEPS, EMITTED_TOKENS, VERIFIED_SLOTS, WASTED_SLOTS, LAST_EVENT_TIME,
+    VLLM_COUNTS_MISSING, VLLM_ONLY_STEPS, VLLM_ONLY_DRAFTS, VLLM_ONLY_DRAFT_TOKENS, VLLM_ONLY_ACCEPTED_TOKENS,
+    REQUEST_STEPS, EMITTED_TOKENS, VERIFIED_SLOTS, WASTED_SLOTS, LAST_EVENT_TIME,
     PLUGIN_DROPPED_STEPS, MAX_MODEL_LEN, CONTEXT_CAP_FROM,
     INGEST_STEPS, INGEST_ROWS, INGEST_DEAD_LETTERS, INGEST_DUPLICATE_STEPS, INGEST_LOST_OFFSETS, INGEST_LAG,
     INGEST_STALLED,

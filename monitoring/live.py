@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from specmetrics.ingest.observer import IngestObserver, ValidatedSteps
 from specmetrics.monitoring.histogram import BatchCounts, GroupKey, Shape, count_batch
 from specmetrics.queries.live import LIVE_HISTOGRAM_SCHEMA
-from specmetrics.schemas.events import VllmCountsMissing
+from specmetrics.schemas.events import OutcomeKind, VllmCountsMissing, VllmOnlyReason
 from specmetrics.schemas.wire import VllmCountTuple
 
 
@@ -78,6 +79,8 @@ class Snapshot:
     vllm_own: dict[GroupKey, VllmOwn] = field(default_factory=dict)
     #: Per group and reason: steps without vLLM's own counters.
     vllm_missing: dict[tuple[GroupKey, str], int] = field(default_factory=dict)
+    #: Per group and reason: the steps recorded with vLLM's own counters only (schema 1.8), and those counters.
+    vllm_only: dict[tuple[GroupKey, str], tuple[int, VllmOwn]] = field(default_factory=dict)
 
     def histogram(self) -> pa.Table:
         """The shapes as the table :mod:`queries.live` reads (:data:`~queries.live.LIVE_HISTOGRAM_SCHEMA`)."""
@@ -98,6 +101,7 @@ class LiveMetrics(IngestObserver):
         self._context: dict[GroupKey, tuple[int, int | None]] = {}
         self._vllm_own: dict[GroupKey, VllmOwn] = {}
         self._vllm_missing: dict[tuple[GroupKey, str], int] = {}
+        self._vllm_only: dict[tuple[GroupKey, str], tuple[int, VllmOwn]] = {}
         self._health = PipelineHealth()
         self._next: dict[tuple[str, int], int] = {}  # per (source, partition): the first offset not counted
 
@@ -108,6 +112,8 @@ class LiveMetrics(IngestObserver):
         rows = steps.rows
         if rows is not None and not new_steps.all():
             rows = rows.filter(rows.column("log_offset").to_numpy() >= floor)
+        if rows is not None and any(step.vllm_only is not None for step in steps.steps):
+            rows = rows.filter(pc.not_equal(rows.column("kind").cast(pa.string()), OutcomeKind.VLLM_ONLY.value))
         counts = count_batch(rows) if rows is not None else BatchCounts({}, {})
         dropped, context, own = _step_reports(steps, new_steps)
         dead_letters = sum(offset >= floor for offset in steps.dead_letter_offsets)
@@ -121,8 +127,12 @@ class LiveMetrics(IngestObserver):
                 self._last_event_us[key] = max(us, self._last_event_us.get(key, us))
             self._plugin_dropped.update(dropped)
             self._context.update(context)
-            for key, vllm in own:
-                if vllm is None or isinstance(vllm, VllmCountsMissing):
+            for key, vllm, only in own:
+                if only is not None and isinstance(vllm, tuple):
+                    steps_before, counts_before = self._vllm_only.get((key, only.value), (0, VllmOwn()))
+                    counts_before.add(*vllm)
+                    self._vllm_only[(key, only.value)] = (steps_before + 1, counts_before)
+                elif vllm is None or isinstance(vllm, VllmCountsMissing):
                     missing = (key, "unreported" if vllm is None else vllm.value)
                     self._vllm_missing[missing] = self._vllm_missing.get(missing, 0) + 1
                 else:
@@ -156,18 +166,21 @@ class LiveMetrics(IngestObserver):
                                     dict(self._health.stalled))
             own = {key: VllmOwn(c.drafts, c.draft_tokens, c.accepted_tokens, list(c.accepted_per_pos))
                    for key, c in self._vllm_own.items()}
+            only = {key: (n, VllmOwn(c.drafts, c.draft_tokens, c.accepted_tokens, list(c.accepted_per_pos)))
+                    for key, (n, c) in self._vllm_only.items()}
             return Snapshot(dict(self._shapes), dict(self._last_event_us), dict(self._plugin_dropped),
-                            dict(self._context), health, own, dict(self._vllm_missing))
+                            dict(self._context), health, own, dict(self._vllm_missing), only)
 
 
 def _step_reports(steps: ValidatedSteps, new_steps: np.ndarray) -> tuple[
         dict[GroupKey, int], dict[GroupKey, tuple[int, int | None]],
-        list[tuple[GroupKey, VllmCountTuple | VllmCountsMissing | None]]]:
+        list[tuple[GroupKey, VllmCountTuple | VllmCountsMissing | None, VllmOnlyReason | None]]]:
     """What the new steps report, per group: the dropped steps and the context served and before
-    the cap of its latest step (each where reported), and vLLM's own counters of every step."""
+    the cap of its latest step (each where reported), and vLLM's own counters of every step, with
+    why the step has nothing else (a vLLM-only step)."""
     dropped: dict[GroupKey, int] = {}
     served: dict[GroupKey, tuple[int, int | None]] = {}
-    own: list[tuple[GroupKey, VllmCountTuple | VllmCountsMissing | None]] = []
+    own: list[tuple[GroupKey, VllmCountTuple | VllmCountsMissing | None, VllmOnlyReason | None]] = []
     keys: dict[int, GroupKey] = {}  # per engine context object (decoding shares them)
     for step, new in zip(steps.steps, new_steps.tolist(), strict=True):
         if not new:
@@ -176,7 +189,7 @@ def _step_reports(steps: ValidatedSteps, new_steps: np.ndarray) -> tuple[
         key = keys.get(id(context))
         if key is None:
             key = keys[id(context)] = (context.engine_id, context.model, context.method, context.num_spec_tokens)
-        own.append((key, step.vllm_counts))
+        own.append((key, step.vllm_counts, step.vllm_only))
         if step.dropped_steps is not None:
             dropped[key] = step.dropped_steps
         if context.max_model_len is not None:

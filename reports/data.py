@@ -191,6 +191,15 @@ FROM context_caps_between($t0, $t1) WHERE capped
 ORDER BY engine_id, model, vllm_version, method, max_model_len
 """
 
+#: The steps the plugin saw only through vLLM's stat logger (no outcome, no rollup): from the rows, where
+#: Parquet statistics skip every row group without one ('vllm_only' sorts after every other kind).
+_VLLM_ONLY = """
+SELECT engine_id, vllm_version, model, method, vllm_only, steps, num_drafts, num_draft_tokens, num_accepted_tokens,
+       acceptance_rate, mean_acceptance_length
+FROM vllm_only_steps_between($t0, $t1)
+ORDER BY engine_id, vllm_version, model, method, vllm_only
+"""
+
 #: The per-request sections read one scan of the window's rows (rollups keep no request): each
 #: request's counts (request_counts, what the view collateral_skips adds up), kept in a temporary
 #: table for the three queries below (the views collateral_skips, acceptance_histogram and
@@ -300,10 +309,12 @@ class ReportData:
     collateral: list[Row]
     histogram: list[Row]
     outliers: list[Row]
+    vllm_only: list[Row]
 
     @property
     def empty(self) -> bool:
-        return self.request_steps == 0
+        """Nothing to show: no request-step, and no step with vLLM's numbers only."""
+        return self.request_steps == 0 and not self.vllm_only
 
 
 def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta | None = None,
@@ -343,6 +354,7 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
             k_zero=rows(_K_ZERO),
             groups=rows(_GROUPS),
             context_caps=list(run_query(con, _CONTEXT_CAPS, span).to_pylist()),
+            vllm_only=list(run_query(con, _VLLM_ONLY, span).to_pylist()),
             configurations=rows(_CONFIGURATIONS),
             baselines=rows(_BASELINES),
             published=rows(_PUBLISHED),

@@ -42,6 +42,12 @@ CAP_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("method", "method", "text"), ("context_cap_from", "context configured", "count"),
     ("max_model_len", "context served", "count"), ("drafter_max_len", "drafter limit", "count"),
 )
+VLLM_ONLY_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("engine_id", "engine", "text"), ("vllm_version", "vLLM", "text"), ("model", "model", "text"),
+    ("method", "method", "text"), ("vllm_only", "why", "text"), ("steps", "steps", "count"),
+    ("num_drafts", "vLLM drafts", "count"), ("acceptance_rate", "vLLM-reported acceptance", "pct"),
+    ("mean_acceptance_length", "vLLM-reported acceptance length", "ratio"),
+)
 CONFIG_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("model", "model", "text"), ("method", "method", "text"), ("num_spec_tokens", "K", "count"),
     ("engines", "engines", "count"), ("tokens_per_verify_step", "tokens per verification", "ratio"),
@@ -82,6 +88,10 @@ OUTLIER_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("acceptance_rate", "acceptance", "pct"), ("group_acceptance_rate", "group acceptance", "pct"),
     ("num_drafts", "drafts", "count"), ("request_steps", "request-steps", "count"),
 )
+VLLM_ONLY_NOTE = ("The plugin saw none of these steps' outcomes, only vLLM's own counters: the scheduler hook was "
+                  "off (step_hook_off, SPECMETRICS_STEP_HOOK=false), could not install on that vLLM release "
+                  "(step_hook_not_installed) or stopped itself (step_hook_disabled). These are vLLM's numbers, bugs "
+                  "included; no corrected metric exists for them, and every other section leaves them out.")
 CAP_NOTE = ("vLLM lowered these engines' context to their drafter's at start-up (Model Runner V2 cannot skip "
             "drafting for longer sequences): requests longer than the served context are refused.")
 
@@ -104,8 +114,8 @@ class Chart:
 
 
 def charts(data: ReportData) -> list[Chart]:
-    """The report's charts; none for an empty window."""
-    if data.empty:
+    """The report's charts; none for a window without request-steps."""
+    if not data.request_steps:
         return []
     out = []
     timeline = _every_bucket(data)
@@ -173,6 +183,10 @@ def sections(data: ReportData) -> list[Section]:
     """The report's sections in order (none for an empty window): what both formats render."""
     if data.empty:
         return []
+    only = [Section("vllm-only", "vLLM's numbers only: steps the plugin did not observe", [VLLM_ONLY_NOTE],
+                    _rows_table("vllm-only-table", VLLM_ONLY_COLUMNS, data.vllm_only))] if data.vllm_only else []
+    if not data.request_steps:
+        return only
     h = data.headline
     note = _headline_note(data)
     out = [
@@ -184,6 +198,7 @@ def sections(data: ReportData) -> list[Section]:
             "outcomes-table", ["outcome", "request-steps", "share"],
             [(r["kind"], [(r["kind"], None), (fmt("count", r["request_steps"]), r["request_steps"]),
                           (fmt("pct", r["share"]), r["share"])]) for r in data.shares])),
+        *only,
         Section("charts", "Charts", charts=True),
         Section("groups", "Per engine and model", table=_rows_table("groups-table", GROUP_COLUMNS, data.groups)),
     ]
@@ -309,7 +324,12 @@ def _headline_note(data: ReportData) -> str | None:
 
 
 def _summary(data: ReportData) -> str:
-    return (f"{data.request_steps:,} request-steps from {_stamp(data.first_event)} to {_stamp(data.last_event)}.")
+    only = sum(row["steps"] for row in data.vllm_only)
+    unseen = f"{only:,} steps with vLLM's numbers only (no corrected metric: see below)."
+    if not data.request_steps:
+        return f"No request-step the plugin observed; {unseen}"
+    seen = f"{data.request_steps:,} request-steps from {_stamp(data.first_event)} to {_stamp(data.last_event)}."
+    return f"{seen} Besides them, {unseen}" if only else seen
 
 
 def _empty_hint(data: ReportData) -> str:

@@ -64,6 +64,7 @@ class VllmOnlyReason(StrEnum):
 
     STEP_HOOK_OFF = "step_hook_off"  # SPECMETRICS_STEP_HOOK=false: the operator turned the scheduler hook off
     STEP_HOOK_NOT_INSTALLED = "step_hook_not_installed"  # the running vLLM's scheduler does not match the hook
+    STEP_HOOK_DISABLED = "step_hook_disabled"  # observing the outcomes raised at run time: the hook stopped
 
 
 #: The request id of a :class:`VllmOnly` outcome: it stands for the whole step.

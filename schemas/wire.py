@@ -43,9 +43,10 @@ Message layout: a msgpack array, fields by position (:data:`FIELDS`)::
     23 vllm_finished       array or nil (schema 1.7; optional): per request that finished at the step
                            with vLLM's per-request metrics, [request_id, [histogram], num_draft_tokens,
                            [per_step_accepted], [per_step_drafted]]; nil: vLLM keeps none
-    24 vllm_only          str or nil (schema 1.8; optional): why the plugin saw none of the step's
-                           outcomes ("step_hook_off", "step_hook_not_installed"); its one outcome is
-                           then of kind vllm_only, request id "*", and vllm_counts are vLLM's own
+    24 vllm_only           str or nil (schema 1.8; optional): why the plugin saw none of the step's
+                           outcomes ("step_hook_off", "step_hook_not_installed", "step_hook_disabled");
+                           its one outcome is then of kind vllm_only, request id "*", and vllm_counts
+                           are vLLM's own
 
 An array, not a map, because it decodes three times faster (BENCHMARKS.md). Additive changes
 append fields; readers ignore fields past the ones they know.

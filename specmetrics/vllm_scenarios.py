@@ -1,14 +1,16 @@
 """The demo's scenarios on real vLLM (tiny local models), with vLLM's own counters per scenario.
 
 Run in a process whose environment already holds ``SPECMETRICS_SINK`` (vLLM loads plugins
-once per process). Each scenario runs ``LLM.generate`` and records its time window, the
-counters vLLM reported for it (``LLM.get_metrics()`` after minus before) and the generated
+once per process). Each scenario runs ``LLM.generate`` (or, with ``--frontend async``, ``AsyncLLM``:
+``vllm serve``'s engine, whose front end loads stat-logger plugins) and records its time window, the
+counters vLLM reported for it (its Prometheus counters after minus before) and the generated
 token ids. ``python -m specmetrics.vllm_scenarios --out FILE`` writes them as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import os
@@ -97,9 +99,13 @@ def scenarios(kind: str, ids: list[int]) -> list[Story]:
     ]
 
 
-def vllm_counters(llm: Any) -> dict[str, Any]:
+def vllm_counters() -> dict[str, Any]:
+    """vLLM's spec-decoding counters as its Prometheus metrics hold them (``LLM.get_metrics()``' source)."""
+    from vllm.v1.metrics.reader import get_metrics_snapshot
+
     found: dict[str, Any] = {"num_accepted_tokens_per_pos": [0] * K}
-    for metric in llm.get_metrics():
+    metrics: list[Any] = get_metrics_snapshot()  # Counter and Vector, told apart by name
+    for metric in metrics:
         name = metric.name.removeprefix("vllm:spec_decode_")
         if name in COUNTERS:
             found[name] = int(metric.value)
@@ -110,39 +116,76 @@ def vllm_counters(llm: Any) -> dict[str, Any]:
 
 def run_engine(kind: str, models: dict[str, Path], async_scheduling: bool = False,
                per_request: str = "summary") -> list[ScenarioResult]:
-    from vllm import LLM, SamplingParams, TokensPrompt
-    from vllm.sampling_params import StructuredOutputsParams
+    from vllm import LLM, TokensPrompt
 
     llm = LLM(**engine_config(kind, models, async_scheduling, per_request))
     ids = llm.get_tokenizer().encode(" ".join(corpus(60)))
-    results = []
-    for story in scenarios(kind, ids):
-        grammar = StructuredOutputsParams(json=JSON_SCHEMA) if story.structured else None
-        params = [SamplingParams(max_tokens=n, temperature=0, ignore_eos=not story.structured,
-                                 structured_outputs=grammar) for n in story.max_tokens]
-        before = vllm_counters(llm)
-        started = time.time()
-        outputs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in story.prompts], params, use_tqdm=False)
-        finished = time.time()
-        after = vllm_counters(llm)
-        delta = {n: after[n] - before[n] for n in COUNTERS}
-        delta["num_accepted_tokens_per_pos"] = [a - b for a, b in zip(after["num_accepted_tokens_per_pos"],
-                                                                     before["num_accepted_tokens_per_pos"],
-                                                                     strict=True)]
-        metrics = [o.outputs[0].spec_decode_metrics for o in outputs]
-        results.append(ScenarioResult(story.name, kind, started, finished, delta,
-                                      [list(o.outputs[0].token_ids) for o in outputs],
-                                      [None if m is None else m.to_dict() for m in metrics]))
+    results = [run_story(kind, story, lambda story, params, llm=llm: llm.generate(
+        [TokensPrompt(prompt_token_ids=p) for p in story.prompts], params, use_tqdm=False))
+        for story in scenarios(kind, ids)]
     del llm
     gc.collect()
     return results
 
 
-def run_all(engines: tuple[str, ...] = ENGINES, cache: Path | None = None,
-            async_scheduling: bool = False, per_request: str = "summary") -> list[ScenarioResult]:
+def run_engine_async(kind: str, models: dict[str, Path], async_scheduling: bool = False,
+                     per_request: str = "summary") -> list[ScenarioResult]:
+    """The same stories through ``AsyncLLM`` (its engine core in a process of its own)."""
+    from vllm import TokensPrompt
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.v1.engine.async_llm import AsyncLLM
+
+    engine = AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_config(kind, models, async_scheduling, per_request)))
+    loop = asyncio.new_event_loop()
+
+    async def request(prompt: list[int], params: Any, request_id: str) -> Any:
+        final = None
+        async for output in engine.generate(TokensPrompt(prompt_token_ids=prompt), params, request_id):
+            final = output
+        await asyncio.sleep(0.05)  # the output handler records the step's stats after handing out its outputs
+        return final
+
+    async def story_outputs(story: Story, params: list[Any]) -> list[Any]:
+        return list(await asyncio.gather(*(request(p, q, f"{story.name}-{i}")
+                                           for i, (p, q) in enumerate(zip(story.prompts, params, strict=True)))))
+
+    try:
+        ids = engine.get_tokenizer().encode(" ".join(corpus(60)))
+        return [run_story(kind, story, lambda story, params: loop.run_until_complete(story_outputs(story, params)))
+                for story in scenarios(kind, ids)]
+    finally:
+        engine.shutdown()
+        loop.close()
+
+
+def run_story(kind: str, story: Story, generate: Any) -> ScenarioResult:
+    """One story: ``generate(story, params)`` returns the requests' final outputs."""
+    from vllm import SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams
+
+    grammar = StructuredOutputsParams(json=JSON_SCHEMA) if story.structured else None
+    params = [SamplingParams(max_tokens=n, temperature=0, ignore_eos=not story.structured,
+                             structured_outputs=grammar) for n in story.max_tokens]
+    before = vllm_counters()
+    started = time.time()
+    outputs = generate(story, params)
+    finished = time.time()
+    after = vllm_counters()
+    delta = {n: after[n] - before[n] for n in COUNTERS}
+    delta["num_accepted_tokens_per_pos"] = [a - b for a, b in zip(after["num_accepted_tokens_per_pos"],
+                                                                 before["num_accepted_tokens_per_pos"],
+                                                                 strict=True)]
+    metrics = [o.outputs[0].spec_decode_metrics for o in outputs]
+    return ScenarioResult(story.name, kind, started, finished, delta, [list(o.outputs[0].token_ids) for o in outputs],
+                          [None if m is None else m.to_dict() for m in metrics])
+
+
+def run_all(engines: tuple[str, ...] = ENGINES, cache: Path | None = None, async_scheduling: bool = False,
+            per_request: str = "summary", frontend: str = "offline") -> list[ScenarioResult]:
     models = all_models(cache)
     ordered = sorted(engines, key=ENGINES.index)
-    results = [r for kind in ordered for r in run_engine(kind, models, async_scheduling, per_request)]
+    run = run_engine_async if frontend == "async" else run_engine
+    results = [r for kind in ordered for r in run(kind, models, async_scheduling, per_request)]
     from specmetrics.emitter import plugin
 
     plugin.flush()
@@ -157,11 +200,15 @@ def main() -> None:
     parser.add_argument("--async-scheduling", action="store_true", help="GPU only: vLLM's async scheduler.")
     parser.add_argument("--per-request-spec-decode-metrics", choices=("none", "summary", "detailed"),
                         default="summary", help="vLLM's per-request acceptance metrics (request_reconciliation).")
+    parser.add_argument("--frontend", choices=("offline", "async"), default="offline",
+                        help="offline: LLM (in this process, or its engine core in another); async: AsyncLLM, "
+                        "vllm serve's engine, which loads stat-logger plugins.")
     args = parser.parse_args()
     engines = tuple(args.engines.split(","))
     if unknown := sorted(set(engines) - set(ENGINES)):
         parser.error(f"unknown engine(s) {', '.join(unknown)}; choose from {', '.join(ENGINES)}")
-    results = run_all(engines, args.model_cache, args.async_scheduling, args.per_request_spec_decode_metrics)
+    results = run_all(engines, args.model_cache, args.async_scheduling, args.per_request_spec_decode_metrics,
+                      args.frontend)
     args.out.write_text(json.dumps([asdict(r) for r in results]))
     os._exit(0)  # vLLM's background threads can hold up interpreter exit; everything is written
 

@@ -13,10 +13,11 @@ worker's drafting decision (V1) and adaptive verification's budget (V2) arrive o
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from operator import attrgetter
 from time import time_ns
@@ -25,11 +26,12 @@ from typing import Any
 from specmetrics.emitter.plugin import ALL_OUTCOMES
 from specmetrics.emitter.publisher import EventPublisher
 from specmetrics.emitter.settings import EmitterSettings
+from specmetrics.emitter.step_events import VllmOnlyStep
 from specmetrics.emitter.vllm.config import CAP_FROM_ATTR
 from specmetrics.emitter.vllm.patching import Guard, Hook, vllm_version
 from specmetrics.emitter.vllm.worker import DECISION_ATTR, v1_runner_removed
 from specmetrics.emitter.vllm.worker_v2 import BUDGET_ATTR
-from specmetrics.schemas.events import VllmCountsMissing
+from specmetrics.schemas.events import VllmCountsMissing, VllmOnlyReason
 
 OBSERVER_ATTR = "_specmetrics_observer"
 STATS_OFF, NOT_RETURNED = VllmCountsMissing.STATS_OFF.value, VllmCountsMissing.NOT_RETURNED.value
@@ -71,6 +73,8 @@ class EngineObserver:
         # vLLM keeps each request's own metrics with --per-request-spec-decode-metrics (0.29 on)
         self.per_request = getattr(scheduler, "spec_decode_metrics_level", "none") != "none"
         self.after_drop = False  # the last step published was dropped from a full queue
+        # Once the outcomes' hook disabled itself: the vLLM-only steps' context and step counter.
+        self.counts_only: tuple[dict[str, Any], Iterator[int]] | None = None
         self.detached = False
         self.publisher = attach(self.context["dp_rank"])  # last: an engine is counted once it observes
 
@@ -306,6 +310,9 @@ def _schedule_wrapper(guard: Guard, observer: ObserverOf, original: Callable[...
 
 
 def _update_wrapper(guard: Guard, observer: ObserverOf, original: Callable[..., Any]) -> Callable[..., Any]:
+    # Once observing the outcomes failed, each step's own counters of vLLM still go out (never blind).
+    counts_only = Guard("vLLM's own counters after the outcomes' hook stopped (Scheduler.update_from_output)")
+
     def update_from_output(self: Any, scheduler_output: Any, model_runner_output: Any, *args: Any,
                            **kwargs: Any) -> Any:
         obs = seen = None
@@ -323,9 +330,25 @@ def _update_wrapper(guard: Guard, observer: ObserverOf, original: Callable[..., 
                 obs.after(scheduler_output, model_runner_output, seen, result)
             except Exception as exc:
                 guard.failed(exc)
+        if not guard.enabled and counts_only.enabled:
+            counts_only.run(publish_counts_only, self, result)
         return result
 
     return update_from_output
+
+
+def publish_counts_only(scheduler: Any, outputs: Any) -> None:
+    """Publish the step's ``SpecDecodingStats`` as a vLLM-only step (reason ``step_hook_disabled``), under a
+    boot id of its own, so its event ids never meet those of the steps observed before."""
+    obs = scheduler.__dict__.get(OBSERVER_ATTR)
+    stats = spec_decoding_stats(outputs)
+    if not obs or stats is None or isinstance(stats, str):  # no observer, or nothing vLLM counted
+        return
+    if obs.counts_only is None:
+        obs.counts_only = ({**obs.context, "boot": uuid.uuid4().hex[:16]}, itertools.count())
+    context, steps = obs.counts_only
+    obs.publisher.publish((context, VllmOnlyStep(next(steps), time_ns() // 1000,
+                                                 VllmOnlyReason.STEP_HOOK_DISABLED, stats)))
 
 
 def _drafts_wrapper(guard: Guard, observer: ObserverOf, original: Callable[..., Any]) -> Callable[..., Any]:

@@ -135,6 +135,39 @@ def test_vllm_counting_differently_shows_on_the_endpoint(tmp_path: Path) -> None
     assert series(samples, "specmetrics_vllm_counts_missing_steps_total") == {}
 
 
+def test_steps_with_vllms_counters_only_show_apart_and_count_in_no_audit_or_corrected_series(tmp_path: Path) -> None:
+    """Steps the plugin saw only through vLLM's stat logger (its hook was off) beside steps it observed:
+    their vLLM counters have series of their own; the audit's own counters and every request-step
+    series hold the observed steps only."""
+    log, out, port = tmp_path / "log", tmp_path / "out", free_port()
+    counts = VllmCounts(num_drafts=3, num_draft_tokens=7, num_accepted_tokens=3, num_accepted_tokens_per_pos=[2, 1, 0])
+    only = VllmCounts(num_drafts=2, num_draft_tokens=6, num_accepted_tokens=5, num_accepted_tokens_per_pos=[2, 2, 1])
+    with LocalLogSink(log) as sink:
+        sink.send(b"node-a", [step_event_to_wire(step_event(event_id=f"boot1-{i}", step_index=i, vllm_counts=counts))
+                              for i in range(4)])
+        sink.send(b"node-a", [step_event_to_wire(step_event(
+            [{"kind": "vllm_only", "request_id": "*", "emitted": 0}], event_id=f"boot2-{i}", step_index=i,
+            vllm_counts=only, vllm_only="step_hook_off", batch_max_seq_len=None)) for i in range(3)])
+    process = ingest(log.as_uri(), out, port)
+    try:
+        wait_for(lambda: counted(port) == 4 * 4, what="the observed steps' 16 request-steps counted")
+        wait_for(lambda: scrape(port).get(("specmetrics_ingest_steps_total", ())) == 7, what="7 steps counted")
+        samples = scrape(port)
+    finally:
+        stop(process)
+    group = (("engine", "node-a/dp0"), ("method", "draft_model"), ("model_name", "tiny-target"),
+             ("num_spec_tokens", "3"))
+    reason = tuple(sorted((*group, ("reason", "step_hook_off"))))
+    assert {name: samples[(f"specmetrics_vllm_only_{name}_total", reason)] for name in (
+        "steps", "spec_decode_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens")} == {
+        "steps": 3, "spec_decode_drafts": 6, "spec_decode_draft_tokens": 18, "spec_decode_accepted_tokens": 15}
+    assert samples[("specmetrics_vllm_own_spec_decode_drafts_total", group)] == \
+        samples[("specmetrics_vllm_spec_decode_drafts_total", group)] == 4 * 3
+    assert samples[("specmetrics_ingest_request_steps_total", ())] == 4 * 4
+    assert {dict(labels)["kind"] for _, labels in series(samples, "specmetrics_request_steps_total")} == {
+        "drafted", "skipped_for_length", "grammar_invalid", "k_zero"}
+
+
 def test_a_restart_counts_exactly_what_the_stored_files_do_not_hold(tmp_path: Path) -> None:
     """SIGTERM: the next process counts what came after, nothing twice. SIGKILL: the next process
     counts exactly the rows the killed one had not stored; what the killed one had counted of

@@ -245,3 +245,34 @@ def test_verification_that_held_no_draft_gets_a_section_in_both_formats(report_t
     assert "## Verification that held no draft" in markdown(data, T, {})
     assert "| a/dp0 | tiny-llama | draft\\_model | 3 | 15 | 6 | 3 | 60.00% |" in markdown(data, T, {})
     assert '<table id="wasted-table">' in html(data, T, [])
+
+
+def test_steps_with_vllms_numbers_only_get_a_section_and_a_window_of_only_them_is_not_empty(
+        tmp_path: Path, outcomes: Any) -> None:
+    from specmetrics.reports.render import charts, html, markdown
+
+    blind = {"engine_instance": "blind", "vllm_version": "0.35.0"}
+    root = outcomes.write_tree(tmp_path / "only", [
+        outcomes.drafted(3, 1, event_time=T),
+        outcomes.vllm_only("step_hook_not_installed", 2, 6, 3, event_time=T.replace(minute=20), **blind),
+        outcomes.vllm_only("step_hook_not_installed", 1, 3, 0, event_time=T.replace(minute=21), **blind),
+    ])
+    con = connect(root)
+    try:
+        both, only = collect(con, Window(None, None)), collect(con, Window(T.replace(minute=10), None))
+    finally:
+        con.close()
+    assert both.request_steps == 1 and both.headline["num_drafts"] == 1  # the blind steps count in no metric
+    assert [(r["engine_id"], r["vllm_only"], r["steps"], r["num_drafts"], r["acceptance_rate"]) for r in both.vllm_only
+            ] == [("blind/dp0", "step_hook_not_installed", 2, 3, 3 / 9)]
+    text = markdown(both, T, {})
+    assert "## vLLM's numbers only: steps the plugin did not observe" in text
+    assert ("| blind/dp0 | 0.35.0 | tiny-llama | draft\\_model | step\\_hook\\_not\\_installed | 2 | 3 | 33.33% |"
+            in text)
+    assert "Besides them, 2 steps with vLLM's numbers only" in text
+    # a window of vLLM-only steps: their section, no "nothing here", no chart of metrics that do not exist
+    assert only.request_steps == 0 and not only.empty and charts(only) == []
+    text = markdown(only, T, {})
+    assert "No request-steps in this window" not in text and "## vLLM's numbers only" in text
+    assert "## Headline" not in text and "No request-step the plugin observed; 2 steps" in text
+    assert '<section id="vllm-only">' in html(only, T, []) and "<h2>Headline" not in html(only, T, [])

@@ -2,7 +2,9 @@
 --
 -- When the scheduler hook is off (SPECMETRICS_STEP_HOOK=false) or cannot install on the running
 -- vLLM, the plugin's stat logger (vLLM's vllm.stat_logger_plugins, in the API server process)
--- still records each step's SpecDecodingStats, as a row of kind 'vllm_only' (schema 1.8). Those
+-- still records each step's SpecDecodingStats, as a row of kind 'vllm_only' (schema 1.8); where
+-- the hook stopped itself at run time (observing the outcomes raised), the engine core's hook
+-- sends vLLM's counters alone from then on, as the same kind of row. Those
 -- steps are vLLM's history only: what vLLM reported, with its bugs; the corrected metrics cannot
 -- count them (every other view leaves them out). One row per engine, vLLM version, model, method
 -- and reason with such steps.
@@ -12,7 +14,8 @@
 --
 -- Columns:
 --   engine_id, vllm_version, model, method   the group
---   vllm_only               why the plugin saw no outcome: 'step_hook_off', 'step_hook_not_installed'
+--   vllm_only               why the plugin saw no outcome: 'step_hook_off', 'step_hook_not_installed',
+--                            'step_hook_disabled'
 --   steps                    steps recorded with vLLM's counters only (BIGINT)
 --   first_event_time, last_event_time   when the first and the last of them were recorded
 --   num_drafts               vLLM's own drafts over them (BIGINT)

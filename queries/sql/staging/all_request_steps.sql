@@ -14,10 +14,11 @@
 --
 -- Columns:
 --   kind                             as in request_steps, and 'vllm_only': a step the plugin did not see
---   vllm_only                       on the rows of kind 'vllm_only': why the plugin saw none of the
+--   vllm_only                        on the rows of kind 'vllm_only': why the plugin saw none of the
 --                                    step's outcomes: 'step_hook_off' (SPECMETRICS_STEP_HOOK=false),
 --                                    'step_hook_not_installed' (the running vLLM's scheduler does not
---                                    match the hook); NULL otherwise
+--                                    match the hook), 'step_hook_disabled' (observing the outcomes
+--                                    raised at run time and the hook stopped); NULL otherwise
 --   every other column               as in request_steps
 CREATE OR REPLACE VIEW all_request_steps AS
 SELECT

@@ -16,7 +16,11 @@ import vllm
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.outputs import DraftTokenIds
 
+from specmetrics.emitter import plugin
 from specmetrics.emitter.vllm import scheduler as scheduler_hooks
+from specmetrics.emitter.vllm.patching import Guard
+from specmetrics.queries import connect, run_query
+from tests.support.ingest import ingest_once
 from tests.support.schedulers import K, add_counters, build, hook_plugin, request, runner_output, views
 
 
@@ -49,6 +53,64 @@ def test_a_failing_start_hook_stops_alone_and_the_outcomes_are_still_recorded(
     vllm_view, rows = views(tmp_path, log)
     assert vllm_view == [totals] == [{"num_drafts": 3, "num_draft_tokens": 9, "num_accepted_tokens": 9}]
     assert [row[:3] for row in rows] == [(2, "r0", "drafted"), (3, "r0", "drafted"), (4, "r0", "drafted")]
+
+
+@pytest.fixture
+def update_guards_reset() -> Any:
+    """The guards of the installed ``update_from_output`` wrapper (one per process), enabled again after
+    the test: a guard that stopped stays stopped for the life of the process."""
+    yield
+    wrapper = Scheduler.__dict__["update_from_output"]
+    for cell in wrapper.__closure__ or ():
+        if isinstance(cell.cell_contents, Guard):
+            cell.cell_contents.enabled = True
+
+
+def test_a_hook_that_stops_itself_still_sends_vllms_own_counters_of_every_later_step(
+    tmp_path: Path, model_cache: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    update_guards_reset: Any,
+) -> None:
+    """Observing the outcomes raises at the third step (a release changed what the hook reads): that
+    step and every later one go out as vLLM-only steps with vLLM's own counters, so the stored steps
+    hold all of vLLM's counts: the observed ones as outcomes, the rest as vLLM's numbers."""
+    log = hook_plugin(tmp_path, monkeypatch)
+    real_after = scheduler_hooks.EngineObserver.after
+    calls: list[int] = []
+
+    def after_failing_at_the_third(self: Any, *args: Any) -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise AttributeError("'ModelRunnerOutput' object has no attribute 'sampled_token_ids'")
+        real_after(self, *args)
+
+    monkeypatch.setattr(scheduler_hooks.EngineObserver, "after", after_failing_at_the_third)
+    sched = build(Scheduler, model_cache / "tiny-llama-target")
+    sched.add_request(request("r0"))
+    sched.add_request(request("r1"))
+    totals: dict[str, int] = {}
+    with caplog.at_level(logging.ERROR, logger="vllm.specmetrics"):
+        for _ in range(7):
+            scheduler_output = sched.schedule()
+            ids, drafts = list(scheduler_output.num_scheduled_tokens), scheduler_output.scheduled_spec_decode_tokens
+            model_runner_output = runner_output({r: [5] * (1 + min(1, len(drafts.get(r, ())))) for r in ids})
+            add_counters(totals, sched.update_from_output(scheduler_output, model_runner_output))
+            sched.update_draft_token_ids(DraftTokenIds(ids, [[5] * K for _ in ids]))
+    assert [r.getMessage().split(" failed")[0] for r in caplog.records if r.name == "vllm.specmetrics"] == [
+        "specmetrics: observing speculative decoding outcomes (Scheduler.update_from_output)"]
+    plugin.flush()
+    ingest_once(log, tmp_path / "data")
+    con = connect(tmp_path / "data")
+    try:
+        observed = run_query(con, "SELECT num_drafts, num_draft_tokens, num_accepted_tokens FROM acceptance_vllm"
+                             ).to_pylist()
+        [only] = run_query(con, "FROM vllm_only_steps").to_pylist()
+        steps = run_query(con, "SELECT count(DISTINCT event_id) AS n FROM request_steps").to_pylist()
+    finally:
+        con.close()
+    assert steps == [{"n": 1}]  # the second step: the first verified no draft, the third failed
+    assert only["vllm_only"] == "step_hook_disabled" and only["steps"] == 5
+    assert {name: observed[0][name] + only[name] for name in totals} == totals
+    assert totals["num_drafts"] == 12 and only["num_drafts"] == 10
 
 
 def test_worker_hooks_that_cannot_install_leave_the_scheduler_hooks_installed(
