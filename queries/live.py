@@ -30,6 +30,7 @@ LIVE_FILES: tuple[str, ...] = (
     "live/live_histogram.sql",
     "intermediate/acceptance_by_definition.sql",
     "intermediate/position_counts.sql",
+    "intermediate/outcome_counts.sql",
     "metrics/acceptance.sql",
     "metrics/acceptance_vllm.sql",
     "metrics/outcome_shares.sql",

@@ -119,44 +119,20 @@ ORDER BY engine_id, model, method, num_spec_tokens
 """
 
 #: Per model with more than one configuration (method, K): each over its engines, ranked by tokens per
-#: verification step, as the view k_comparison ranks them.
+#: verification step (the view k_comparison, over the report's counts).
 _CONFIGURATIONS = """
-WITH totals AS (
-    SELECT model, method, num_spec_tokens, CAST(count(DISTINCT engine_id) AS BIGINT) AS engines,
-           num_verify_steps(kind, k_sched, request_steps) AS verify_steps,
-           num_verified_accepted(kind, k_sched, accepted, request_steps) AS verified_accepted,
-           num_verified_slots(kind, k_sched, request_steps) AS verified_slots,
-           num_draft_tokens(kind, k_valid, request_steps) AS num_draft_tokens,
-           num_accepted_tokens(kind, k_valid, accepted, request_steps) AS num_accepted_tokens
-    FROM {table}
-    GROUP BY model, method, num_spec_tokens
-)
-SELECT model, method, num_spec_tokens, engines, verify_steps,
-       tokens_per_verify_step(verified_accepted, verify_steps) AS tokens_per_verify_step,
-       verified_accepted / nullif(verified_slots, 0) AS accepted_per_verified_slot,
-       acceptance_rate(num_accepted_tokens, num_draft_tokens) AS acceptance_rate,
-       rank() OVER (PARTITION BY model ORDER BY tokens_per_verify_step(verified_accepted, verify_steps) DESC NULLS LAST)
-           AS rank_in_model
-FROM totals
+SELECT model, method, num_spec_tokens, engines, verify_steps, tokens_per_verify_step, accepted_per_verified_slot,
+       acceptance_rate, rank_in_model
+FROM k_comparison_between(NULL, NULL, source := '{table}')
 QUALIFY count(*) OVER (PARTITION BY model) > 1
 ORDER BY model, rank_in_model, method, num_spec_tokens
 """
 
 #: Per group, the draft slots the target verified and those that held no draft (the view
-#: wasted_verification); only groups with some.
+#: wasted_verification, over the report's counts); only groups with some.
 _WASTED = """
-WITH slots AS (
-    SELECT engine_id, model, method, num_spec_tokens,
-           num_verified_slots(kind, k_sched, request_steps) AS verified_slots,
-           num_placeholder_slots(kind, k_valid, request_steps) AS placeholder_slots,
-           num_pad_slots(kind, k_sched, k_valid, request_steps) AS pad_slots
-    FROM {table}
-    GROUP BY engine_id, model, method, num_spec_tokens
-)
-SELECT *, placeholder_slots + pad_slots AS wasted_slots,
-       (placeholder_slots + pad_slots) / nullif(verified_slots, 0) AS wasted_share
-FROM slots
-WHERE placeholder_slots + pad_slots > 0
+FROM wasted_verification_between(NULL, NULL, source := '{table}')
+WHERE wasted_slots > 0
 ORDER BY wasted_share DESC, engine_id, model, method, num_spec_tokens
 """
 

@@ -20,3 +20,7 @@ SELECT *, is_draft(kind, k_valid) AS is_draft, is_vllm_draft(k_sched) AS is_vllm
 FROM live_histogram;
 
 COMMENT ON MACRO TABLE outcome_histogram_between IS 'The live histogram of request-steps by group and outcome shape (the window is ignored).';
+
+-- The view of the same name as in the catalog: outcome_counts names it in its branch for a table.
+CREATE OR REPLACE VIEW outcome_histogram AS
+FROM outcome_histogram_between(NULL, NULL);

@@ -22,8 +22,9 @@
 --                                verification step (BIGINT)
 --
 -- k_comparison_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end); the view
--- k_comparison is it over all time.
-CREATE OR REPLACE MACRO k_comparison_between(t0, t1) AS TABLE
+-- k_comparison is it over all time. k_comparison_between(NULL, NULL, source := 'name') is it over
+-- the shape counts of the table name (outcome_counts): what the report ranks.
+CREATE OR REPLACE MACRO k_comparison_between(t0, t1, source := NULL) AS TABLE
 WITH configurations AS (
     SELECT
         model,
@@ -36,7 +37,7 @@ WITH configurations AS (
         num_drafts(kind, k_valid, request_steps) AS num_drafts,
         num_draft_tokens(kind, k_valid, request_steps) AS num_draft_tokens,
         num_accepted_tokens(kind, k_valid, accepted, request_steps) AS num_accepted_tokens
-    FROM outcome_histogram_between(t0, t1)
+    FROM outcome_counts(t0, t1, source)
     GROUP BY model, method, num_spec_tokens
 )
 SELECT

@@ -17,8 +17,9 @@
 --   wasted_share            wasted_slots / verified_slots (DOUBLE; NULL when nothing was verified)
 --
 -- wasted_verification_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end);
--- the view wasted_verification is it over all time.
-CREATE OR REPLACE MACRO wasted_verification_between(t0, t1) AS TABLE
+-- the view wasted_verification is it over all time. wasted_verification_between(NULL, NULL,
+-- source := 'name') is it over the shape counts of the table name (outcome_counts): the report's.
+CREATE OR REPLACE MACRO wasted_verification_between(t0, t1, source := NULL) AS TABLE
 WITH slots AS (
     SELECT
         engine_id,
@@ -28,7 +29,7 @@ WITH slots AS (
         num_verified_slots(kind, k_sched, request_steps) AS verified_slots,
         num_placeholder_slots(kind, k_valid, request_steps) AS placeholder_slots,
         num_pad_slots(kind, k_sched, k_valid, request_steps) AS pad_slots
-    FROM outcome_histogram_between(t0, t1)
+    FROM outcome_counts(t0, t1, source)
     GROUP BY engine_id, model, method, num_spec_tokens
 )
 SELECT
