@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class LoadSpec(BaseModel):
@@ -36,11 +36,17 @@ class LoadSpec(BaseModel):
     model: str = "loadgen/tiny-target"
     method: str = "draft_model"
     vllm_version: str = "loadgen"
-    start_time: datetime = Field(default_factory=lambda: datetime.now(UTC), description="Event time of step 0.")
+    start_time: datetime = Field(default_factory=lambda: datetime.now(UTC),
+                                 description="Event time of step 0 (UTC when it has no offset).")
     step_ms: float = Field(default=25.0, gt=0, description="Event-time spacing of steps.")
     request_truth: bool = Field(default=False, description="Also count per request in the ground truth "
                                 "(EngineTruth.requests), for checks of the per-request views; they grow with the "
                                 "requests, so off by default.")
+
+    @field_validator("start_time")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
     @model_validator(mode="after")
     def _check(self) -> LoadSpec:

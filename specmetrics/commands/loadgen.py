@@ -36,7 +36,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--model", default="loadgen/tiny-target")
     parser.add_argument("--method", default="draft_model")
     parser.add_argument("--start-time", type=datetime.fromisoformat, default=None,
-                        help="Event time of step 0, ISO 8601 with offset (default: now).")
+                        help="Event time of step 0, ISO 8601, UTC unless it has an offset (default: now).")
     parser.add_argument("--step-ms", type=float, default=25.0, help="Event-time spacing of steps (default 25).")
     parser.add_argument("--realtime", action="store_true",
                         help="Send each step when its event time comes, like a live engine (default: as fast as "

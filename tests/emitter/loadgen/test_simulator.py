@@ -90,3 +90,10 @@ def test_ground_truth_counts_what_was_written() -> None:
     assert truth.num_accepted_tokens == sum(o.accepted for o in drafts)
     assert truth.vllm_num_drafts == sum(getattr(o, "k_sched", getattr(o, "k_valid", 0)) > 0 for o in outcomes)
     assert truth.skipped_steps == sum(all(o.kind == "skipped_for_length" for o in e.outcomes) for e in events) > 0
+
+
+def test_a_start_time_without_an_offset_is_utc() -> None:
+    """``--start-time 2026-12-01T00:00:00`` (no offset) failed deep in the generator: naive minus aware."""
+    naive = LoadSpec(start_time=T0.replace(tzinfo=None), seed=3)
+    assert naive.start_time == T0
+    assert steps(naive, 5) == steps(LoadSpec(start_time=T0, seed=3), 5)
