@@ -6,7 +6,8 @@ lacks them), with its per-request sections (one more scan of the raw rows) and w
 (``--no-requests``, what the targets and pandas and polars compare); the same report over the raw
 rows is timed too. Best of ``--rounds`` each; page cache warm (a first untimed
 scan). Checks that the rollups equal their recomputation from the raw rows (``specmetrics
-verify``'s check) and that the four ways agree on the headline and per-group numbers, then
+verify``'s check) and that the four ways agree on the headline and per-group numbers (and the
+report's ways on its audit line: every row of the tree carries vLLM's own counters), then
 prints one JSON line.
 
     python -m benchmarks.bench_report [--rows 100000000] [--rounds 2] [--dir /var/tmp/specmetrics-bench] [--table]
@@ -43,6 +44,9 @@ NEEDED = ("engine_id", "model", "method", "num_spec_tokens", "event_time", "kind
           "k_valid", "k_invalid", "accepted", "batch_max_seq_len")
 BUCKET_US = 15 * 60 * 1_000_000  # the report's automatic bucket for ten hours of data
 GROUP = ["engine_id", "model", "method", "num_spec_tokens"]
+#: The report's audit line (request-steps checked against vLLM's own counters, and in steps that
+#: differ, per engine): the report's ways must agree on it; pandas and polars do not compute it.
+AUDIT = "audit"
 
 
 def floor(root: Path) -> dict[str, Any]:
@@ -66,8 +70,10 @@ def report(root: Path, stored: bool | None = None, requests: bool = True) -> dic
                        requests=requests)
     finally:
         con.close()
-    return summary(data.headline["num_drafts"], data.headline["vllm_num_drafts"], data.headline["num_accepted_tokens"],
-                   len(data.timeline), [(g["engine_id"], g["num_drafts"], g["vllm_num_drafts"]) for g in data.groups])
+    return {**summary(data.headline["num_drafts"], data.headline["vllm_num_drafts"],
+                      data.headline["num_accepted_tokens"], len(data.timeline),
+                      [(g["engine_id"], g["num_drafts"], g["vllm_num_drafts"]) for g in data.groups]),
+            AUDIT: [(a["engine_id"], a["audited_request_steps"], a["differing_request_steps"]) for a in data.audit]}
 
 
 def report_without_requests(root: Path) -> dict[str, Any]:
@@ -193,14 +199,17 @@ def main(argv: list[str] | None = None) -> None:
     raw_s, by_raw = best(report_raw, root, args.rounds)
     polars_s, by_polars = best(polars_report, root, args.rounds)
     pandas_s, by_pandas = best(pandas_report, root, args.rounds)
-    agree = got == by_rollups == by_raw == by_polars == by_pandas
+    audits = [result.pop(AUDIT) for result in (got, by_rollups, by_raw)]
+    agree = got == by_rollups == by_raw == by_polars == by_pandas and audits[0] == audits[1] == audits[2]
+    audited = sum(checked for _, checked, _ in audits[0])
     table: dict[str, Any] = {}
     if args.table:
         # Tree and table alternate round by round, so that a noisy stretch of the machine hits both.
         table_root = linked_table(root, args.dir / f"rows-{rows}-table")
         (tree_s, _), (table_s, by_table) = alternate(report, [root, table_root], args.rounds)
         (tree_raw_s, _), (table_raw_s, by_table_raw) = alternate(report_raw, [root, table_root], args.rounds)
-        agree = agree and by_table == by_table_raw == got
+        same_audit = by_table.pop(AUDIT) == by_table_raw.pop(AUDIT) == audits[0]
+        agree = agree and same_audit and by_table == by_table_raw == got
         table = {"table_report_s": round(table_s, 3), "table_report_raw_s": round(table_raw_s, 3),
                  "table_over_tree": round(table_s / tree_s, 3),
                  "table_raw_over_tree_raw": round(table_raw_s / tree_raw_s, 3)}
@@ -212,6 +221,9 @@ def main(argv: list[str] | None = None) -> None:
         "pandas_over_report": round(pandas_s / report_s, 2), "polars_over_report": round(polars_s / report_s, 2),
         "rollups_built": built, "rollup_build_s": round(rollup_build_s, 2) if built else None,
         "rollups_verified_s": round(verify_s, 2), "results_agree": agree,
+        # every row carries vLLM's own counters: the report audits them all, none differs
+        "audited_request_steps": audited,
+        "audit_complete": audited == rows and not any(d for a in audits for *_, d in a),
         # The targets are the aggregations pandas and polars compute too: the report without its
         # per-request sections, which read the raw rows besides (report_s).
         "targets_met": agree and without_requests_s <= 2 * floor_s and without_requests_s < 3

@@ -2,7 +2,8 @@
 the stored schema (schemas.arrow.REQUEST_STEP_SCHEMA), one file per hour, laid out as the ingester
 writes them (steps of 64 requests sharing the step's envelope) with a realistic mix: 4 engines
 (K = 3 and 5) interleaved step by step, ~80 % drafted, whole steps skipped when the batch's
-context passes the drafter's limit, grammar-invalid and K = 0 request-steps. Deterministic for
+context passes the drafter's limit, grammar-invalid and K = 0 request-steps; each step carries
+vLLM's own counters of it (schema 1.6 on), as vLLM 0.32.0 counts those outcomes. Deterministic for
 a seed; cached by row count and layout version. Files are named as the ingester names them
 (source ``bench``, partition 0, each file's offset range), so every reader takes them."""
 
@@ -41,7 +42,7 @@ def build_tree(root: Path, rows: int, files: int = FILES, seed: int = 0) -> Path
     """``root`` with ``rows`` rows in ``files`` hourly files; reused if already complete."""
     if rows != whole_steps(rows, files) or rows == 0:
         raise ValueError(f"{rows} rows are not whole steps of {BATCH} in {files} files: round with whole_steps")
-    done = root / f".complete-{rows}-{files}-{seed}-steps{BATCH}-named"
+    done = root / f".complete-{rows}-{files}-{seed}-steps{BATCH}-named-counted"
     if done.exists():
         return root
     settings = IngestSettings()
@@ -87,7 +88,7 @@ def _rows(steps: int, hour: int, rng: np.random.Generator) -> pa.Table:
     event_time = pa.array(np.datetime64(START, "us") + micros.astype("timedelta64[us]"), pa.timestamp("us"))
     ids = pc.cast(pa.array(step, pa.int64()), pa.string())
     columns = {
-        "schema_version": _dictionary(np.zeros(n), ("1.1",)),
+        "schema_version": _dictionary(np.zeros(n), ("1.6",)),
         "event_id": pc.dictionary_encode(pc.binary_join_element_wise(f"h{hour}-", ids, "")),
         "engine_id": _dictionary(engine, ENGINES),
         "engine_instance": _dictionary(engine, tuple(e.split("/")[0] for e in ENGINES)),
@@ -120,6 +121,29 @@ def _rows(steps: int, hour: int, rng: np.random.Generator) -> pa.Table:
         # holds requests that fit the drafter alone (collateral skips) and the ones that did not
         "seq_len": pa.array(np.maximum(context - rng.integers(0, 600, n), 1).astype(np.int32)),
     }
-    for field in REQUEST_STEP_SCHEMA:  # vLLM's own counters (schema 1.6 on): the report reads none
+    columns.update(_vllm_counts(step, k, k_sched, k_valid, accepted))
+    for field in REQUEST_STEP_SCHEMA:  # per-request counters (1.7), vllm_only (1.8): none here
         columns.setdefault(field.name, pa.nulls(n, field.type))
     return pa.table(columns).cast(REQUEST_STEP_SCHEMA)
+
+
+def _vllm_counts(step: np.ndarray, k: np.ndarray, k_sched: np.ndarray, k_valid: np.ndarray,
+                 accepted: np.ndarray) -> dict[str, pa.Array]:
+    """vLLM's own counters of each step on each of its rows: a draft is a request-step with a
+    scheduled draft token, its tokens the valid ones, the accepted ones, and per position the drafts
+    that accepted past it (K long)."""
+    starts = np.arange(0, len(step), BATCH)
+    drafted = k_sched > 0
+
+    def per_step(values: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(values.astype(np.int32), starts)[step]
+
+    widest = int(k.max())
+    per_pos = np.stack([np.add.reduceat((drafted & (accepted > p)).astype(np.int32), starts) for p in range(widest)],
+                       axis=1)[step]
+    lists = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(k, dtype=np.int32)]), pa.int32()),
+                                     pa.array(per_pos[np.arange(widest)[None, :] < k[:, None]], pa.int32()))
+    return {"vllm_num_drafts": pa.array(per_step(drafted)),
+            "vllm_num_draft_tokens": pa.array(per_step(np.where(drafted, k_valid, 0))),
+            "vllm_num_accepted_tokens": pa.array(per_step(np.where(drafted, accepted, 0))),
+            "vllm_accepted_per_pos": lists}

@@ -79,6 +79,11 @@ def vllm_only() -> VllmOnlyReason | None:
     return _state.vllm_only
 
 
+def settings() -> EmitterSettings:
+    """The plugin's settings: those read at registration, else the environment's now."""
+    return _state.settings or EmitterSettings()
+
+
 def _install(module: str, lost: str, install: Callable[[ModuleType], list[str]]) -> list[str]:
     """Import ``module`` and install its hooks; a failure costs only what they observe."""
     try:
@@ -94,18 +99,18 @@ def publisher(dp_rank: int = 0) -> EventPublisher:
     (``-dpN``), so they do not share one, and a restart finds its spool again."""
     with _state.lock:
         if _state.publisher is None:
-            settings = _state.settings or EmitterSettings()
-            url = settings.sink
+            current = settings()
+            url = current.sink
             if not url:
                 raise RuntimeError("SPECMETRICS_SINK is not set")
-            name = settings.engine_label or socket.gethostname()  # stable: a restart replays its Kafka spool
+            name = current.engine_label or socket.gethostname()  # stable: a restart replays its Kafka spool
             if dp_rank:
                 name = f"{name}-dp{dp_rank}"
-                if settings.health_file is not None:
-                    health = settings.health_file
-                    settings = settings.model_copy(
+                if current.health_file is not None:
+                    health = current.health_file
+                    current = current.model_copy(
                         update={"health_file": health.with_name(f"{health.stem}-dp{dp_rank}{health.suffix}")})
-            _state.publisher = EventPublisher(lambda: open_sink(url, name), settings, StepEvents())
+            _state.publisher = EventPublisher(lambda: open_sink(url, name), current, StepEvents())
             atexit.register(flush)
         return _state.publisher
 

@@ -65,17 +65,13 @@ class StepEvents:
             self._lengths[boot] = dict(zip(raw.num_scheduled, raw.seq_lens, strict=True))
         if not outcomes.request_id:
             return None
-        envelope = {**context, "event_id": f"{boot}-{raw.step_index}", "step_index": raw.step_index,
-                    "event_time_us": raw.event_time_us, "batch_max_seq_len": None,
-                    "drafts_verified": _partly_verified(raw.verify_budget, raw.scheduled_drafts),
-                    "skip_check": skip_check.value,
-                    "vllm_counts": _vllm_counts(raw.vllm_counts, int(context["num_spec_tokens"])),
-                    "vllm_finished": None if raw.vllm_finished is None else [
-                        (request_id, tuple(metrics.histogram), int(metrics.num_draft_tokens),
-                         tuple(metrics.per_step_accepted), tuple(metrics.per_step_drafted))
-                        for request_id, metrics in raw.vllm_finished]}
-        del envelope["boot"]
-        envelope.pop("runner_v2", None)
+        envelope = _envelope(
+            context, raw.step_index, raw.event_time_us, raw.vllm_counts,
+            drafts_verified=_partly_verified(raw.verify_budget, raw.scheduled_drafts), skip_check=skip_check.value,
+            vllm_finished=None if raw.vllm_finished is None else [
+                (request_id, tuple(metrics.histogram), int(metrics.num_draft_tokens),
+                 tuple(metrics.per_step_accepted), tuple(metrics.per_step_drafted))
+                for request_id, metrics in raw.vllm_finished])
         if decision is not None:
             envelope["drafter_max_len"] = decision.drafter_max_len
             if decision.max_seq_len >= 0:
@@ -84,12 +80,18 @@ class StepEvents:
 
 
 def _vllm_only_event(context: dict[str, Any], step: VllmOnlyStep) -> Event:
-    envelope = {**context, "event_id": f"{context['boot']}-{step.step_index}", "step_index": step.step_index,
-                "event_time_us": step.event_time_us, "batch_max_seq_len": None, "vllm_only": step.reason,
-                "vllm_counts": _vllm_counts(step.stats, int(context["num_spec_tokens"]))}
-    del envelope["boot"]
-    envelope.pop("runner_v2", None)
-    return envelope, _VLLM_ONLY
+    return _envelope(context, step.step_index, step.event_time_us, step.stats, vllm_only=step.reason), _VLLM_ONLY
+
+
+def _envelope(context: dict[str, Any], step_index: int, event_time_us: int, vllm_stats: Any,
+              **fields: Any) -> dict[str, Any]:
+    """A step's envelope: the engine's context but what only the plugin reads (its boot id makes the
+    event id), the step, vLLM's own counters of it, and ``fields``."""
+    envelope = {key: value for key, value in context.items() if key not in ("boot", "runner_v2")}
+    envelope.update(event_id=f"{context['boot']}-{step_index}", step_index=step_index, event_time_us=event_time_us,
+                    batch_max_seq_len=None, vllm_counts=_vllm_counts(vllm_stats, int(context["num_spec_tokens"])),
+                    **fields)
+    return envelope
 
 
 def _skip_check(context: dict[str, Any], decision: DraftDecision | None,

@@ -9,9 +9,9 @@ top of it, and a read-only way to query them.
     sql/definitions/*.sql           scalar macros: what a draft is, the draft counts and rates,
                                     the time-window predicate (used by every layer below)
     sql/staging/*.sql               request_steps
-    sql/rollup/*.sql                file_rollup: the rows of a stored rollup
     sql/intermediate/*.sql          outcome_histogram, acceptance_by_definition, position_counts,
-                                    request_acceptance
+                                    request_acceptance, vllm_audit_steps, ...
+    sql/rollup/*.sql                file_rollup: the rows of a stored rollup
     sql/metrics/*.sql               the metrics users read (PUBLIC_VIEWS, PUBLIC_MACROS)
     sql/report/*.sql                report_counts, report_counts_from_rollups: the scans of a report
 
@@ -90,7 +90,7 @@ PUBLIC_MACROS: tuple[str, ...] = (
     "collateral_skips_timeline",
     "wasted_verification_timeline",
 )
-LAYERS: tuple[str, ...] = ("definitions", "staging", "rollup", "intermediate", "metrics", "report")
+LAYERS: tuple[str, ...] = ("definitions", "staging", "intermediate", "rollup", "metrics", "report")
 #: The layer that defines file_rollup, the columns of an empty :data:`ROLLUP_SOURCE_VIEW`.
 ROLLUP_LAYER = "rollup"
 ROLLUP_GLOB = f"{ROLLUP_DIR}/{DATA_GLOB}"

@@ -118,6 +118,27 @@ FROM totals
 ORDER BY engine_id, model, method, num_spec_tokens
 """
 
+#: Per group: its request-steps, those in steps with vLLM's own counters (checked), and those in steps where
+#: the counts rebuilt from the outcomes differ from them (the verdict of the view vllm_audit_steps, which
+#: the counts keep per row).
+_AUDIT = """
+SELECT engine_id, model, method, num_spec_tokens, CAST(sum(request_steps) AS BIGINT) AS request_steps,
+       CAST(coalesce(sum(request_steps) FILTER (WHERE vllm_counts_differ IS NOT NULL), 0) AS BIGINT)
+           AS audited_request_steps,
+       CAST(coalesce(sum(request_steps) FILTER (WHERE vllm_counts_differ), 0) AS BIGINT) AS differing_request_steps
+FROM {table}
+GROUP BY engine_id, model, method, num_spec_tokens
+ORDER BY engine_id, model, method, num_spec_tokens
+"""
+#: Where some steps differ: the view vllm_audit over the window's rows (its versions, steps and differences).
+_DRIFT = """
+SELECT engine_id, vllm_version, model, method, steps_compared, steps_differing, first_differing_step,
+       last_differing_step, num_drafts_difference, num_draft_tokens_difference, num_accepted_tokens_difference
+FROM vllm_audit_between($t0, $t1)
+WHERE steps_differing > 0
+ORDER BY engine_id, vllm_version, model, method
+"""
+
 #: Per model with more than one configuration (method, K): each over its engines, ranked by tokens per
 #: verification step (the view k_comparison, over the report's counts).
 _CONFIGURATIONS = """
@@ -277,6 +298,8 @@ class ReportData:
     context: list[Row]
     k_zero: list[Row]
     groups: list[Row]
+    audit: list[Row]
+    drift: list[Row]
     context_caps: list[Row]
     configurations: list[Row]
     baselines: list[Row]
@@ -316,6 +339,7 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
             return list(run_query(con, sql.format(table=table)).to_pylist())
 
         shares = rows(_SHARES)
+        audit = rows(_AUDIT)
         return ReportData(
             window=window,
             request_steps=sum(r["request_steps"] for r in shares),
@@ -329,6 +353,9 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
             context=rows(_CONTEXT),
             k_zero=rows(_K_ZERO),
             groups=rows(_GROUPS),
+            audit=audit,
+            drift=list(run_query(con, _DRIFT, span).to_pylist())
+            if any(row["differing_request_steps"] for row in audit) else [],
             context_caps=list(run_query(con, _CONTEXT_CAPS, span).to_pylist()),
             vllm_only=list(run_query(con, _VLLM_ONLY, span).to_pylist()),
             configurations=rows(_CONFIGURATIONS),

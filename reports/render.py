@@ -1,6 +1,8 @@
 """A report's data as Markdown or as one self-contained HTML page (charts inline as SVG).
 
-Both formats show the same things: the window, the headline (corrected vs vLLM-reported), what
+Both formats show the same things: the window, the headline (corrected vs vLLM-reported, and
+whether the vLLM-reported numbers equal vLLM's own counters: the audit, with a section where they
+do not), what
 happened to speculation (outcome kinds), acceptance over time, per-position rates with both
 denominators, skip share by context length, K = 0 reasons, the per-engine/model table, where a
 model ran in more than one configuration, the configurations ranked by tokens per verification, the
@@ -48,6 +50,18 @@ VLLM_ONLY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("num_drafts", "vLLM drafts", "count"), ("acceptance_rate", "vLLM-reported acceptance", "pct"),
     ("mean_acceptance_length", "vLLM-reported acceptance length", "ratio"),
 )
+AUDIT_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("engine_id", "engine", "text"), ("vllm_version", "vLLM", "text"), ("model", "model", "text"),
+    ("method", "method", "text"), ("steps_compared", "steps checked", "count"),
+    ("steps_differing", "steps that differ", "count"), ("first_differing_step", "first", "count"),
+    ("last_differing_step", "last", "count"), ("num_drafts_difference", "drafts: plugin - vLLM", "count"),
+    ("num_draft_tokens_difference", "draft tokens: plugin - vLLM", "count"),
+    ("num_accepted_tokens_difference", "accepted tokens: plugin - vLLM", "count"),
+)
+AUDIT_NOTE = ("At these engines' steps the numbers shown as vLLM-reported, which the plugin rebuilds from the "
+              "outcomes, differ from the counters vLLM itself computed: this vLLM release counts differently from "
+              "the plugin's model of it, so the corrected metrics of these engines are suspect too. The view "
+              "vllm_audit_steps lists the steps, vllm_audit the difference per draft position.")
 CONFIG_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("model", "model", "text"), ("method", "method", "text"), ("num_spec_tokens", "K", "count"),
     ("engines", "engines", "count"), ("tokens_per_verify_step", "tokens per verification", "ratio"),
@@ -193,7 +207,11 @@ def sections(data: ReportData) -> list[Section]:
         Section("headline", "Headline: corrected vs vLLM-reported", table=Table(
             "headline-table", ["metric", "corrected", "vLLM-reported"],
             [(key, [(label, None), (fmt(kind, h[key]), h[key]), (fmt(kind, h[f"vllm_{key}"]), h[f"vllm_{key}"])])
-             for key, label, kind in HEADLINE_ROWS]), after=[note] if note else []),
+             for key, label, kind in HEADLINE_ROWS]), after=[*([note] if note else []), _audit_text(data)]),
+        *([Section("audit", "vLLM counts differently from the plugin's model", [AUDIT_NOTE], _rows_table(
+            "audit-table", AUDIT_COLUMNS, data.drift,
+            lambda row: f"{row['engine_id']}/{row['vllm_version']}/{row['model']}/{row['method']}"))]
+          if data.drift else []),
         Section("outcomes", "What happened to speculation", table=Table(
             "outcomes-table", ["outcome", "request-steps", "share"],
             [(r["kind"], [(r["kind"], None), (fmt("count", r["request_steps"]), r["request_steps"]),
@@ -321,6 +339,26 @@ def _headline_note(data: ReportData) -> str | None:
                 "(or whose drafts were all grammar-invalid) as drafts, hence its acceptance numbers.")
     return (f"vLLM counted {extra:,} request-steps without real drafts (skipped for length, or all drafts "
             "grammar-invalid) as drafts; the corrected numbers leave them out.")
+
+
+def _audit_text(data: ReportData) -> str:
+    """One sentence on whether the vLLM-reported numbers, rebuilt from the outcomes, equal the counters
+    vLLM computed itself (the audit)."""
+    checked = sum(row["audited_request_steps"] for row in data.audit)
+    differing = sum(row["differing_request_steps"] for row in data.audit)
+    unchecked = data.request_steps - checked
+    without = (f"{unchecked:,} request-steps lie in steps without vLLM's own counters (vLLM computed none: stats "
+               "off; or written before schema 1.6).")
+    if not checked:
+        return f"Not checked against vLLM's own counters: all {without}"
+    if differing:
+        versions = ", ".join(sorted({row["vllm_version"] for row in data.drift}))
+        return (f"Warning: {differing:,} of the {checked:,} request-steps checked against vLLM's own counters lie in "
+                f"steps where the vLLM-reported numbers, rebuilt from the outcomes, differ from them (vLLM "
+                f"{versions}): see below.")
+    equal = (f"Checked against vLLM's own counters: the vLLM-reported numbers, rebuilt from the outcomes, equal the "
+             f"counters vLLM computed at every step of {checked:,} request-steps.")
+    return f"{equal} The other {without}" if unchecked else equal
 
 
 def _summary(data: ReportData) -> str:

@@ -17,7 +17,7 @@ import itertools
 import os
 import socket
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import partial
 from operator import attrgetter
 from time import time_ns
@@ -73,8 +73,8 @@ class EngineObserver:
         # vLLM keeps each request's own metrics with --per-request-spec-decode-metrics (0.29 on)
         self.per_request = getattr(scheduler, "spec_decode_metrics_level", "none") != "none"
         self.after_drop = False  # the last step published was dropped from a full queue
-        # Once the outcomes' hook disabled itself: the vLLM-only steps' context and step counter.
-        self.counts_only: tuple[dict[str, Any], Iterator[int]] | None = None
+        # Once the outcomes' hook disabled itself: the engine's vLLM-only steps.
+        self.counts_only: VllmOnlySteps | None = None
         self.detached = False
         self.publisher = attach(self.context["dp_rank"])  # last: an engine is counted once it observes
 
@@ -338,17 +338,29 @@ def _update_wrapper(guard: Guard, observer: ObserverOf, original: Callable[..., 
 
 
 def publish_counts_only(scheduler: Any, outputs: Any) -> None:
-    """Publish the step's ``SpecDecodingStats`` as a vLLM-only step (reason ``step_hook_disabled``), under a
-    boot id of its own, so its event ids never meet those of the steps observed before."""
+    """Publish the step's ``SpecDecodingStats`` as a vLLM-only step (reason ``step_hook_disabled``)."""
     obs = scheduler.__dict__.get(OBSERVER_ATTR)
     stats = spec_decoding_stats(outputs)
     if not obs or stats is None or isinstance(stats, str):  # no observer, or nothing vLLM counted
         return
     if obs.counts_only is None:
-        obs.counts_only = ({**obs.context, "boot": uuid.uuid4().hex[:16]}, itertools.count())
-    context, steps = obs.counts_only
-    obs.publisher.publish((context, VllmOnlyStep(next(steps), time_ns() // 1000,
-                                                 VllmOnlyReason.STEP_HOOK_DISABLED, stats)))
+        obs.counts_only = VllmOnlySteps(obs.context, obs.publisher, VllmOnlyReason.STEP_HOOK_DISABLED)
+    obs.counts_only.publish(stats)
+
+
+class VllmOnlySteps:
+    """One engine's steps known only by vLLM's own counters: numbered from 0 under a boot id of their
+    own (their event ids never meet those of steps observed before), each published with the reason."""
+
+    def __init__(self, context: dict[str, Any], publisher: EventPublisher, reason: VllmOnlyReason) -> None:
+        self.context = {**context, "boot": uuid.uuid4().hex[:16]}
+        self.publisher = publisher
+        self.reason = reason
+        self.steps = itertools.count()
+
+    def publish(self, stats: Any) -> None:
+        """Publish a step of vLLM's ``SpecDecodingStats``."""
+        self.publisher.publish((self.context, VllmOnlyStep(next(self.steps), time_ns() // 1000, self.reason, stats)))
 
 
 def _drafts_wrapper(guard: Guard, observer: ObserverOf, original: Callable[..., Any]) -> Callable[..., Any]:

@@ -16,17 +16,12 @@ vLLM turns its stats on for any stat-logger plugin, ``--disable-log-stats`` or n
 from __future__ import annotations
 
 import logging
-from time import time_ns
 from typing import Any
 
 from vllm.v1.metrics.loggers import StatLoggerBase
 
 from specmetrics.emitter import plugin
-from specmetrics.emitter.publisher import EventPublisher
-from specmetrics.emitter.settings import EmitterSettings
-from specmetrics.emitter.step_events import VllmOnlyStep
-from specmetrics.emitter.vllm.scheduler import engine_context
-from specmetrics.schemas.events import VllmOnlyReason
+from specmetrics.emitter.vllm.scheduler import VllmOnlySteps, engine_context
 
 logger = logging.getLogger("vllm.specmetrics")  # among vLLM's own log lines, same format and level
 
@@ -36,20 +31,14 @@ class VllmCountsLogger(StatLoggerBase):
     and stops this logger."""
 
     def __init__(self, vllm_config: Any, engine_index: int = 0) -> None:
-        self.engine_index = engine_index
-        self.reason: VllmOnlyReason | None = None
-        self.publisher: EventPublisher | None = None
-        self.context: dict[str, Any] = {}
-        self.steps = 0
+        self.steps: VllmOnlySteps | None = None
         try:
             reason = plugin.vllm_only()
             spec = vllm_config.speculative_config
             if reason is None or spec is None or not spec.num_speculative_tokens:
                 return
-            settings = EmitterSettings()
-            self.context = engine_context(vllm_config, settings, engine_index)
-            self.publisher = plugin.attach(engine_index)
-            self.reason = reason
+            context = engine_context(vllm_config, plugin.settings(), engine_index)
+            self.steps = VllmOnlySteps(context, plugin.attach(engine_index), reason)
             logger.warning("specmetrics: engine %d: recording vLLM's own counters only (%s): corrected metrics "
                            "unavailable", engine_index, reason.value)
         except Exception:
@@ -57,16 +46,14 @@ class VllmCountsLogger(StatLoggerBase):
 
     def record(self, scheduler_stats: Any, iteration_stats: Any, mm_cache_stats: Any = None,
                engine_idx: int = 0) -> None:
-        if self.reason is None or self.publisher is None or scheduler_stats is None:
+        if self.steps is None or scheduler_stats is None:
             return
         try:
             stats = scheduler_stats.spec_decoding_stats
-            if stats is None:  # vLLM counted no draft at the step
-                return
-            self.publisher.publish((self.context, VllmOnlyStep(self.steps, time_ns() // 1000, self.reason, stats)))
-            self.steps += 1
+            if stats is not None:  # None: vLLM counted no draft at the step
+                self.steps.publish(stats)
         except Exception:
-            self.reason = None
+            self.steps = None
             logger.exception("specmetrics: recording vLLM's counters failed and is now disabled; vLLM keeps serving")
 
     def log_engine_initialized(self) -> None:

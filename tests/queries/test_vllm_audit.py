@@ -16,6 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specmetrics.queries import connect, run_query
+from specmetrics.queries.rollup import build_missing
+from specmetrics.reports import Window, collect
+from specmetrics.reports.render import html, markdown
 from specmetrics.schemas.arrow import schema_before
 from specmetrics.schemas.events import StepEvent, VllmCounts
 from specmetrics.schemas.wire import InvalidRecord, decode_step, step_event_to_wire
@@ -147,3 +150,36 @@ def test_the_audit_names_exactly_the_steps_whose_counters_differ(drawn: list[tup
     assert sorted(row["step_index"] for row in steps) == with_rows
     assert total == {"compared": len(with_rows), "differing": len([i for i in differing if i in with_rows])} \
         if with_rows else total == {"compared": None, "differing": None}
+
+
+def test_the_report_says_how_many_request_steps_lie_in_steps_that_differ_alike_from_rollups_and_rows(
+        tmp_path: Path) -> None:
+    fewer = VllmCounts(num_drafts=2, num_draft_tokens=4, num_accepted_tokens=3, num_accepted_tokens_per_pos=[2, 0, 0])
+    audit(tmp_path, [{"vllm_counts": EQUAL}, {"vllm_counts": fewer}, {"vllm_counts": EQUAL},
+                     {"vllm_counts_missing": "stats_off"}])
+    build_missing(tmp_path / "data")
+    con = connect(tmp_path / "data")
+    try:
+        raw = collect(con, Window(None, None), bucket=timedelta(minutes=1))
+        stored = collect(con, Window(None, None), bucket=timedelta(minutes=1), stored_rollups=True)
+        steps_equal = collect(con, Window(None, T0 + timedelta(seconds=1)))
+        stats_off = collect(con, Window(T0 + timedelta(seconds=3), None))
+    finally:
+        con.close()
+    assert stored == raw
+    # four outcomes a step: every request-step of the differing step counts, not only its drafted one
+    assert [(r["request_steps"], r["audited_request_steps"], r["differing_request_steps"]) for r in raw.audit
+            ] == [(16, 12, 4)]
+    assert [(r["vllm_version"], r["steps_compared"], r["steps_differing"], r["first_differing_step"])
+            for r in raw.drift] == [("0.32.0", 3, 1, 1)]
+    text = markdown(raw, T0, {})
+    assert ("Warning: 4 of the 12 request-steps checked against vLLM's own counters lie in steps where the "
+            "vLLM-reported numbers, rebuilt from the outcomes, differ from them (vLLM 0.32.0): see below.") in text
+    assert "## vLLM counts differently from the plugin's model" in text
+    assert "| node-a/dp0 | 0.32.0 | tiny-target | draft\\_model | 3 | 1 | 1 | 1 | 1 | 3 | 0 |" in text
+    assert '<section id="audit">' in html(raw, T0, [])
+    assert ("Checked against vLLM's own counters: the vLLM-reported numbers, rebuilt from the outcomes, equal the "
+            "counters vLLM computed at every step of 4 request-steps.") in markdown(steps_equal, T0, {})
+    assert "## vLLM counts differently" not in markdown(steps_equal, T0, {}) and not steps_equal.drift
+    assert ("Not checked against vLLM's own counters: all 4 request-steps lie in steps without vLLM's own counters "
+            "(vLLM computed none: stats off; or written before schema 1.6).") in markdown(stats_off, T0, {})

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specmetrics.queries import connect, run_query
-from specmetrics.reports import Window, collect
-from tests.support.outcomes import outcome
+from specmetrics.reports import ReportData, Window, collect
+from tests.support.outcomes import audited_outcome, vllm_counts_of
 
 
 def pooled(con: Any, sql: str) -> list[dict[str, Any]]:
@@ -25,7 +25,7 @@ def approx(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: pytest.approx(v) if isinstance(v, float) else v for k, v in row.items()} for row in rows]
 
 
-def check(con: Any) -> None:
+def check(con: Any) -> ReportData:
     data = collect(con, Window(None, None), bucket=timedelta(hours=1), context_tokens=512)
     [headline] = pooled(con, """
         SELECT sum(num_drafts) AS num_drafts, sum(vllm_num_drafts) AS vllm_num_drafts,
@@ -86,17 +86,31 @@ def check(con: Any) -> None:
         [tuple(r.values()) for r in outliers[:20]]
     assert all((r["outliers"], r["low_outliers"]) == (len(outliers), sum(o["direction"] == "low" for o in outliers))
                for r in data.outliers)
+    assert data.audit == pooled(con, """
+        SELECT r.engine_id, r.model, r.method, r.num_spec_tokens, count(*) AS request_steps,
+               count(a.event_id) AS audited_request_steps, count(*) FILTER (WHERE a.differs) AS differing_request_steps
+        FROM request_steps AS r LEFT JOIN vllm_audit_steps AS a
+            ON r.event_id = a.event_id AND r.log_partition = a.log_partition AND r.log_offset = a.log_offset
+        GROUP BY ALL ORDER BY ALL""")
+    assert [(r["engine_id"], r["steps_differing"]) for r in data.drift] == [tuple(r.values()) for r in pooled(con, """
+        SELECT engine_id, steps_differing FROM vllm_audit WHERE steps_differing > 0 ORDER BY ALL""")]
     assert {r["kind"]: r["request_steps"] for r in data.shares} == {
         r["kind"]: r["n"] for r in pooled(con, "SELECT kind, sum(request_steps) AS n FROM outcome_shares GROUP BY ALL")}
+    return data
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(outcome(), min_size=1, max_size=40))
+@given(st.lists(audited_outcome(), min_size=1, max_size=40))
 def test_report_numbers_equal_the_views(outcomes: Any, drawn: list[dict[str, Any]]) -> None:
     rows = [outcomes.row(**d) for d in drawn]
     with tempfile.TemporaryDirectory() as tmp:
         con = connect(outcomes.write_tree(Path(tmp) / "data", rows))
         try:
-            check(con)
+            data = check(con)
+            # each row a step of its own: the audit finds exactly the rows given counters vLLM would not compute
+            assert sum(r["differing_request_steps"] for r in data.audit) == sum(
+                "vllm_num_drafts" in row and {c: row[c] for c in vllm_counts_of(row)} != vllm_counts_of(row)
+                for row in rows)
+            assert sum(r["audited_request_steps"] for r in data.audit) == sum("vllm_num_drafts" in r for r in rows)
         finally:
             con.close()

@@ -26,7 +26,7 @@ from specmetrics.storage.location import S3Location
 from specmetrics.storage.table import Table
 from tests.support.ingest import ingest_once, ingest_to_s3
 from tests.support.loadgen import write_load
-from tests.support.outcomes import outcome
+from tests.support.outcomes import audited_outcome
 from tests.support.readers import report
 
 START = datetime(2025, 1, 1, 10, 58)
@@ -44,7 +44,7 @@ def both(root: Path, window: Window, **widths: Any) -> tuple[ReportData, ReportD
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(outcome(), TIMES), min_size=1, max_size=30), BOUNDS, BOUNDS,
+@given(st.lists(st.tuples(audited_outcome(), TIMES), min_size=1, max_size=30), BOUNDS, BOUNDS,
        st.sampled_from([None, timedelta(minutes=1), timedelta(minutes=2)]), st.sampled_from([256, 512]))
 def test_the_report_from_rollups_equals_the_report_from_raw_rows(
         outcomes: Any, drawn: list[tuple[dict[str, Any], datetime]], since: datetime | None, until: datetime | None,
@@ -118,6 +118,18 @@ def test_the_report_command_builds_the_rollups_it_lacks_and_reads_them_only_when
     assert not rollups_cover(tree, since=START)  # a rollup without its data file counts rows that are gone
     assert rollups_cover(tree, since=START - timedelta(days=2), until=START - timedelta(days=1))
     assert "(58 request-steps)" in report() and not orphan.exists()  # the report deleted it
+
+
+def test_a_rollup_written_before_the_audit_verdict_is_left_out_then_written_again(tree: Path) -> None:
+    rollups = sorted((tree / ROLLUP_DIR).glob(DATA_GLOB))
+    for rollup in rollups:  # the shape before vllm_counts_differ, counts doubled to tell it apart
+        double_the_counts(rollup)
+        pq.write_table(pq.read_table(rollup).drop_columns(["vllm_counts_differ"]), rollup)
+    assert not rollups_cover(tree)
+    assert sorted(build_missing(tree)) == rollups  # each written again, in the current shape
+    raw, stored = both(tree, Window(None, None), bucket=timedelta(minutes=1))
+    assert stored == raw and stored.request_steps == 40
+    assert [(r["audited_request_steps"], r["differing_request_steps"]) for r in stored.audit] == [(0, 0)]
 
 
 def test_a_data_file_arriving_while_the_report_reads_rollups_sends_it_to_the_raw_rows(

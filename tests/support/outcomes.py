@@ -183,3 +183,32 @@ def outcome(draw: st.DrawFn) -> dict[str, Any]:
         "batch_max_seq_len": draw(st.one_of(st.none(), st.integers(1, 4096))),
         "seq_len": draw(st.one_of(st.none(), st.integers(0, 200))),  # the drafter fits 96 - K
     }
+
+
+@st.composite
+def audited_outcome(draw: st.DrawFn) -> dict[str, Any]:
+    """An :func:`outcome` that is a step of its own with vLLM's counters of it: none (vLLM computed
+    none), the counters vLLM 0.32.0 makes of that one outcome, or those with one count off by one
+    (a vLLM that counts differently)."""
+    fields = draw(outcome())
+    counted = draw(st.sampled_from(["none", "equal", "vllm_num_drafts", "vllm_num_draft_tokens",
+                                    "vllm_num_accepted_tokens", "vllm_accepted_per_pos"]))
+    if counted == "none":
+        return fields
+    counts = vllm_counts_of(fields)
+    if counted == "vllm_accepted_per_pos":
+        counts[counted][draw(st.integers(0, fields["num_spec_tokens"] - 1))] += 1
+    elif counted != "equal":
+        counts[counted] += 1
+    return {**fields, **counts}
+
+
+def vllm_counts_of(row: Row) -> Row:
+    """The counters vLLM 0.32.0 computes of a step whose one outcome is ``row``, written out here
+    apart from the views' definitions."""
+    k_sched, accepted = row["k_sched"], row["accepted"]
+    drafted = k_sched > 0  # vLLM's draft: any scheduled draft token, whatever the kind
+    tokens = k_sched if row["kind"] == "grammar_rejected" else row["k_valid"]
+    return {"vllm_num_drafts": int(drafted), "vllm_num_draft_tokens": tokens if drafted else 0,
+            "vllm_num_accepted_tokens": accepted if drafted else 0,
+            "vllm_accepted_per_pos": [int(drafted and accepted > p) for p in range(row["num_spec_tokens"])]}

@@ -13,6 +13,8 @@
 -- Columns:
 --   engine_id, vllm_version, model, method, num_spec_tokens   the step's engine and group
 --   event_id, step_index         the step
+--   log_partition, log_offset    where the stored copy was read from the log (a step stored twice
+--                                is two rows)
 --   num_drafts, num_draft_tokens, num_accepted_tokens   the events' vLLM-compatible counts (BIGINT)
 --   accepted_per_pos             the events' vLLM-compatible accepted-per-position counts (BIGINT[])
 --   vllm_num_drafts, vllm_num_draft_tokens, vllm_num_accepted_tokens   vLLM's own counts (BIGINT)
@@ -58,7 +60,7 @@ WITH shapes AS (
 )
 SELECT
     s.engine_id, s.vllm_version, s.model, s.method, s.num_spec_tokens, s.event_id, s.step_index,
-    s.num_drafts, s.num_draft_tokens, s.num_accepted_tokens,
+    s.log_partition, s.log_offset, s.num_drafts, s.num_draft_tokens, s.num_accepted_tokens,
     coalesce(p.accepted_per_pos, []) AS accepted_per_pos,
     s.vllm_num_drafts, s.vllm_num_draft_tokens, s.vllm_num_accepted_tokens, s.vllm_accepted_per_pos,
     (s.num_drafts, s.num_draft_tokens, s.num_accepted_tokens, coalesce(p.accepted_per_pos, []))
@@ -73,3 +75,4 @@ ORDER BY engine_id, step_index;
 
 COMMENT ON MACRO TABLE vllm_audit_steps_between IS 'Per stored step with the counters vLLM computed: beside them the same counters rebuilt from the outcomes, and whether they differ; window t0 <= event_time < t1.';
 COMMENT ON VIEW vllm_audit_steps IS 'Per stored step with the counters vLLM computed: beside them the same counters rebuilt from the outcomes, and whether they differ.';
+

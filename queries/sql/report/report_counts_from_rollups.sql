@@ -21,6 +21,7 @@
 --   kind, k_zero_reason                         the outcome kind and, for k_zero, the reason
 --   k_sched, k_valid, k_invalid, accepted       the outcome's counts
 --   is_draft, is_vllm_draft                     as in request_steps
+--   vllm_counts_differ                          as in audited_request_steps_between
 --   request_steps                               request-steps in the row (BIGINT)
 --   first_event, last_event                     the first and last event_time among them
 CREATE OR REPLACE MACRO report_counts_from_rollups(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256) AS TABLE
@@ -37,7 +38,8 @@ WITH parts AS (
                                    THEN CAST(context_tokens AS INTEGER)
                                    ELSE error('report_counts_from_rollups: context_tokens must be a positive multiple of 256') END
              * CAST(context_tokens AS INTEGER) AS INTEGER) AS context_start,
-        kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted, request_steps, first_event, last_event
+        kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted, vllm_counts_differ, request_steps, first_event,
+        last_event
     FROM raw_rollups
     -- the whole minutes: from the first at or after t0 to the last before the one holding t1
     WHERE in_window(minute, dt, hour, date_trunc('minute', utc_bound(t0) + INTERVAL 59999999 MICROSECOND),
@@ -45,7 +47,7 @@ WITH parts AS (
     UNION ALL
     -- the partial first minute, [t0, the next whole minute); nothing (no file read) without t0
     SELECT engine_id, model, method, num_spec_tokens, bucket_start, context_start, kind, k_zero_reason,
-           k_sched, k_valid, k_invalid, accepted, request_steps, first_event, last_event
+           k_sched, k_valid, k_invalid, accepted, vllm_counts_differ, request_steps, first_event, last_event
     FROM report_counts(
         t0 := CASE WHEN t0 IS NULL THEN TIMESTAMP '1970-01-01' ELSE utc_bound(t0) END,
         t1 := CASE WHEN t0 IS NULL THEN TIMESTAMP '1970-01-01'
@@ -55,7 +57,7 @@ WITH parts AS (
     UNION ALL
     -- the partial last minute, [the last whole minute, t1), unless the first minute holds it
     SELECT engine_id, model, method, num_spec_tokens, bucket_start, context_start, kind, k_zero_reason,
-           k_sched, k_valid, k_invalid, accepted, request_steps, first_event, last_event
+           k_sched, k_valid, k_invalid, accepted, vllm_counts_differ, request_steps, first_event, last_event
     FROM report_counts(
         t0 := CASE WHEN t1 IS NULL THEN TIMESTAMP '1970-01-01'
                    ELSE greatest(date_trunc('minute', utc_bound(t1)),
@@ -69,6 +71,7 @@ SELECT
     kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted,
     is_draft(kind, k_valid) AS is_draft,
     is_vllm_draft(k_sched) AS is_vllm_draft,
+    vllm_counts_differ,
     CAST(sum(request_steps) AS BIGINT) AS request_steps, min(first_event) AS first_event, max(last_event) AS last_event
 FROM parts
 GROUP BY ALL;
