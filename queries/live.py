@@ -29,8 +29,8 @@ LIVE_HISTOGRAM_SCHEMA = pa.schema([
 LIVE_FILES: tuple[str, ...] = (
     "live/live_histogram.sql",
     "intermediate/acceptance_by_definition.sql",
-    "intermediate/position_counts.sql",
     "intermediate/outcome_counts.sql",
+    "intermediate/position_counts.sql",
     "metrics/acceptance.sql",
     "metrics/acceptance_vllm.sql",
     "metrics/outcome_shares.sql",

@@ -9,7 +9,8 @@ writes Spark SQL, and two constructs Spark lacks are rewritten on the syntax tre
   ``LATERAL EXPLODE(SEQUENCE(0, n - 1)) AS p(position)``;
 * ``FROM raw UNION ALL BY NAME SELECT <missing columns> WHERE false`` (how ``request_steps`` reads
   files of older minor versions) becomes ``FROM raw``: the Spark source is read with the stored
-  schema, so older files' missing columns are NULL already.
+  schema, so older files' missing columns are NULL already. The same rule keeps the stored rows'
+  branch of ``outcome_counts`` (the other reads a report's table of counts, which Spark never has).
 
 :data:`SPARK_VIEWS` and the views they read are what this module makes; ``specmetrics db export
 --dialect spark`` writes their statements, :func:`create_spark_views` runs them over the data

@@ -37,9 +37,11 @@ _SPAN = """
 SELECT min(event_time) AS first, max(event_time) AS last
 FROM request_steps_between($t0, $t1)
 """
+#: The same from the rollups, in one time bucket and one context bucket: the fewest groups to count (half the
+#: time of the default widths at 10M request-steps).
 _STORED_SPAN = """
 SELECT min(first_event) AS first, max(last_event) AS last
-FROM report_counts_from_rollups(t0 := $t0, t1 := $t1)
+FROM report_counts_from_rollups(t0 := $t0, t1 := $t1, bucket := INTERVAL 36500 DAY, context_tokens := 1073741824)
 """
 #: The one scan of a report: report_counts's rows (or report_counts_from_rollups's), kept for the queries below.
 _ROLLUP = ("CREATE TEMP TABLE {table} AS "
@@ -157,27 +159,16 @@ WHERE wasted_slots > 0
 ORDER BY wasted_share DESC, engine_id, model, method, num_spec_tokens
 """
 
-#: Each configuration's per-position rates (pooled over its engines), with the published baseline of its
-#: model, method and K where there is one (the view baseline_comparison), NULL where there is none.
+#: Each configuration's per-position rates (pooled over its engines) beside the published baseline of its
+#: model, method and K (the view baseline_comparison, over the report's counts): only configurations with one.
 _BASELINES = """
-WITH configurations AS (
-    SELECT model, method, num_spec_tokens, p.position,
-           rate_over_drafts(num_accepted_at(kind, k_valid, accepted, p.position, request_steps),
-                            num_drafts(kind, k_valid, request_steps)) AS rate,
-           rate_over_drafts(vllm_num_accepted_at(k_sched, accepted, p.position, request_steps),
-                            vllm_num_drafts(k_sched, request_steps)) AS vllm_rate
-    FROM {table} AS r, range(r.num_spec_tokens) AS p(position)
-    GROUP BY model, method, num_spec_tokens, p.position
-)
-SELECT c.model, c.method, c.num_spec_tokens, CAST(c.position AS INTEGER) AS position, c.rate, c.vllm_rate,
-       b.rate AS baseline_rate, c.rate - b.rate AS difference, b.model AS baseline_model,
-       b.drafter AS baseline_drafter
-FROM configurations AS c
-LEFT JOIN baselines AS b
-    ON model_key(c.model) = model_key(b.model) AND c.method = b.method
-    AND c.num_spec_tokens = b.num_spec_tokens AND c.position = b.position
-ORDER BY c.model, c.method, c.num_spec_tokens, c.position
+SELECT model, method, num_spec_tokens, position, rate, vllm_rate, baseline_rate, difference, baseline_model,
+       baseline_drafter
+FROM baseline_comparison_between(NULL, NULL, source := '{table}')
+ORDER BY model, method, num_spec_tokens, position
 """
+#: The configurations that drafted (K > 0): those no baseline matches are named.
+_MEASURED = "SELECT DISTINCT model, method, num_spec_tokens FROM {table} WHERE num_spec_tokens > 0 ORDER BY ALL"
 _PUBLISHED = "SELECT DISTINCT model, method, num_spec_tokens, dataset, sampling, source FROM baselines ORDER BY model"
 
 #: The engines whose context vLLM lowered to the drafter's; from the rows (rollups do not keep the
@@ -303,6 +294,7 @@ class ReportData:
     context_caps: list[Row]
     configurations: list[Row]
     baselines: list[Row]
+    measured: list[Row]
     published: list[Row]
     wasted: list[Row]
     collateral: list[Row]
@@ -360,6 +352,7 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
             vllm_only=list(run_query(con, _VLLM_ONLY, span).to_pylist()),
             configurations=rows(_CONFIGURATIONS),
             baselines=rows(_BASELINES),
+            measured=rows(_MEASURED),
             published=rows(_PUBLISHED),
             wasted=rows(_WASTED),
             **(_per_request(con, span) if requests else {"collateral": [], "histogram": [], "outliers": []}),

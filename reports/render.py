@@ -233,7 +233,7 @@ def sections(data: ReportData) -> list[Section]:
     if data.outliers:
         out.append(Section("outliers", "Requests far from their group", [_outlier_text(data)], _rows_table(
             "outliers-table", OUTLIER_COLUMNS, data.outliers, lambda row: f"{row['engine_id']}/{row['request_id']}")))
-    if data.baselines:
+    if data.measured:
         matched, text = _baseline_text(data)
         out.append(Section("baselines", "Against published baselines", text, _rows_table(
             "baselines-table", BASELINE_COLUMNS, matched, lambda row: f"{_configuration(row)}/{row['position']}")
@@ -302,9 +302,9 @@ _STYLE = (
 def _baseline_text(data: ReportData) -> tuple[list[Row], list[str]]:
     """The rows of the configurations a published baseline matches, and the sentences around them: what
     the baselines are, and each configuration none matches."""
-    matched = [r for r in data.baselines if r["baseline_rate"] is not None]
+    matched = data.baselines
     keys = {(r["model"], r["method"], r["num_spec_tokens"]) for r in matched}
-    missing = sorted({(r["model"], r["method"], r["num_spec_tokens"]) for r in data.baselines} - keys)
+    missing = sorted({(r["model"], r["method"], r["num_spec_tokens"]) for r in data.measured} - keys)
     sources = sorted({f"{p['dataset']}, {p['sampling']}; {p['source']}" for p in data.published})
     text = [("Per position, the share of drafts that accepted it (vLLM's definition), corrected and as vLLM "
              "reports it, next to the acceptance published for the same model, method and K "

@@ -217,8 +217,9 @@ def test_each_configuration_is_held_against_its_published_baseline_or_told_none_
     finally:
         con.close()
     assert [(r["model"], r["position"], r["rate"], r["baseline_rate"]) for r in data.baselines] == [
-        ("Qwen/Qwen3-8B", 0, 1.0, 0.6541), ("Qwen/Qwen3-8B", 1, 0.5, 0.3993), ("Qwen/Qwen3-8B", 2, 0.5, 0.2020),
-        ("tiny-llama", 0, 1.0, None), ("tiny-llama", 1, 1.0, None)]
+        ("Qwen/Qwen3-8B", 0, 1.0, 0.6541), ("Qwen/Qwen3-8B", 1, 0.5, 0.3993), ("Qwen/Qwen3-8B", 2, 0.5, 0.2020)]
+    assert [tuple(r.values()) for r in data.measured] == [("Qwen/Qwen3-8B", "eagle3", 3),
+                                                          ("tiny-llama", "draft_model", 2)]
     text = markdown(data, T, {})
     assert "## Against published baselines" in text
     assert "| Qwen/Qwen3-8B | eagle3 | 3 | 1 | 50.00% | 50.00% | 39.93% | 10.07% | " \

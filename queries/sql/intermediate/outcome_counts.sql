@@ -5,6 +5,7 @@
 -- with source the name of a table or view holding outcome_histogram's key columns and request_steps
 -- (the report's one scan, report_counts, kept as a temporary table), that table's rows re-counted
 -- by shape, t0 and t1 unused. The branch not taken reads nothing: its filter is a constant false.
+-- (On Spark, where there is no table of counts, queries/spark.py keeps the first branch alone.)
 --
 -- Example:
 --   SELECT kind, sum(request_steps) AS n FROM outcome_counts(NULL, NULL, NULL) GROUP BY kind ORDER BY kind
@@ -16,7 +17,9 @@
 --   is_draft, is_vllm_draft                     as in request_steps
 --   request_steps                               number of request-steps with this shape (BIGINT)
 CREATE OR REPLACE MACRO outcome_counts(t0, t1, source) AS TABLE
-SELECT * EXCLUDE (emitted)
+SELECT
+    engine_id, model, method, num_spec_tokens, kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted,
+    is_draft, is_vllm_draft, request_steps
 FROM outcome_histogram_between(t0, t1)
 WHERE source IS NULL
 UNION ALL BY NAME

@@ -2,7 +2,7 @@
 --
 -- One row per group (engine_id, model, method, num_spec_tokens) that has request-steps and per
 -- position 0 .. num_spec_tokens - 1 (0-based, like the `position` label of vLLM's
--- spec_decode_num_accepted_tokens_per_pos counter). Built from outcome_histogram, so it expands
+-- spec_decode_num_accepted_tokens_per_pos counter). Built from outcome_counts, so it expands
 -- histogram rows, never request-steps.
 --
 -- Example:
@@ -18,8 +18,9 @@
 --   vllm_num_accepted                           vLLM drafts with accepted >= i + 1 (vLLM's counter)
 --
 -- position_counts_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end);
--- the view position_counts is it over all time.
-CREATE OR REPLACE MACRO position_counts_between(t0, t1) AS TABLE
+-- the view position_counts is it over all time. position_counts_between(NULL, NULL, source :=
+-- 'name') is it over the shape counts of the table name (outcome_counts): the report's.
+CREATE OR REPLACE MACRO position_counts_between(t0, t1, source := NULL) AS TABLE
 SELECT
     h.engine_id,
     h.model,
@@ -31,7 +32,7 @@ SELECT
     num_accepted_at(h.kind, h.k_valid, h.accepted, p.position, h.request_steps) AS num_accepted,
     vllm_num_drafts(h.k_sched, h.request_steps) AS vllm_num_drafts,
     vllm_num_accepted_at(h.k_sched, h.accepted, p.position, h.request_steps) AS vllm_num_accepted
-FROM outcome_histogram_between(t0, t1) AS h, range(h.num_spec_tokens) AS p(position)
+FROM outcome_counts(t0, t1, source) AS h, range(h.num_spec_tokens) AS p(position)
 GROUP BY h.engine_id, h.model, h.method, h.num_spec_tokens, p.position;
 
 CREATE OR REPLACE VIEW position_counts AS

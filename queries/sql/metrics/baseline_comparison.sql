@@ -24,8 +24,9 @@
 --   baseline_model, baseline_drafter, dataset, sampling, source   the baseline's row
 --
 -- baseline_comparison_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end); the
--- view baseline_comparison is it over all time.
-CREATE OR REPLACE MACRO baseline_comparison_between(t0, t1) AS TABLE
+-- view baseline_comparison is it over all time. baseline_comparison_between(NULL, NULL, source :=
+-- 'name') is it over the shape counts of the table name (outcome_counts): what the report shows.
+CREATE OR REPLACE MACRO baseline_comparison_between(t0, t1, source := NULL) AS TABLE
 WITH configurations AS (
     SELECT
         model,
@@ -34,7 +35,7 @@ WITH configurations AS (
         position,
         rate_over_drafts(sum(num_accepted), sum(num_drafts)) AS rate,
         rate_over_drafts(sum(vllm_num_accepted), sum(vllm_num_drafts)) AS vllm_rate
-    FROM position_counts_between(t0, t1)
+    FROM position_counts_between(t0, t1, source := source)
     GROUP BY model, method, num_spec_tokens, position
 )
 SELECT
