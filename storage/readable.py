@@ -44,6 +44,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from specmetrics.schemas.arrow import ADDED_COLUMNS, REQUEST_STEP_SCHEMA, schema_before
+from specmetrics.schemas.version import SCHEMA_VERSION
 from specmetrics.storage.files import list_folder
 from specmetrics.storage.layout import ROLLUP_DIR, FileName
 from specmetrics.storage.location import S3Location
@@ -280,8 +281,14 @@ def _schema_difference(metadata: pq.FileMetaData) -> str | None:
 
 def _difference(schema: pa.Schema) -> str | None:
     schema = schema.remove_metadata()
-    return None if any(schema.equals(expected) for expected in DATA_SCHEMAS) else \
-        schema_difference(schema, DATA_SCHEMAS[0])
+    if any(schema.equals(expected) for expected in DATA_SCHEMAS):
+        return None
+    current = DATA_SCHEMAS[0]
+    if len(schema) > len(current) and all(schema.field(i).equals(current.field(i)) for i in range(len(current))):
+        # every column this version stores, in order, then more: what a later minor version writes
+        return (f"written by a newer specmetrics (columns this one, schema {SCHEMA_VERSION}, does not know: "
+                f"{', '.join(schema.names[len(current):])}): upgrade specmetrics to read it")
+    return schema_difference(schema, current)
 
 
 def _column_ranges(metadata: pq.FileMetaData) -> dict[str, tuple[object, object]]:

@@ -22,6 +22,7 @@ from specmetrics.cli import main
 from specmetrics.queries import connect, run_query
 from specmetrics.queries.rollup import rollup_path
 from specmetrics.queries.verify import verify_tree
+from specmetrics.schemas.version import SCHEMA_VERSION
 from specmetrics.storage.layout import DATA_GLOB, ROLLUP_DIR, FileName
 from specmetrics.storage.readable import select_files
 from tests.support.events import T0
@@ -82,6 +83,14 @@ def unrelated_schema(folder: Path, source: Path) -> Path:
     return path
 
 
+def newer_columns(folder: Path, source: Path) -> Path:
+    """A file a later minor version would write: every stored column, then one this version does not know."""
+    table = pq.read_table(source)
+    path = folder / "newer-0-00000000000000000000-00000000000000000099.parquet"
+    pq.write_table(table.append_column("vllm_later", pa.array([1] * len(table), pa.int32())), path)
+    return path
+
+
 def not_parquet(folder: Path, source: Path) -> Path:
     path = folder / "log-7-00000000000000000000-00000000000000000001.parquet"
     path.write_bytes(b"PAR1 not really")
@@ -122,7 +131,7 @@ def test_a_foreign_file_changes_no_reader_and_fails_verify(
 def test_the_reason_says_what_differs(tree: Path) -> None:
     first = data_files(tree)[0]
     planted = {str(plant(first.parent, first).relative_to(tree)): plant.__name__
-               for plant in (subset_of_columns, unrelated_schema, not_parquet, foreign_name)}
+               for plant in (subset_of_columns, unrelated_schema, newer_columns, not_parquet, foreign_name)}
     reasons = {file.path: file.reason for file in select_files(tree).left_out}
     assert set(reasons) == set(planted)
     by_plant = {plant: reasons[path] for path, plant in planted.items()}
@@ -130,6 +139,9 @@ def test_the_reason_says_what_differs(tree: Path) -> None:
                                              "drafts_verified, emitted; accepted is int16, not int16 not null")
     assert by_plant["unrelated_schema"].startswith("not the stored table's schema: missing schema_version")
     assert "accepted is string, not int16 not null" in by_plant["unrelated_schema"]
+    assert by_plant["newer_columns"] == (f"not the stored table's schema: written by a newer specmetrics (columns "
+                                         f"this one, schema {SCHEMA_VERSION}, does not know: vllm_later): upgrade "
+                                         "specmetrics to read it")
     assert by_plant["not_parquet"].startswith("not a readable Parquet file")
     assert by_plant["foreign_name"].startswith("not a name the ingester writes")
 
