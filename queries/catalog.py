@@ -210,14 +210,34 @@ def sql_files(layers: Sequence[str] = LAYERS) -> list[str]:
     return ordered
 
 
+@cache
+def files_needed(file: str, layers: tuple[str, ...] = LAYERS) -> tuple[str, ...]:
+    """``file`` (``layer/name.sql``) and the view files of ``layers`` it reads, directly or through
+    others, in the order :func:`sql_files` runs them."""
+    root = resources.files("specmetrics.queries") / "sql"
+    ordered = sql_files(layers)
+    needs = _needs({name: (root / name).read_text(encoding="utf-8") for name in ordered})
+    needed, pending = set(), [file]
+    while pending:
+        if (name := pending.pop()) not in needed:
+            needed.add(name)
+            pending.extend(needs[name])
+    return tuple(name for name in ordered if name in needed)
+
+
+def _needs(texts: dict[str, str]) -> dict[str, set[str]]:
+    """Per file, the other files defining views and macros its code mentions."""
+    code = {file: _CODE_ONLY.sub(" ", body) for file, body in texts.items()}
+    defines = {file: set(_DEFINITION.findall(body)) for file, body in code.items()}
+    return {file: {other for other, names in defines.items()
+                   if other != file and any(re.search(rf"\b{name}\b", body) for name in names)}
+            for file, body in code.items()}
+
+
 def _dependency_order(texts: dict[str, str]) -> list[str]:
     """File names (without ``.sql``) so that each comes after the files defining the views and
     macros it mentions; alphabetical otherwise."""
-    code = {file: _CODE_ONLY.sub(" ", body) for file, body in texts.items()}
-    defines = {file: set(_DEFINITION.findall(body)) for file, body in code.items()}
-    needs = {file: {other for other, names in defines.items()
-                    if other != file and any(re.search(rf"\b{name}\b", body) for name in names)}
-             for file, body in code.items()}
+    needs = _needs(texts)
     done: list[str] = []
     while len(done) < len(texts):
         ready = sorted(view for view in texts if view not in done and needs[view] <= set(done))
@@ -312,14 +332,16 @@ def _create_tree_view(con: duckdb.DuckDBPyConnection, files: Sequence[Path | str
 
 
 def rollup_connection() -> duckdb.DuckDBPyConnection:
-    """A connection with file_rollup and the layers it needs over an empty source view (which
+    """A connection with file_rollup and the view files it reads over an empty source view (which
     :mod:`queries.rollup` points at one data file at a time)."""
     con = duckdb.connect()
     try:
         create_empty_source(con)
         con.execute("SET TimeZone = 'UTC'")
-        for statement in view_statements(con, LAYERS[:LAYERS.index(ROLLUP_LAYER) + 1]):
-            con.execute(statement)
+        root = resources.files("specmetrics.queries") / "sql"
+        for name in files_needed(f"{ROLLUP_LAYER}/file_rollup.sql", LAYERS[:LAYERS.index(ROLLUP_LAYER) + 1]):
+            for statement in con.extract_statements((root / name).read_text(encoding="utf-8")):
+                con.execute(statement.query)
     except BaseException:
         con.close()
         raise

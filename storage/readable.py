@@ -283,12 +283,7 @@ def _difference(schema: pa.Schema) -> str | None:
     schema = schema.remove_metadata()
     if any(schema.equals(expected) for expected in DATA_SCHEMAS):
         return None
-    current = DATA_SCHEMAS[0]
-    if len(schema) > len(current) and all(schema.field(i).equals(current.field(i)) for i in range(len(current))):
-        # every column this version stores, in order, then more: what a later minor version writes
-        return (f"written by a newer specmetrics (columns this one, schema {SCHEMA_VERSION}, does not know: "
-                f"{', '.join(schema.names[len(current):])}): upgrade specmetrics to read it")
-    return schema_difference(schema, current)
+    return schema_difference(schema, DATA_SCHEMAS[0])
 
 
 def _column_ranges(metadata: pq.FileMetaData) -> dict[str, tuple[object, object]]:
@@ -408,6 +403,10 @@ def _rollup_schema_difference(path: Path | str, schema: pa.Schema,
 
 def schema_difference(found: pa.Schema, expected: pa.Schema) -> str:
     """How ``found`` differs from ``expected``, in a few words."""
+    if len(found) > len(expected) and all(found.field(i).equals(expected.field(i)) for i in range(len(expected))):
+        # every column this version writes, in order, then more: what a later minor version writes
+        return (f"written by a newer specmetrics (columns this one, schema {SCHEMA_VERSION}, does not know: "
+                f"{', '.join(found.names[len(expected):])}): upgrade specmetrics to read it")
     names, wanted = set(found.names), set(expected.names)
     parts = []
     if missing := [n for n in expected.names if n not in names]:

@@ -196,6 +196,13 @@ def test_a_copy_is_left_out_of_the_rollups_and_a_misshapen_rollup_rewritten(
     assert left_out[f"{ROLLUP_DIR}/{source.relative_to(tree)}"].startswith("not a rollup's schema: missing minute")
     assert report_steps(tree, tmp_path / "r", capsys) == steps
     assert pq.read_schema(rollup_path(tree, source)).names[-1] == "last_event"  # written again
+    rollup = pq.read_table(rollup_path(tree, source))
+    pq.write_table(rollup.append_column("later_sum", pa.array([0] * rollup.num_rows)), rollup_path(tree, source))
+    left_out = {file.path: file.reason for file in verify_tree(tree).left_out}
+    assert left_out[f"{ROLLUP_DIR}/{source.relative_to(tree)}"] == (
+        f"not a rollup's schema: written by a newer specmetrics (columns this one, schema {SCHEMA_VERSION}, does "
+        "not know: later_sum): upgrade specmetrics to read it")
+    assert report_steps(tree, tmp_path / "r", capsys) == steps
 
 
 def test_the_command_line_warns_and_keeps_its_numbers(tree: Path, tmp_path: Path) -> None:

@@ -4,7 +4,7 @@
 -- numbers from it, so a report reads the Parquet tree once however many charts it has: request-
 -- steps over t0 <= event_time < t1 counted per group, time bucket (as in acceptance_timeline),
 -- context-length bucket (as in skips_by_context), outcome shape (as in outcome_histogram) and the
--- audit verdict of the request-step's step (audited_request_steps_between).
+-- audit verdict of the request-step's step (audited_request_steps).
 -- Each dimension rolls up by summing request_steps over the others. The report's numbers are
 -- checked equal to the views' in the tests.
 --
@@ -18,7 +18,7 @@
 --   kind, k_zero_reason                         the outcome kind and, for k_zero, the reason
 --   k_sched, k_valid, k_invalid, accepted       the outcome's counts
 --   is_draft, is_vllm_draft                     as in request_steps
---   vllm_counts_differ                          as in audited_request_steps_between
+--   vllm_counts_differ                          as in audited_request_steps
 --   request_steps                               request-steps in the row (BIGINT)
 --   first_event, last_event                     the first and last event_time among them
 CREATE OR REPLACE MACRO report_counts(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256) AS TABLE
@@ -34,7 +34,7 @@ WITH rolled AS (
         CAST(count(*) AS BIGINT) AS request_steps,
         min(event_time) AS first_event,
         max(event_time) AS last_event
-    FROM audited_request_steps_between(t0, t1)
+    FROM audited_request_steps(t0, t1)
     GROUP BY ALL
 )
 SELECT

@@ -21,7 +21,7 @@
 --   kind, k_zero_reason                         the outcome kind and, for k_zero, the reason
 --   k_sched, k_valid, k_invalid, accepted       the outcome's counts
 --   is_draft, is_vllm_draft                     as in request_steps
---   vllm_counts_differ                          as in audited_request_steps_between
+--   vllm_counts_differ                          as in audited_request_steps
 --   request_steps                               request-steps in the row (BIGINT)
 --   first_event, last_event                     the first and last event_time among them
 CREATE OR REPLACE MACRO report_counts_from_rollups(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256) AS TABLE

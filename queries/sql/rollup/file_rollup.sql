@@ -1,7 +1,7 @@
 -- file_rollup: the rollup of the rows of raw_request_steps, as a rollup file stores it.
 --
 -- Request-steps counted per group, minute, 256-token context bucket (batch_max_seq_len), outcome
--- shape and audit verdict of their step (audited_request_steps_between), with the first and last
+-- shape and audit verdict of their step (audited_request_steps), with the first and last
 -- event time among them. A step's rows lie in one data file, so a file's rollup holds every
 -- verdict it needs. queries/rollup.py writes the rollup of a
 -- data file (DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/<the data file's name>) by pointing
@@ -42,7 +42,7 @@ SELECT
     CAST(count(*) AS BIGINT) AS request_steps,
     min(event_time) AS first_event,
     max(event_time) AS last_event
-FROM audited_request_steps_between(NULL, NULL)
+FROM audited_request_steps(NULL, NULL)
 GROUP BY ALL;
 
 COMMENT ON VIEW file_rollup IS 'Request-steps per group, minute, 256-token context bucket, outcome shape and audit verdict: the rows of a stored rollup (of the data file raw_request_steps reads).';
