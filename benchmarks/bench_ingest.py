@@ -1,10 +1,9 @@
-"""Local log → durable Parquet, end to end, next to the ceiling: a plain pyarrow write of the
-same rows from memory, in the same run; and the same ingest into a table (the default layout: a
-Delta commit per flush) next to a tree (``--tree``).
+"""Local log → a Delta table of durable Parquet, end to end, next to the ceiling: a plain pyarrow
+write of the same rows from memory, in the same run.
 
 Pre-fills a local log with the load generator, runs ``specmetrics ingest --once`` logic over
-it into a tree and into a table, reads the rows back and writes them again with
-``pyarrow.parquet.write_table`` (same codec and row groups). Rounds alternate the three; the
+it into a table (a Delta commit per flush), reads the committed rows back and writes them again
+with ``pyarrow.parquet.write_table`` (same codec and row groups). Rounds alternate the two; the
 best of each is reported. Prints one JSON line.
 
     python -m benchmarks.bench_ingest [--rows 4000000] [--rounds 3] [--flush-rows N] [--s3]
@@ -34,8 +33,9 @@ from specmetrics.emitter.sinks import LocalLogSink
 from specmetrics.ingest import Ingester, IngestSettings
 from specmetrics.ingest.observer import IngestObserver
 from specmetrics.ingest.sources import LocalLogSource
-from specmetrics.storage.layout import DATA_GLOB, STATE_DIR
+from specmetrics.storage.layout import STATE_DIR
 from specmetrics.storage.location import S3Location
+from specmetrics.storage.table import Table
 
 
 def ingest_seconds(log_dir: Path, out: Path, settings: IngestSettings,
@@ -78,8 +78,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="Rows per flush (default: the ingester's, 1,000,000); a table commits once per flush.")
     parser.add_argument("--s3", action="store_true", help="Also ingest into a table on S3 (SeaweedFS on loopback).")
     args = parser.parse_args(argv)
-    settings = IngestSettings(table=False, **({"flush_rows": args.flush_rows} if args.flush_rows else {}))
-    table_settings = settings.model_copy(update={"table": True})
+    settings = IngestSettings(**({"flush_rows": args.flush_rows} if args.flush_rows else {}))
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         root = Path(tmp)
         server = stack.enter_context(SeaweedS3(root / "seaweed")) if args.s3 else None
@@ -88,32 +87,27 @@ def main(argv: list[str] | None = None) -> None:
         with LocalLogSink(root / "log") as sink:
             run_load(LoadSpec(rows=args.rows, engines=4, seed=1), sink)
         log_bytes = sum(p.stat().st_size for p in (root / "log").glob("*.log"))
-        ingest_times, table_times, write_times, s3_times = [], [], [], []
+        ingest_times, write_times, s3_times = [], [], []
         rows = 0
         for _ in range(args.rounds):
             seconds, rows = ingest_seconds(root / "log", root / "out", settings)
             ingest_times.append(seconds)
-            seconds, table_rows = ingest_seconds(root / "log", root / "table", table_settings)
-            assert table_rows == rows, (table_rows, rows)
-            table_times.append(seconds)
-            shutil.rmtree(root / "table")
             if server is not None:
-                seconds, s3_rows = s3_ingest_seconds(root / "log", server, root / "s3-state", table_settings)
+                seconds, s3_rows = s3_ingest_seconds(root / "log", server, root / "s3-state", settings)
                 assert s3_rows == rows, (s3_rows, rows)
                 s3_times.append(seconds)
-            files = sorted((root / "out").glob(DATA_GLOB))
+            files = sorted(file.path for file in Table(root / "out").files())
             table = pa.concat_tables(pq.read_table(f) for f in files)
             write_times.append(plain_write_seconds(table, root / "plain.parquet", settings))
             del table
         parquet_bytes = sum(f.stat().st_size for f in files)
-        e2e, ceiling, table = rows / min(ingest_times), rows / min(write_times), rows / min(table_times)
+        e2e, ceiling = rows / min(ingest_times), rows / min(write_times)
         s3 = {"s3_rows_per_s": round(rows / min(s3_times)),
-              "s3_vs_local_table": round(rows / min(s3_times) / table, 3)} if s3_times else {}
+              "s3_vs_local_table": round(rows / min(s3_times) / e2e, 3)} if s3_times else {}
         print(json.dumps({
             "bench": "ingest_local_log_to_parquet", "rows": rows, "files": len(files),
             "e2e_rows_per_s": round(e2e), "plain_write_rows_per_s": round(ceiling),
-            "e2e_vs_plain_write": round(e2e / ceiling, 3), "table_rows_per_s": round(table),
-            "table_vs_tree": round(table / e2e, 3), "table_vs_plain_write": round(table / ceiling, 3),
+            "e2e_vs_plain_write": round(e2e / ceiling, 3),
             "parquet_bytes_per_row": round(parquet_bytes / rows, 2), "log_bytes_per_row": round(log_bytes / rows, 1),
             "compression": settings.compression, "flush_rows": settings.flush_rows, **s3,
         }))

@@ -28,7 +28,7 @@ from specmetrics.emitter.sinks import LocalLogSink
 from specmetrics.ingest import Ingester, IngestSettings
 from specmetrics.ingest.sources import LocalLogSource
 from specmetrics.queries import connect
-from specmetrics.queries.verify import verify_tree
+from specmetrics.queries.verify import verify_table
 from specmetrics.storage.compaction import compact
 from specmetrics.storage.layout import STATE_DIR, FileName
 from specmetrics.storage.table import Table
@@ -57,7 +57,7 @@ def outcome(table: Path) -> dict[str, int]:
         con.close()
     named = sum(FileName.parse(PurePosixPath(file.relative).name) is not None for file in files)
     return {"files": len(files), "rows": int(rows), "distinct": int(distinct), "files_naming_offsets": named,
-            "verify_clean": int(verify_tree(table).clean)}
+            "verify_clean": int(verify_table(table).clean)}
 
 
 def main(argv: list[str] | None = None) -> None:

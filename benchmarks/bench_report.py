@@ -1,19 +1,16 @@
 """The full report's queries over many request-step rows, next to the same metrics computed
 with pandas and with polars, and a bare DuckDB scan of the columns they need (the floor), in
 the same run. The report reads the rollups stored next to the data, as ``specmetrics report``
-does once it has built them (here ``build_missing`` builds them, timed, when the cached tree
+does once it has built them (here ``build_missing`` builds them, timed, when the cached table
 lacks them), with its per-request sections (one more scan of the raw rows) and without them
 (``--no-requests``, what the targets and pandas and polars compare); the same report over the raw
 rows is timed too. Best of ``--rounds`` each; page cache warm (a first untimed
 scan). Checks that the rollups equal their recomputation from the raw rows (``specmetrics
 verify``'s check) and that the four ways agree on the headline and per-group numbers (and the
-report's ways on its audit line: every row of the tree carries vLLM's own counters), then
+report's ways on its audit line: every row of the table carries vLLM's own counters), then
 prints one JSON line.
 
-    python -m benchmarks.bench_report [--rows 100000000] [--rounds 2] [--dir /var/tmp/specmetrics-bench] [--table]
-
-``--table`` also times the report over the same files made a table (hard links of the tree's files and
-rollups, then ``specmetrics table convert``): the files chosen from the log, not from footers.
+    python -m benchmarks.bench_report [--rows 100000000] [--rounds 2] [--dir /var/tmp/specmetrics-bench]
 """
 
 from __future__ import annotations
@@ -21,8 +18,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -33,12 +28,10 @@ from typing import Any
 import duckdb
 
 from benchmarks.args import positive_int
-from benchmarks.report_rows import BATCH, FILES, build_tree, whole_steps
-from specmetrics.ingest.convert import convert_tree
+from benchmarks.report_rows import BATCH, FILES, build_table, whole_steps
 from specmetrics.queries import connect
 from specmetrics.queries.rollup import build_missing, check_rollups, rollups_cover
 from specmetrics.reports import Window, collect
-from specmetrics.storage.table import is_table
 
 NEEDED = ("engine_id", "model", "method", "num_spec_tokens", "event_time", "kind", "k_zero_reason", "k_sched",
           "k_valid", "k_invalid", "accepted", "batch_max_seq_len")
@@ -142,16 +135,6 @@ def polars_report(root: Path) -> dict[str, Any]:
                    [(r["engine_id"], r["d"], r["v"]) for r in groups.iter_rows(named=True)])
 
 
-def linked_table(tree: Path, target: Path) -> Path:
-    """The tree's files and rollups hard-linked under ``target`` and made a table (once; kept)."""
-    if is_table(target):
-        return target
-    shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(tree, target, copy_function=os.link)
-    convert_tree(target)
-    return target
-
-
 def best(fn: Callable[[Path], dict[str, Any]], root: Path, rounds: int) -> tuple[float, dict[str, Any]]:
     times, result = [], {}
     for _ in range(rounds):
@@ -162,20 +145,12 @@ def best(fn: Callable[[Path], dict[str, Any]], root: Path, rounds: int) -> tuple
     return min(times), result
 
 
-def alternate(fn: Callable[[Path], dict[str, Any]], roots: list[Path], rounds: int
-              ) -> list[tuple[float, dict[str, Any]]]:
-    """:func:`best` of ``fn`` over each of ``roots``, the roots taking turns in each round."""
-    runs = [[best(fn, root, 1) for root in roots] for _ in range(rounds)]
-    return [(min(run[i][0] for run in runs), runs[-1][i][1]) for i in range(len(roots))]
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=positive_int, default=100_000_000)
     parser.add_argument("--rounds", type=positive_int, default=2)
     parser.add_argument("--dir", type=Path, default=Path("/var/tmp/specmetrics-bench"),
-                        help="Where the generated tree is kept between runs (~1 GB at 100M rows).")
-    parser.add_argument("--table", action="store_true", help="Also time the report over the files as a table.")
+                        help="Where the generated table is kept between runs (~1 GB at 100M rows).")
     args = parser.parse_args(argv)
     rows = whole_steps(args.rows)
     if rows == 0:
@@ -183,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     if rows != args.rows:
         print(f"--rows {args.rows:,} rounded down to {rows:,}: {FILES} files of whole {BATCH}-request steps",
               file=sys.stderr)
-    root = build_tree(args.dir / f"rows-{rows}", rows)
+    root = build_table(args.dir / f"rows-{rows}", rows)
     start = time.perf_counter()
     built = len(build_missing(root))
     rollup_build_s = time.perf_counter() - start
@@ -202,17 +177,6 @@ def main(argv: list[str] | None = None) -> None:
     audits = [result.pop(AUDIT) for result in (got, by_rollups, by_raw)]
     agree = got == by_rollups == by_raw == by_polars == by_pandas and audits[0] == audits[1] == audits[2]
     audited = sum(checked for _, checked, _ in audits[0])
-    table: dict[str, Any] = {}
-    if args.table:
-        # Tree and table alternate round by round, so that a noisy stretch of the machine hits both.
-        table_root = linked_table(root, args.dir / f"rows-{rows}-table")
-        (tree_s, _), (table_s, by_table) = alternate(report, [root, table_root], args.rounds)
-        (tree_raw_s, _), (table_raw_s, by_table_raw) = alternate(report_raw, [root, table_root], args.rounds)
-        same_audit = by_table.pop(AUDIT) == by_table_raw.pop(AUDIT) == audits[0]
-        agree = agree and same_audit and by_table == by_table_raw == got
-        table = {"table_report_s": round(table_s, 3), "table_report_raw_s": round(table_raw_s, 3),
-                 "table_over_tree": round(table_s / tree_s, 3),
-                 "table_raw_over_tree_raw": round(table_raw_s / tree_raw_s, 3)}
     print(json.dumps({
         "rows": rows, "floor_s": round(floor_s, 3), "report_s": round(report_s, 3),
         "report_without_requests_s": round(without_requests_s, 3),
@@ -227,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
         # The targets are the aggregations pandas and polars compute too: the report without its
         # per-request sections, which read the raw rows besides (report_s).
         "targets_met": agree and without_requests_s <= 2 * floor_s and without_requests_s < 3
-        and pandas_s >= 5 * without_requests_s and polars_s > without_requests_s, **table,
+        and pandas_s >= 5 * without_requests_s and polars_s > without_requests_s,
     }))
     if not agree:
         raise SystemExit(f"the four ways disagree:\nreport {got}\nraw {by_raw}\npolars {by_polars}\n"

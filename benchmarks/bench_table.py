@@ -1,11 +1,11 @@
-"""Readers' start-up over many files: a table's log against a tree's footer scan, same files.
+"""Readers' start-up over a table of many files, and the conversion of a tree of them.
 
-Ingests a local log into a tree with one flush per ``--rows-per-file`` rows (``--files`` data
-files), converts a copy into a table (``specmetrics table convert``: one commit naming them all),
-then, in a fresh process per measurement (modules imported, no footer cached), times what every
-reader does first: choosing the files (``storage.readable.select_files``), then building the
-views over them (``queries.connect``, which chooses them again: footers are cached by then).
-Rounds alternate tree and table; the best of each is reported. Prints one JSON line.
+Ingests a local log with one flush per ``--rows-per-file`` rows (``--files`` data files), copies
+its files without the table's log (a tree, as ingest wrote before tables) and converts that copy
+into a table (``specmetrics table convert``: one commit naming them all, timed), then, in a fresh
+process per measurement (modules imported, nothing cached), times what every reader does first:
+choosing the files from the log (``storage.readable.select_files``), then building the views over
+them (``queries.connect``). Best of ``--rounds``. Prints one JSON line.
 
     python -m benchmarks.bench_table [--files 10000] [--rows-per-file 64] [--rounds 3]
 """
@@ -28,6 +28,7 @@ from specmetrics.ingest import Ingester, IngestSettings
 from specmetrics.ingest.convert import convert_tree
 from specmetrics.ingest.sources import LocalLogSource
 from specmetrics.storage.layout import STATE_DIR
+from specmetrics.storage.table import LOG_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Run in a fresh process: the seconds select_files and connect take over the folder argv[1].
@@ -61,31 +62,23 @@ def main(argv: list[str] | None = None) -> None:
         root = Path(tmp)
         with LocalLogSink(root / "log") as sink:
             run_load(LoadSpec(rows=args.files * args.rows_per_file, engines=4, seed=1), sink)
-        source = LocalLogSource(root / "log", root / "tree" / STATE_DIR)
-        ingester = Ingester(source, root / "tree", IngestSettings(flush_rows=args.rows_per_file, table=False))
+        source = LocalLogSource(root / "log", root / "ingested" / STATE_DIR)
+        ingester = Ingester(source, root / "ingested", IngestSettings(flush_rows=args.rows_per_file))
         try:
             ingester.run(once=True)
         finally:
             ingester.close()
             source.close()
-        shutil.copytree(root / "tree", root / "table")
+        shutil.copytree(root / "ingested", root / "table", ignore=shutil.ignore_patterns(LOG_DIR))
         start = time.perf_counter()
         converted = convert_tree(root / "table")
         convert_s = time.perf_counter() - start
-        tree: list[dict[str, float]] = []
-        table: list[dict[str, float]] = []
-        for _ in range(args.rounds):
-            tree.append(measure(root / "tree"))
-            table.append(measure(root / "table"))
-        assert {m["files"] for m in tree} == {m["files"] for m in table} == {converted.files}, (tree, table)
-        best = {name: {key: min(m[key] for m in runs) for key in ("select_s", "connect_s")}
-                for name, runs in (("tree", tree), ("table", table))}
+        runs = [measure(root / "table") for _ in range(args.rounds)]
+        assert {m["files"] for m in runs} == {converted.files}, runs
         print(json.dumps({
             "bench": "table_reader_start", "files": converted.files, "convert_s": round(convert_s, 3),
-            "tree_select_s": round(best["tree"]["select_s"], 3), "table_select_s": round(best["table"]["select_s"], 3),
-            "tree_connect_s": round(best["tree"]["connect_s"], 3),
-            "table_connect_s": round(best["table"]["connect_s"], 3),
-            "table_vs_tree_select": round(best["table"]["select_s"] / best["tree"]["select_s"], 3),
+            "table_select_s": round(min(m["select_s"] for m in runs), 3),
+            "table_connect_s": round(min(m["connect_s"] for m in runs), 3),
         }))
 
 

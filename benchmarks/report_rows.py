@@ -1,11 +1,11 @@
-"""Synthetic request-step rows for the report benchmark: a hive tree of zstd Parquet files in
+"""Synthetic request-step rows for the report benchmark: a table of zstd Parquet files in
 the stored schema (schemas.arrow.REQUEST_STEP_SCHEMA), one file per hour, laid out as the ingester
 writes them (steps of 64 requests sharing the step's envelope) with a realistic mix: 4 engines
 (K = 3 and 5) interleaved step by step, ~80 % drafted, whole steps skipped when the batch's
 context passes the drafter's limit, grammar-invalid and K = 0 request-steps; each step carries
 vLLM's own counters of it (schema 1.6 on), as vLLM 0.32.0 counts those outcomes. Deterministic for
 a seed; cached by row count and layout version. Files are named as the ingester names them
-(source ``bench``, partition 0, each file's offset range), so every reader takes them."""
+(source ``bench``, partition 0, each file's offset range) and committed in one commit."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 from specmetrics.ingest import IngestSettings
 from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
 from specmetrics.schemas.codes import KIND_CODES, KindCode
-from specmetrics.storage.layout import FileName
+from specmetrics.storage.layout import DATA_GLOB, FileName
+from specmetrics.storage.table import DataFile, create_table, is_table
 
 START = datetime(2026, 11, 30, 0, 0)
 ENGINES = ("node-0/dp0", "node-1/dp0", "node-2/dp0", "node-3/dp0")
@@ -38,22 +39,25 @@ def whole_steps(rows: int, files: int = FILES) -> int:
     return rows // (files * BATCH) * files * BATCH
 
 
-def build_tree(root: Path, rows: int, files: int = FILES, seed: int = 0) -> Path:
-    """``root`` with ``rows`` rows in ``files`` hourly files; reused if already complete."""
+def build_table(root: Path, rows: int, files: int = FILES, seed: int = 0) -> Path:
+    """``root``: a table of ``rows`` rows in ``files`` hourly files; reused if already complete."""
     if rows != whole_steps(rows, files) or rows == 0:
         raise ValueError(f"{rows} rows are not whole steps of {BATCH} in {files} files: round with whole_steps")
     done = root / f".complete-{rows}-{files}-{seed}-steps{BATCH}-named-counted"
-    if done.exists():
-        return root
-    settings = IngestSettings()
     steps = rows // files // BATCH
-    for i in range(files):
-        table = _rows(steps, i, np.random.default_rng(seed + i))
-        folder = root / f"dt={START:%Y-%m-%d}" / f"hour={i:02d}"
-        folder.mkdir(parents=True, exist_ok=True)
-        name = FileName("bench", 0, i * steps, (i + 1) * steps - 1).render("parquet")
-        pq.write_table(table, folder / name, compression=settings.compression, row_group_size=settings.row_group_rows)
-    done.touch()
+    if not done.exists():
+        settings = IngestSettings()
+        for i in range(files):
+            table = _rows(steps, i, np.random.default_rng(seed + i))
+            folder = root / f"dt={START:%Y-%m-%d}" / f"hour={i:02d}"
+            folder.mkdir(parents=True, exist_ok=True)
+            name = FileName("bench", 0, i * steps, (i + 1) * steps - 1).render("parquet")
+            pq.write_table(table, folder / name, compression=settings.compression,
+                           row_group_size=settings.row_group_rows)
+        done.touch()
+    if not is_table(root):  # a tree this cache held before: committed as it is
+        create_table(root, [DataFile.local(root, path) for path in sorted(root.glob(DATA_GLOB))],
+                     {("bench", 0): files * steps})
     return root
 
 

@@ -1,15 +1,16 @@
-"""A tree the ingester wrote, made a table in place (``specmetrics table convert``), losing nothing.
+"""A tree an older ingester wrote, made a table in place (``specmetrics table convert``), losing nothing.
 
 The files stay where they are; one commit names them all and sets each source partition's next
 offset where its stored flushes end, so readers read what they read before and an ingester
-resumes where it would have. Which files count is decided once more, as readers decide in a tree
-(:func:`storage.readable.select_files`): the files they leave out are not committed, and are
-never read again. A flush of dead letters only (or of offsets recorded lost) gets a data file
-without rows under its name, because in a table a dead-letter file counts when a committed data
-file has its name. The commit is the last step: a conversion cut short leaves a tree that reads
-as before (and perhaps a few row-less files, which count as the offsets their names cover, as
-their dead letters did). No ingester may write the tree meanwhile: each lock of ``_state/`` is
-held for the conversion, and a tree-mode ingester that finds a table in its output stops.
+resumes where it would have. Which files count is decided once more, as readers of the tree did
+(:mod:`storage.tree`): the files they left out are not committed, and are never read again; nor
+is the last flush of a partition that a crash cut short, whose offsets the ingester reads again (as
+the tree's ingester did when it started). A flush of dead letters only (or of offsets recorded
+lost) gets a data file without rows under its name, because in a table a dead-letter file counts
+when a committed data file has its name. The commit is the last step: a conversion cut short
+leaves a tree (and perhaps a few row-less files, which count as the offsets their names cover, as
+their dead letters did). No ingester may hold the tree meanwhile: each lock of ``_state/`` is held
+for the conversion (an ingester refuses a tree; one of an older specmetrics may still run).
 """
 
 from __future__ import annotations
@@ -25,12 +26,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from specmetrics.ingest.recovery import incomplete_flushes
 from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
 from specmetrics.storage.durable import write_durably
 from specmetrics.storage.layout import DEAD_LETTER_DIR, STATE_DIR, FileName
-from specmetrics.storage.readable import select_files
 from specmetrics.storage.table import DataFile, create_table, is_table
+from specmetrics.storage.tree import stored_flushes, tree_files
 
 logger = logging.getLogger(__name__)
 
@@ -54,15 +54,15 @@ def convert_tree(data: Path) -> Conversion:
     if not data.is_dir():
         raise FileNotFoundError(f"{data} is not a directory")
     with _ingesters_stopped(data):
-        if incomplete := incomplete_flushes(data):
-            raise ValueError(f"{data} holds flushes cut short by a crash ({'; '.join(incomplete)}): run "
-                             "'specmetrics ingest' on it once to write them again, then convert")
-        files = select_files(data)
-        files.warn()
-        names = {name: path for path in files.data if (name := FileName.parse(path.name)) is not None}
+        data_files, left_out = tree_files(data)
+        for file in left_out:
+            logger.warning("left out %s: %s", file.path, file.reason)
+        cut = _cut_short(data, {data / file.path for file in left_out})
+        data_files = [path for path in data_files if FileName.parse(path.name) not in cut]
+        names = {name: path for path in data_files if (name := FileName.parse(path.name)) is not None}
         rowless = [_rowless_file(data, letters) for letters in sorted((data / DEAD_LETTER_DIR).glob("*.jsonl"))
-                   if (name := FileName.parse(letters.name)) is not None and name not in names]
-        committed = [*files.data, *rowless]
+                   if (name := FileName.parse(letters.name)) is not None and name not in names and name not in cut]
+        committed = [*data_files, *rowless]
         positions: dict[tuple[str, int], int] = {}
         for path in committed:
             name = FileName.parse(path.name)
@@ -70,7 +70,28 @@ def convert_tree(data: Path) -> Conversion:
             key = (name.source, name.partition)
             positions[key] = max(positions.get(key, 0), name.end + 1)
         create_table(data, [DataFile.local(data, path) for path in committed], positions)
-    return Conversion(len(committed), len(rowless), len(files.left_out), positions)
+    return Conversion(len(committed), len(rowless), len(left_out), positions)
+
+
+def _cut_short(data: Path, left_out: set[Path]) -> set[FileName]:
+    """The flushes to leave out of the commit because a crash cut them short: the last flush of a
+    partition that lacks some of its files (its commit to the source was never made, so the
+    ingester of the table reads its offsets again; its files stay, never read, until ``table
+    vacuum``). A flush lacking files before the last one of its partition (files removed by hand)
+    is an error. Flushes whose data files the tree's rules leave out (copies) are not looked at."""
+    flushes = [flush for flush in stored_flushes(data) if not left_out.intersection(flush.paths)]
+    last = {(f.name.source, f.name.partition): f for f in sorted(flushes, key=lambda f: f.name.end)}
+    incomplete = [flush for flush in flushes if not flush.complete]
+    if stray := [f for f in incomplete if last[(f.name.source, f.name.partition)] is not f]:
+        flushes_named = "; ".join(f"{f.name.source} partition {f.name.partition} offsets {f.name.start}-{f.name.end}"
+                                  for f in stray)
+        raise ValueError(f"{data} holds flushes that lack some of their files before the last flush of their "
+                         f"partition ({flushes_named}): restore them before converting; nothing was changed")
+    for flush in incomplete:
+        logger.warning("left out %d file(s) of a flush cut short by a crash (offsets %d-%d of %s partition %d), which "
+                       "the ingester reads again: %s", len(flush.paths), flush.name.start, flush.name.end,
+                       flush.name.source, flush.name.partition, [str(p) for p in flush.paths])
+    return {flush.name for flush in incomplete}
 
 
 def _rowless_file(data: Path, letters: Path) -> Path:

@@ -6,7 +6,7 @@ thread), commits them to the output with the offset after them (a Delta table's 
 then commits that offset to the source. A partition assigned again resumes where the stored files
 end, so a crash or a rebalance neither stores a record twice nor skips one; what the source no
 longer has stops the run, naming it, unless ``accept_loss`` records it. docs/design.md ("Exactly
-once into Parquet") tells the rest: orphaned buffers, refused commits, duplicate steps, the tree.
+once into Parquet") tells the rest: orphaned buffers, refused commits, duplicate steps.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from specmetrics.ingest.batch import DUPLICATE_STEP, DeadLetter, PartitionBuffer
 from specmetrics.ingest.observer import IngestObserver
 from specmetrics.ingest.output import ParquetOptions, write_dead_letters, write_lost_range, write_partitioned
 from specmetrics.ingest.partition_lock import PartitionLocks
-from specmetrics.ingest.recovery import recent_steps, resume_positions, table_resume_position
+from specmetrics.ingest.recovery import recent_steps, resume_position
 from specmetrics.ingest.settings import IngestSettings
 from specmetrics.ingest.sources.base import LostRange, Source, SourceUnavailable, SourceWentBack
 from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
@@ -59,7 +59,7 @@ class IngestStats:
     files: int = 0
     flushes: int = 0
     redelivered: int = 0  # records at offsets already consumed (skipped)
-    lost_offsets: int = 0  # offsets the source reported gone, recorded in the tree (accept_loss)
+    lost_offsets: int = 0  # offsets the source reported gone, recorded in the table (accept_loss)
 
 
 class LostOffsets(ValueError):
@@ -68,7 +68,7 @@ class LostOffsets(ValueError):
 
     def __init__(self, source: str, loss: LostRange) -> None:
         super().__init__(f"offsets {loss.first}-{loss.last} of source {source} partition {loss.partition} are lost: "
-                         f"{loss.reason}; everything before them is stored. To record the loss in the tree and go "
+                         f"{loss.reason}; everything before them is stored. To record the loss in the table and go "
                          "on, run again with --accept-loss (SPECMETRICS_INGEST_ACCEPT_LOSS=1)")
         self.loss = loss
 
@@ -86,12 +86,12 @@ class _Flush:
 
 
 class Ingester:
-    """Runs one source into one output directory."""
+    """Runs one source into one Delta table (a local folder or an S3 prefix)."""
 
     def __init__(self, source: Source, out: Path | S3Location, settings: IngestSettings | None = None,
                  dead_letter_topic: DeadLetterTopic | None = None, observer: IngestObserver | None = None,
                  state_dir: Path | None = None) -> None:
-        """``out``: a local folder, or an S3 prefix (always a table). ``state_dir``: where the
+        """``out``: the table's local folder or S3 prefix (made a table if new). ``state_dir``: where the
         partition locks lie (default ``out/_state``; required for S3). ``observer`` is told of every
         step as soon as it is validated (after each poll), of offsets recorded lost, and of the
         source's lag (about once a second)."""
@@ -113,7 +113,6 @@ class Ingester:
         self._owned: set[int] = set()  # partitions assigned to this ingester now
         self._read_at: dict[int, OrderedDict[str, int]] = {}  # per partition: recent steps' event id -> offset
         self._orphans: dict[int, PartitionBuffer] = {}  # buffers of partitions lost, until stored by someone
-        self._source_went_back = False  # the source lost records: what is flushed stays, its commit refused or not
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specmetrics-writer")
         self._in_flight: tuple[Future[None], dict[int, int], _Flush] | None = None
         self._rotate_us = int(self.settings.flush_event_time_s * 1_000_000)
@@ -126,10 +125,9 @@ class Ingester:
         self._read_clock()
         if state_dir is None and not isinstance(out, Path):
             raise ValueError("an ingester of an S3 output needs a local state folder")
-        self._table = _open_table(out, self.settings.table)
-        #: The source's name in the output's files and offsets: in a table, the name it claimed for the source.
-        self.name = source.name if self._table is None or source.identity is None else \
-            self._table.claim(source.name, source.identity)
+        self._table = _open_table(out)
+        #: The source's name in the table's files and offsets: the name it claimed for the source.
+        self.name = source.name if source.identity is None else self._table.claim(source.name, source.identity)
         self._locks = PartitionLocks(state_dir or out / STATE_DIR, self.name)  # type: ignore[operator]
         source.listen(self._assigned, self._revoked, self._lost)
 
@@ -223,8 +221,7 @@ class Ingester:
                 self._buffers[partition] = orphan
                 positions[partition] = position = orphan.end_offset + 1
             elif self.settings.dedupe_steps:
-                self._read_at[partition] = recent_steps(self._table or self._local_out, self.name, partition,
-                                                        self.settings.dedupe_steps)
+                self._read_at[partition] = recent_steps(self._table, self.name, partition, self.settings.dedupe_steps)
             if position is not None:
                 self._next[partition] = position
         return positions
@@ -232,7 +229,6 @@ class Ingester:
     def _store_before_stopping(self, went_back: SourceWentBack) -> ValueError:
         """The error that stops the run when the source lost records this ingester read, after storing
         what it had read of every partition (now the only copy): how far the files reach."""
-        self._source_went_back = True
         self.flush_all()
         self.wait()
         kept = self._store_orphans()
@@ -245,13 +241,11 @@ class Ingester:
                           "new output directory with a new consumer group")
 
     def _resume_position(self, partition: int, committed: int | None = None) -> int | None:
-        """Where to read the partition from, given its committed offset (:func:`resume_positions`,
+        """Where to read the partition from, given its committed offset (:func:`resume_position`,
         under its lock); with none, where its stored files end (None: no file)."""
         self._locks.acquire(partition)
         try:
-            if self._table is not None:
-                return table_resume_position(self._table, self.name, partition, committed)
-            return resume_positions(self._local_out, self.name, {partition: committed})[partition]
+            return resume_position(self._table, self.name, partition, committed)
         finally:
             self._locks.release(partition)
 
@@ -270,7 +264,6 @@ class Ingester:
         ends = self.source.ends(sorted(self._orphans))
         gone = [p for p, orphan in self._orphans.items() if ends is not None and ends.get(p, 0) <= orphan.end_offset]
         if gone:
-            self._source_went_back = True
             logger.warning("partitions %s of %s end before what this ingester read of them (offsets %s) when it "
                            "stops: the source lost them", sorted(gone), self.name,
                            {p: (self._orphans[p].start_offset, self._orphans[p].end_offset) for p in sorted(gone)})
@@ -286,7 +279,7 @@ class Ingester:
     def _store_orphans(self, partitions: list[int] | None = None) -> str:
         """The source lost records: what this ingester read of partitions it lost before (of
         ``partitions``; None: all) may be the only copy left. Each one nobody stored since is stored
-        (its commit may be refused: the files stay); says which."""
+        (its commit may be refused); says which."""
         stored = []
         for partition, orphan in sorted(self._orphans.items()):
             if partitions is not None and partition not in partitions:
@@ -318,9 +311,7 @@ class Ingester:
         self._forget(partitions)
         if self._in_flight is not None and not self._in_flight[1].keys().isdisjoint(partitions):
             (future, _, work), self._in_flight = self._in_flight, None
-            future.exception()  # waits; a failed write changes nothing, its data is dropped anyway
-            if self._table is None:  # a table's commit is made (it is the new owner's then) or its files are gone
-                remove_written(work.written)
+            future.exception()  # waits; its commit is made (the new owner's then) or its files are gone
             self._locks.release(work.name.partition)
 
     def _forget(self, partitions: list[int]) -> None:
@@ -451,20 +442,10 @@ class Ingester:
             (future, next_offsets, work), self._in_flight = self._in_flight, None
             try:
                 future.result()
-                if self._table is not None:
-                    if not self._commit_to_table(work):
-                        return
-                    if not self.source.commit(next_offsets):  # stored all the same: the table's log is the truth
-                        self._stop_storing(next_offsets, "the flush is committed to the table")
-                elif isinstance(self.out, Path) and is_table(self.out):
-                    name = work.name
-                    raise ValueError(f"{self.out} was made a table while this ingester wrote it as a tree: the flush "
-                                     f"of offsets {name.start}-{name.end} of partition {name.partition} is not "
-                                     "committed; start the ingester again, to write the table")
-                elif not self.source.commit(next_offsets) and not self._source_went_back \
-                        and not self._source_lost(work):
-                    self._commit_refused(next_offsets, work)
+                if not self._commit_to_table(work):
                     return
+                if not self.source.commit(next_offsets):  # stored all the same: the table's log is the truth
+                    self._stop_storing(next_offsets, "the flush is committed to the table")
             finally:
                 self._locks.release(work.name.partition)
             if work.name.partition not in self._refused:
@@ -485,27 +466,10 @@ class Ingester:
             if self._dead_letter_topic is not None:
                 self._dead_letter_topic.close()
 
-    def _source_lost(self, work: _Flush) -> bool:
-        """The group refused the flush's commit, and the source now ends before the flush's last offset
-        (a broker that lost its data restarted and forgot the group): the flush is the only copy left
-        of what it holds, so its files stay."""
-        partition = work.name.partition
-        ends = self.source.ends([partition])
-        if ends is None or ends.get(partition, 0) > work.name.end:
-            return False
-        logger.warning("the group refused the commit of partition %d of %s offsets %d-%d, and the partition now ends "
-                       "at offset %d: the source lost what this flush holds, so its files stay (the only copy)",
-                       partition, self.name, work.name.start, work.name.end, ends.get(partition, 0))
-        return True
-
-    @property
-    def _local_out(self) -> Path:
-        assert isinstance(self.out, Path)  # an S3 output is a table
-        return self.out
-
-    def _attempt(self) -> str:
-        """A flush's own token in its file names, in a table (see storage.table); nothing in a tree."""
-        return os.urandom(6).hex() if self._table is not None else ""
+    @staticmethod
+    def _attempt() -> str:
+        """A flush's own token in its file names (see storage.table)."""
+        return os.urandom(6).hex()
 
     def _commit_to_table(self, work: _Flush) -> bool:
         """Whether the table took the flush's commit (made by the writer thread). Refused (another
@@ -524,14 +488,6 @@ class Ingester:
                        refused.position)
         return False
 
-    def _commit_refused(self, next_offsets: dict[int, int], work: _Flush) -> None:
-        """This ingester was evicted (or its group is rebalancing): the partition's next owner
-        reads it from its last commit, and may have done so already. The flush's files go, and
-        nothing more of the partition is stored until it is assigned again."""
-        removed = remove_written(work.written)
-        self._stop_storing(next_offsets, f"{len(removed)} file(s) of that flush removed, for the partition's next "
-                           "owner to write")
-
     def _stop_storing(self, next_offsets: dict[int, int], outcome: str) -> None:
         """Store nothing more of these partitions until they are assigned again: the group refused their commit."""
         self._forget(list(next_offsets))
@@ -545,20 +501,19 @@ class Ingester:
             self.wait()
 
     def _write(self, work: _Flush) -> None:
-        """Write the flush's files durably, and commit them to the table if there is one (here, beside
-        the polling thread: a commit reads and writes the table's log)."""
+        """Write the flush's files durably, and commit them to the table (here, beside the polling
+        thread: a commit reads and writes the table's log)."""
         self._write_files(work)
-        if self._table is not None:
-            try:
-                self._table.commit(work.name, [DataFile(file.relative, file.size) for file in work.written
-                                               if file.suffix == ".parquet"])
-            except CommitRefused as refused:
-                remove_written(work.written)
-                work.refused.append(refused)
+        try:
+            self._table.commit(work.name, [DataFile(file.relative, file.size) for file in work.written
+                                           if file.suffix == ".parquet"])
+        except CommitRefused as refused:
+            remove_written(work.written)
+            work.refused.append(refused)
 
     def _write_files(self, work: _Flush) -> None:
-        if self._table is not None and (work.lost is not None or not work.table.num_rows):
-            # Every commit to a table names a data file of the flush's offsets: it is what makes them stored.
+        if work.lost is not None or not work.table.num_rows:
+            # Every commit names a data file of the flush's offsets: it is what makes them stored.
             at_us = work.first_event_us if work.first_event_us is not None else time.time_ns() // 1000
             work.written.extend(write_partitioned(self.out, work.name, work.table, work.event_time_us, self._options,
                                                   at_us))
@@ -569,8 +524,7 @@ class Ingester:
                            work.name.end, work.name.source, work.name.partition, work.lost.reason, letters.relative)
             return
         letter_files = 1 if work.dead_letters else 0
-        if work.table.num_rows or not (work.dead_letters or self._table is not None):
-            # Steps without outcomes alone still get a (row-less) file: verify finds covered offsets by file name.
+        if work.table.num_rows:
             work.written.extend(write_partitioned(self.out, work.name, work.table, work.event_time_us, self._options,
                                                   work.first_event_us, other_files=letter_files))
         if work.dead_letters:
@@ -583,19 +537,12 @@ class Ingester:
                 self._dead_letter_topic.publish(self._dead_letter_topic.address.topic, work.dead_letters)
 
 
-def _open_table(out: Path | S3Location, table: bool) -> Table | None:
-    """The table in ``out``: opened where one is, created in a new output where ``table`` is asked for
-    and always on S3 (None: a tree, which an existing tree stays)."""
-    if isinstance(out, S3Location):
-        return Table(out, create=True)
-    if is_table(out):
-        return Table(out)
-    if not table:
-        return None
-    if any(out.glob("dt=*")):
-        logger.warning("%s holds a tree of Parquet files, which is written as a tree; 'specmetrics table convert %s' "
-                    "makes it a table", out, out)
-        return None
+def _open_table(out: Path | S3Location) -> Table:
+    """The table in ``out``, created where there is none yet. A folder of Parquet files that is not
+    a table (a tree an older specmetrics wrote) is refused, naming the conversion."""
+    if isinstance(out, Path) and not is_table(out) and any(out.glob("dt=*")):
+        raise ValueError(f"{out} holds a tree of Parquet files, not a Delta table: 'specmetrics table convert {out}' "
+                         "makes it a table, which ingest then writes")
     return Table(out, create=True)
 
 

@@ -1,4 +1,4 @@
-"""The ingester's writes into its output tree (laid out as :mod:`storage.layout` says): Parquet
+"""The ingester's writes into its table (laid out as :mod:`storage.layout` says): Parquet
 files split by event-time hour, dead letters, lost ranges, each written durably into a local folder,
 or as one object each under an S3 prefix (an object appears whole, or not at all, when its upload
 completes; an S3 output is always a table, so a file counts only once committed)."""

@@ -28,7 +28,7 @@ class IngestSettings(BaseSettings):
     dead_letter_topic: str | None = Field(default=None, description="Kafka topic for records that fail validation "
                                           "(default: <topic>.dead-letter; empty: the local files only).")
     accept_loss: bool = Field(default=False, description="Offsets gone from the source (a deleted or truncated "
-                              "local log segment) are recorded in the tree and ingesting goes on; off: the ingester "
+                              "local log segment) are recorded in the table and ingesting goes on; off: the ingester "
                               "stores what came before them and stops with an error.")
     max_ahead_s: float = Field(default=86_400.0, ge=0, description="A step whose event time is more than this "
                                "ahead of the ingester's clock is set aside as a dead letter (an engine's clock or a "
@@ -38,11 +38,6 @@ class IngestSettings(BaseSettings):
     dedupe_steps: int = Field(default=100_000, ge=0, description="Remember the event ids of this many recent steps "
                               "per partition: a step read again at a later offset (a producer's resend after a lost "
                               "acknowledgement) is set aside as a dead letter and the first copy kept; 0: off.")
-    table: bool = Field(default=True, description="Write a new output directory as a Delta Lake table "
-                        "(storage.table): each flush one commit of its files and its source offsets, which readers "
-                        "and a resuming ingester take from the table's log; False: a tree of Parquet files. An "
-                        "existing output keeps its layout: a table is written as a table, a tree as a tree "
-                        "('specmetrics table convert' makes it a table).")
     max_stalled_s: float = Field(default=120.0, gt=0, description="An ingester that has had work it does not do "
                                  "for this long (its consumer group hands out no partitions, or records wait behind "
                                  "partitions it holds and it reads none) leaves its group and joins again as a new "

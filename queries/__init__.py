@@ -1,4 +1,4 @@
-"""specmetrics queries: layered DuckDB views over the Parquet tree, and a read-only way to run SQL.
+"""specmetrics queries: layered DuckDB views over the table, and a read-only way to run SQL.
 
 ``con = connect(data_dir)`` builds the views; ``run_query(con, sql, params)`` runs one read-only
 statement and returns a ``pyarrow.Table``; ``describe_views(con)`` lists the views with their

@@ -1,9 +1,10 @@
-"""The DuckDB catalog of specmetrics: the Parquet tree as a source view, the layered SQL views on
-top of it, and a read-only way to query them.
+"""The DuckDB catalog of specmetrics: the table's data files as a source view, the layered SQL
+views on top of it, and a read-only way to query them.
 
 ::
 
-    raw_request_steps               source: DATADIR/dt=YYYY-MM-DD/hour=HH/*.parquet (or an empty view)
+    raw_request_steps               source: the data files the table's log names,
+                                    DATADIR/dt=YYYY-MM-DD/hour=HH/*.parquet (or an empty view)
     raw_rollups                     source: DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/*.parquet, the
                                     per-file rollups of queries.rollup (or an empty view)
     sql/definitions/*.sql           scalar macros: what a draft is, the draft counts and rates,
@@ -106,12 +107,12 @@ Params = Sequence[object] | Mapping[str, object]
 
 
 def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with every view over the Parquet tree under ``data_dir``
-    (or the table at ``s3://bucket/prefix``).
+    """An in-memory DuckDB connection with every view over the table in the folder ``data_dir``
+    (or at ``s3://bucket/prefix``).
 
     The sources read the files :func:`storage.readable.select_files` takes. :func:`run_query`
-    lists the tree again before each query and, when files came or went, selects again, so
-    files the ingester adds later are seen.
+    looks at the table's log (and the rollups) again before each query and, when they changed,
+    selects again, so what the ingester commits later is seen.
     """
     root: Path | S3Location
     if is_s3(str(data_dir)):
@@ -132,8 +133,8 @@ def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
     try:
         if isinstance(root, S3Location):  # a table on S3: read through pyarrow's S3 client
             con.register_filesystem(s3_filesystem(root))
-        tree, has_rollups = _create_sources(con, root)
-        _TREES[con] = tree
+        sources, has_rollups = _create_sources(con, root)
+        _SOURCES[con] = sources
         create_views(con, rollup_files=has_rollups)
         con.execute("SET TimeZone = 'UTC'")  # event times are UTC; so are naive window bounds
         con.execute("SET allowed_directories = ?", [[allowed]])
@@ -268,30 +269,29 @@ def view_statements(con: duckdb.DuckDBPyConnection, layers: Sequence[str] = LAYE
 
 
 @dataclass(frozen=True)
-class _Tree:
-    """The tree a connection reads, and its files as listed when the sources were made."""
+class _Sources:
+    """The table a connection reads, and its log and rollups as listed when the sources were made."""
 
     root: Path | S3Location
     listing: frozenset[Path] | int | None
 
 
-#: The tree of each connection made by :func:`connect`.
-_TREES: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, _Tree] = weakref.WeakKeyDictionary()
+#: The sources of each connection made by :func:`connect`.
+_SOURCES: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, _Sources] = weakref.WeakKeyDictionary()
 
 
 def _listing(root: Path | S3Location) -> frozenset[Path] | int | None:
-    """The files whose coming or going changes what readers take: data, rollups, a table's commits
+    """The files whose coming or going changes what readers take: the table's commits and the rollups
     (on S3: the table's version)."""
     if isinstance(root, S3Location):
         return Table(root).version()
-    return frozenset([*partition_files(root, None, None), *partition_files(root / ROLLUP_DIR, None, None),
-                      *(root / LOG_DIR).glob("*.json")])
+    return frozenset([*(root / LOG_DIR).glob("*.json"), *partition_files(root / ROLLUP_DIR, None, None)])
 
 
-def _create_sources(con: duckdb.DuckDBPyConnection, root: Path | S3Location) -> tuple[_Tree, bool]:
+def _create_sources(con: duckdb.DuckDBPyConnection, root: Path | S3Location) -> tuple[_Sources, bool]:
     """Create (or replace) :data:`SOURCE_VIEW` over the data files readers take (or empty), and
     :data:`ROLLUP_SOURCE_VIEW` over the rollups readers take if there are any (else the caller
-    makes an empty one once file_rollup exists); the tree as listed, and whether it has rollups."""
+    makes an empty one once file_rollup exists); what was listed, and whether it has rollups."""
     listing = _listing(root)
     data: Sequence[Path | str]
     rollups: Sequence[Path | str]
@@ -305,26 +305,26 @@ def _create_sources(con: duckdb.DuckDBPyConnection, root: Path | S3Location) -> 
         files.warn()
         data, rollups = files.data, files.rollups
     if data:
-        _create_tree_view(con, data, SOURCE_VIEW)
+        _create_files_view(con, data, SOURCE_VIEW)
         comment_source(con)
     else:
         create_empty_source(con)
     if rollups:
-        _create_tree_view(con, rollups, ROLLUP_SOURCE_VIEW)
+        _create_files_view(con, rollups, ROLLUP_SOURCE_VIEW)
         comment_rollup_source(con)
-    return _Tree(root, listing), bool(rollups)
+    return _Sources(root, listing), bool(rollups)
 
 
 def _refresh_sources(con: duckdb.DuckDBPyConnection) -> None:
-    """Make the sources again when files of the tree came or went since they were made."""
-    tree = _TREES.get(con)
-    if tree is not None and _listing(tree.root) != tree.listing:
-        _TREES[con], has_rollups = _create_sources(con, tree.root)
+    """Make the sources again when the table's log or its rollups changed since they were made."""
+    sources = _SOURCES.get(con)
+    if sources is not None and _listing(sources.root) != sources.listing:
+        _SOURCES[con], has_rollups = _create_sources(con, sources.root)
         if not has_rollups:
             create_empty_rollup_source(con)
 
 
-def _create_tree_view(con: duckdb.DuckDBPyConnection, files: Sequence[Path | str], view: str) -> None:
+def _create_files_view(con: duckdb.DuckDBPyConnection, files: Sequence[Path | str], view: str) -> None:
     """Create or replace ``view`` over the hive-partitioned ``files``."""
     # The paths travel as values, never pasted into SQL.
     relation = con.read_parquet([str(path) for path in files], hive_partitioning=True, union_by_name=True)
@@ -374,7 +374,7 @@ def comment_rollup_source(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def partition_casts() -> str:
-    """``dt`` and ``hour`` cast to their types, for ``SELECT * REPLACE (...)`` over the tree."""
+    """``dt`` and ``hour`` cast to their types, for ``SELECT * REPLACE (...)`` over the data files."""
     return ", ".join(f"CAST({_quote(name)} AS {dtype}) AS {_quote(name)}" for name, dtype in PARTITION_COLUMNS)
 
 
@@ -390,8 +390,9 @@ def create_empty_source(con: duckdb.DuckDBPyConnection) -> None:
 
 def comment_source(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
-        f"COMMENT ON VIEW {SOURCE_VIEW} IS 'Source: the Parquet tree dt=YYYY-MM-DD/hour=HH/*.parquet as stored "
-        "(schemas.arrow.REQUEST_STEP_SCHEMA plus the dt and hour partition keys); empty when the tree has no file.'"
+        f"COMMENT ON VIEW {SOURCE_VIEW} IS 'Source: the data files the table log names (dt=YYYY-MM-DD/hour=HH/"
+        "*.parquet) as stored (schemas.arrow.REQUEST_STEP_SCHEMA plus the dt and hour partition keys); empty when the "
+        "table has no file.'"
     )
 
 

@@ -1,10 +1,10 @@
-"""``specmetrics db export``: a DuckDB database file holding the views over a Parquet tree, for
+"""``specmetrics db export``: a DuckDB database file holding the views over a table, for
 the DuckDB CLI, notebooks and BI tools.
 
 The file holds no data, only the view and macro definitions; the source views read the files of
-the tree that :func:`storage.readable.select_files` takes at export time, by absolute path, so
-files the ingester adds later are seen after exporting again. Open it read-only
-(``duckdb -readonly FILE``, ``duckdb.connect(FILE, read_only=True)``). Moving the tree means
+the table that :func:`storage.readable.select_files` takes at export time, by absolute path, so
+files the ingester commits later are seen after exporting again. Open it read-only
+(``duckdb -readonly FILE``, ``duckdb.connect(FILE, read_only=True)``). Moving the table means
 exporting again. Event times are UTC; window bounds with an offset are converted in the
 session's time zone, so ``SET TimeZone = 'UTC'`` first (``connect()`` does).
 
@@ -39,7 +39,7 @@ from specmetrics.storage.readable import select_files, select_objects
 
 def export_database(data: Path | S3Location, target: Path, *, force: bool = False) -> Path:
     """Write ``target`` (a new DuckDB file) with every view and macro over the files readers
-    take from ``data``: a local tree or table, or a table on S3 (its committed objects, by
+    take from ``data``: a local table, or one on S3 (its committed objects, by
     ``s3://`` URL)."""
     if target.exists() and not force:
         raise FileExistsError(f"{str(target)!r} exists: pass --force to replace it")

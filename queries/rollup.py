@@ -7,13 +7,12 @@
 A rollup is a pure function of its data file, the view file_rollup
 (queries/sql/rollup/file_rollup.sql) over that file's rows: derived data, like a materialized
 view. Rollups live here, next to the views, because reports build them (not the ingester), and
-their columns are the typed ones of request_steps. :func:`build_missing` writes those a tree
+their columns are the typed ones of request_steps. :func:`build_missing` writes those a table
 lacks; ``specmetrics report`` calls it for the days of its window before it reads (so scheduled
-reports keep them current, each run adding only the files ingested since the last), and
-``specmetrics rollup`` for a whole tree. The ingester does not write them: its throughput stays
-that of writing the data alone. Data files are immutable once renamed into place; a file of a
-flush a crash cut short, which the ingester removes on start (see :mod:`ingest.recovery`),
-takes its rollup with it, and :func:`build_missing` deletes any rollup left without its data
+reports keep them current, each run adding only the files committed since the last), and
+``specmetrics rollup`` for a whole table. The ingester does not write them: its throughput stays
+that of writing the data alone. Data files are immutable once committed; a rollup is read only
+with a committed data file, and :func:`build_missing` deletes any rollup left without its data
 file. ``specmetrics verify`` recomputes every rollup from the raw rows and checks it equal. ``specmetrics report`` reads
 rollups instead of raw rows when they cover the window's files: over the whole window but its
 partial first and last minutes, and at time buckets that are whole minutes and context buckets
@@ -52,7 +51,7 @@ _ROLLUP = "FROM file_rollup ORDER BY ALL"
 
 
 def rollup_path(data: Path, data_file: Path) -> Path:
-    """Where the rollup of ``data_file`` (a file of the tree under ``data``) lives."""
+    """Where the rollup of ``data_file`` (a data file of the table in ``data``) lives."""
     return data / ROLLUP_DIR / data_file.relative_to(data)
 
 
@@ -64,7 +63,7 @@ def build_missing(data: Path | S3Location, rebuild: bool = False, since: datetim
     Only the files readers take are rolled up (:func:`storage.readable.select_files`); a
     rollup readers leave out (another schema) is written again. ``progress(done, total)`` after
     each one. Rollups of those days whose data file is gone are deleted first. A data file that
-    disappears meanwhile (the ingester removes a flush a crash cut short) is skipped, and a
+    disappears meanwhile (``table vacuum`` removed it after a compaction) is skipped, and a
     rollup written for it deleted. Of a table on S3, the rollups are objects under the prefix
     (their paths under it are returned), built from the committed data files; a rollup of a file
     the log no longer holds is not read, and stays."""
@@ -167,16 +166,17 @@ def rollups_cover(data: Path | S3Location, since: datetime | None = None, until:
 
 @dataclass
 class RollupCheck:
-    """Data files without a rollup (not yet built: no error), rollups without a data file, and
-    rollups that differ from their recomputation from the raw rows (paths relative to the tree)."""
+    """Data files without a rollup (not yet built: no error), and rollups that differ from their
+    recomputation from the raw rows (paths relative to the table). A rollup of a file the log does
+    not hold is never read, so it is not looked at (``specmetrics rollup`` deletes it once its data
+    file is gone)."""
 
     missing: list[str]
-    orphaned: list[str]
     unequal: list[str]
 
     @property
     def clean(self) -> bool:
-        return not (self.orphaned or self.unequal)
+        return not self.unequal
 
 
 def check_rollups(data: Path, files: ReadableFiles | None = None) -> RollupCheck:
@@ -194,13 +194,11 @@ def check_rollups(data: Path, files: ReadableFiles | None = None) -> RollupCheck
                    if not _equals_recomputed(con, data / f, data / ROLLUP_DIR / f)]
     finally:
         con.close()
-    return RollupCheck(sorted(data_files - stored - misshapen), sorted(stored - data_files),
-                       sorted(unequal + sorted(misshapen & data_files)))
+    return RollupCheck(sorted(data_files - stored - misshapen), sorted(unequal + sorted(misshapen & data_files)))
 
 
 def check_rollups_on_s3(location: S3Location, objects: ReadableObjects) -> RollupCheck:
-    """:func:`check_rollups` of a table on S3 (``objects``: what readers take from it): a rollup of
-    a file the log does not hold is never read, so none is orphaned."""
+    """:func:`check_rollups` of a table on S3 (``objects``: what readers take from it)."""
     stored = {rollup.removeprefix(f"{ROLLUP_DIR}/") for rollup in objects.rollups}
     misshapen = {entry.path.removeprefix(f"{ROLLUP_DIR}/") for entry in objects.left_out}
     con = rollup_connection()
@@ -210,7 +208,7 @@ def check_rollups_on_s3(location: S3Location, objects: ReadableObjects) -> Rollu
             con, f"{location.url}/{relative}", f"{location.url}/{ROLLUP_DIR}/{relative}")]
     finally:
         con.close()
-    return RollupCheck(sorted(set(objects.data) - stored - misshapen), [], sorted(unequal + sorted(misshapen)))
+    return RollupCheck(sorted(set(objects.data) - stored - misshapen), sorted(unequal + sorted(misshapen)))
 
 
 def _equals_recomputed(con: duckdb.DuckDBPyConnection, data_file: Path | str, rollup: Path | str) -> bool:

@@ -70,8 +70,8 @@ def spark_statements(views: Sequence[str] = SPARK_VIEWS) -> list[str]:
 
 
 def create_spark_views(spark: SparkSession, data: Path, views: Sequence[str] = SPARK_VIEWS) -> None:
-    """Create :data:`SOURCE_VIEW` over the data files readers take from ``data`` (a tree or a
-    table), and ``views`` over it, as temporary views of ``spark``."""
+    """Create :data:`SOURCE_VIEW` over the data files readers take from the table
+    ``data``, and ``views`` over it, as temporary views of ``spark``."""
     files = select_files(data)
     files.warn()
     if not files.data:

@@ -1,17 +1,18 @@
-"""Checking an output tree: every offset stored once, every event once.
+"""Checking a table: every offset stored once, every event once.
 
 File names say which offsets a flush covered (Parquet for the valid records, without rows when
 none of its steps had an outcome; ``_dead_letter`` JSON lines for the rejected ones), so per
-source and partition the covered ranges must follow each other with no gap and no overlap.
-Event ids must appear at one (source, partition, offset) only: a second copy means the same
-step was produced twice (at-least-once delivery upstream) or ingested twice. A rollup must equal
-the rollup recomputed from its data file's rows, and have its data file (queries.rollup); data
-files without a rollup yet are only counted. Offsets the ingester recorded as lost (gone from the
-source: a ``_dead_letter`` line with ``"lost": true``) are covered, but listed, and the tree is
-not clean while any is, nor while a flush lacks some of the files it wrote. Records set aside as
-dead letters (their bytes kept) are counted per source partition and reason, apart from both. Files readers leave
-out (storage.readable: foreign names or schemas, copies) are listed and make the tree not clean;
-events and rollups are checked in the files readers take. This module sits
+source and partition the ranges of the committed files must follow each other with no gap and no
+overlap. Event ids must appear at one (source, partition, offset) only: a second copy means the
+same step was produced twice (at-least-once delivery upstream) or ingested twice; a row of one
+offset in two committed files is counted twice by every reader. A rollup must equal the rollup
+recomputed from its data file's rows, and have its data file (queries.rollup); data files without
+a rollup yet are only counted. Offsets the ingester recorded as lost (gone from the source: a
+``_dead_letter`` line with ``"lost": true``) are covered, but listed, and the table is not clean
+while any is. Records set aside as dead letters (their bytes kept) are counted per source
+partition and reason, apart from both. Files readers leave out (missing, damaged, of another
+size than committed) are listed and make the table not clean; data files no commit names are
+listed, and those of a commit that should have come by now make it not clean. This module sits
 with the queries, not the ingester: rollups are the queries' derived data, and the ingester
 imports nothing from queries.
 """
@@ -29,7 +30,6 @@ from typing import Any
 
 import duckdb
 
-from specmetrics.ingest.recovery import incomplete_flushes
 from specmetrics.queries.catalog import rollup_schema, s3_filesystem
 from specmetrics.queries.rollup import RollupCheck, check_rollups, check_rollups_on_s3
 from specmetrics.storage.damage import parquet_damage, size_damage
@@ -85,7 +85,6 @@ class VerifyReport:
     rows_twice: int = 0
     rows_twice_examples: list[tuple[str, str, int]] = field(default_factory=list)  # (event id, request id, copies)
     lost: list[RecordedLoss] = field(default_factory=list)
-    incomplete_flushes: list[str] = field(default_factory=list)  # ingest.recovery.incomplete_flushes
     left_out: list[LeftOut] = field(default_factory=list)  # files readers do not read, with the reason
     set_aside: list[SetAside] = field(default_factory=list)  # dead letters, per source partition and reason
     uncommitted: list[str] = field(default_factory=list)  # a table's data files no commit names: never read
@@ -108,14 +107,17 @@ class VerifyReport:
         """Every offset stored once, every event once, nothing lost or left out: dead letters aside."""
         return not self.duplicate_events and not self.rows_twice \
             and not any(p.gaps or p.overlaps for p in self.partitions) and self.rollups.clean and not self.lost \
-            and not self.incomplete_flushes and not self.left_out and not self.log_ahead and not self.damaged \
+            and not self.left_out and not self.log_ahead and not self.damaged \
             and not self.commit_missing and not self.foreign
 
 
 _DATA_FILE = re.compile(r"^dt=[^/]+/hour=[^/]+/[^/]+\.parquet$")
 
 
-def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
+def verify_table(data: Path, examples: int = 10) -> VerifyReport:
+    """The table in the folder ``data``: its committed files readable, offsets covered once, events
+    once, dead letters of committed flushes, rollups equal to their recomputation from the raw rows,
+    and the data files no commit names."""
     if not data.is_dir():
         raise FileNotFoundError(f"{data} is not a directory")
     files = select_files(data, rollup_schema=rollup_schema())
@@ -125,24 +127,23 @@ def verify_tree(data: Path, examples: int = 10) -> VerifyReport:
     unreadable = {data / file.path for file in damaged} | {data / ROLLUP_DIR / file.path for file in damaged}
     files = replace(files, data=tuple(path for path in files.data if path not in unreadable),
                     rollups=tuple(path for path in files.rollups if path not in unreadable))
-    table = is_table(data)
-    stored = _stored_files(data, files.data if table else None)
+    stored = _stored_files(data, files.data)
     losses, set_aside = _dead_letters(path.read_bytes() for path in stored if path.suffix == ".jsonl")
-    unnamed = sorted(set(data.glob(DATA_GLOB)) - committed) if table else []
+    unnamed = sorted(set(data.glob(DATA_GLOB)) - committed)
     uncommitted = [path.relative_to(data).as_posix() for path in unnamed]
     coverage = _coverage(stored)
+    table = Table(data) if is_table(data) else None
     return VerifyReport(coverage, check_rollups(data, files), **_duplicates(files.data, examples),
-                        lost=losses, incomplete_flushes=[] if table else incomplete_flushes(data),
-                        left_out=list(files.left_out), set_aside=set_aside, uncommitted=uncommitted, damaged=damaged,
-                        log_ahead=_log_ahead(Table(data), coverage) if table else [],
-                        commit_missing=_commit_missing(Table(data), [(p.name, p.stat().st_mtime) for p in unnamed])
+                        lost=losses, left_out=list(files.left_out), set_aside=set_aside, uncommitted=uncommitted,
+                        damaged=damaged, log_ahead=_log_ahead(table, coverage) if table else [],
+                        commit_missing=_commit_missing(table, [(p.name, p.stat().st_mtime) for p in unnamed])
                         if table else [],
                         foreign=[path.relative_to(data).as_posix() for path in files.data
-                                 if FileName.parse(path.name) is None] if table else [])
+                                 if FileName.parse(path.name) is None])
 
 
 def verify_table_on_s3(location: S3Location, examples: int = 10) -> VerifyReport:
-    """:func:`verify_tree` of a table on S3: its committed files present with their committed size,
+    """:func:`verify_table` of a table on S3: its committed files present with their committed size,
     offsets covered once, events once, dead letters of committed flushes, rollups equal to their
     recomputation from the raw rows."""
     objects = select_objects(location, rollup_schema=rollup_schema())
@@ -219,14 +220,12 @@ def _log_ahead(table: Table, partitions: Sequence[PartitionCoverage]) -> list[tu
     return ahead
 
 
-def _stored_files(data: Path, committed: Sequence[Path] | None) -> list[Path]:
-    """The data and dead-letter files whose names say which offsets were stored: of a tree, all; of
-    a table (``committed``: its data files), those of the flushes a commit names."""
-    dead_letters = sorted((data / DEAD_LETTER_DIR).glob("*.jsonl"))
-    if committed is None:
-        return [*data.glob(DATA_GLOB), *dead_letters]
+def _stored_files(data: Path, committed: Sequence[Path]) -> list[Path]:
+    """The data and dead-letter files whose names say which offsets were stored: the committed data
+    files, and the dead letters of the flushes a commit names."""
     names = {FileName.parse(path.name) for path in committed}
-    return [*committed, *(path for path in dead_letters if FileName.parse(path.name) in names)]
+    return [*committed, *(path for path in sorted((data / DEAD_LETTER_DIR).glob("*.jsonl"))
+                          if FileName.parse(path.name) in names)]
 
 
 def _coverage(files: Sequence[PurePath]) -> list[PartitionCoverage]:

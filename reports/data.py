@@ -1,4 +1,4 @@
-"""The numbers of a report for one time window, from one scan of the Parquet tree (and the
+"""The numbers of a report for one time window, from one scan of the table (and the
 per-request sections from the rows of the window).
 
 ``report_counts`` (queries/sql/report) counts request-steps per group and outcome shape,
@@ -313,7 +313,7 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
     """Run the report's queries for ``window``: one scan for the time span, one for
     ``report_counts`` (kept in a temporary table), then small queries over that table.
     ``bucket`` None picks a timeline width that gives at most :data:`MAX_BUCKETS` buckets.
-    ``stored_rollups``: the tree's rollups cover the window (:func:`queries.rollup.rollups_cover`),
+    ``stored_rollups``: the table's rollups cover the window (:func:`queries.rollup.rollups_cover`),
     so both scans read them instead of the raw rows, where the widths allow it. ``requests``: also the
     sections about single requests, from one more scan of the window's raw rows (rollups keep no request)."""
     stored = stored_rollups and context_tokens % ROLLUP_CONTEXT_TOKENS == 0 and \

@@ -1,22 +1,24 @@
-"""Where things lie in the ingester's output tree, and what its file names say: hive-partitioned
-Parquet, dead letters, committed state.
+"""Where things lie in the ingester's output (a Delta table: :mod:`storage.table`), and what its
+file names say: hive-partitioned Parquet, dead letters, committed state.
 
 ::
 
-    DATADIR/dt=YYYY-MM-DD/hour=HH/<source>-<partition>-<first offset>-<last offset>.parquet
+    DATADIR/_delta_log/<version>.json        the table's log (storage.table): which files count
+    DATADIR/dt=YYYY-MM-DD/hour=HH/<source>-<partition>-<first offset>-<last offset>.<attempt>.parquet
     DATADIR/_rollup/dt=YYYY-MM-DD/hour=HH/<the same name>.parquet   (see queries.rollup)
-    DATADIR/_dead_letter/<source>-<partition>-<first offset>-<last offset>.jsonl   (or a lost range)
+    DATADIR/_dead_letter/<source>-<partition>-<first offset>-<last offset>.<attempt>.jsonl   (or a lost range)
     DATADIR/_state/<source>.offsets.json     (local log sources: the committed offset, a hint)
     DATADIR/_state/<source>.lock             (local log sources: held by the one ingester)
     DATADIR/_state/<source>.identity.json    (local log sources: the log the name stands for)
     DATADIR/_state/<source>-<partition>.lock (held while a flush of the partition is written, see ingest.partition_lock)
 
-File names are deterministic: the same input gives the same names, so a restart after a
-crash rewrites a file instead of adding a second copy. One flush writes several files (one
-Parquet file per event-time hour, a dead-letter file), one after the other; each records how
-many the flush wrote (:data:`FLUSH_FILES_KEY`), so a flush cut short by a crash is recognised
-and rewritten on start (:mod:`ingest.recovery`). A complete flush is stored for good. The
-ingester writes the files (:mod:`ingest.output`), durably (:mod:`storage.durable`).
+A file's name says which offsets of which source partition its flush covered, and which write of
+the flush it is (the attempt token), so no two writers ever share a name. One flush writes several
+files (one Parquet file per event-time hour, a dead-letter file), one after the other, and each
+records how many the flush wrote (:data:`FLUSH_FILES_KEY`); a tree (the layout before tables:
+names without attempt tokens, no log) is read by that count when it is converted
+(:mod:`storage.tree`). The ingester writes the files (:mod:`ingest.output`), durably
+(:mod:`storage.durable`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-#: The data files, relative to the tree: hive partitions by UTC date and hour of event_time.
+#: The data files, relative to the output: hive partitions by UTC date and hour of event_time.
 DATA_GLOB = "dt=*/hour=*/*.parquet"
 #: The folder of the rollups, which mirrors the data files' paths beneath it.
 ROLLUP_DIR = "_rollup"
@@ -44,7 +46,7 @@ class FileName:
     partition: int
     start: int
     end: int
-    attempt: str = ""  # in a table (storage.table): which write of the flush, so that no two share a name
+    attempt: str = ""  # which write of the flush, so that no two share a name ("" in a tree)
 
     def render(self, suffix: str) -> str:
         attempt = f".{self.attempt}" if self.attempt else ""

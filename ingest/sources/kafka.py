@@ -304,7 +304,7 @@ def _log_failed_commit(offsets: dict[TopicPartition, OffsetAndMetadata], respons
 
 
 def _claim_output(marker: Path, group: str) -> None:
-    """One output tree belongs to one consumer group: its committed offsets say which files
+    """One output belongs to one consumer group: its committed offsets say which files
     are complete, so another group's (or none) would make the ingester remove good files.
     The first ingester to start claims it (a hard link: atomic, first one wins)."""
     if not marker.exists():

@@ -119,7 +119,7 @@ def _claim_name(claim: Path, log_dir: Path) -> None:
 
 
 def _lock_output(lock: Path) -> int:
-    """One ingester per local log and output tree: a second would read the same records and write
+    """One ingester per local log and output: a second would read the same records and write
     files of its own beside the first one's (or remove its temp files as leftovers). Unlike a Kafka
     group, nothing splits a local log between readers, so the second is refused. The lock is an
     ``flock`` (the kernel drops it when the process dies, so a killed ingester leaves none); the

@@ -1,4 +1,4 @@
-"""``specmetrics db export FILE``: the views over a Parquet tree as a DuckDB database file, or
+"""``specmetrics db export FILE``: the views over a table as a DuckDB database file, or
 (``--dialect spark``) as Spark SQL statements for a cluster."""
 
 from __future__ import annotations

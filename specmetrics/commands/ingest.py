@@ -55,11 +55,6 @@ def add_parser(subparsers: Any) -> None:
                         help="Offsets gone from the source (a deleted or truncated local log segment) are recorded "
                              "in the output ('specmetrics verify' reports them) and ingesting goes on; without it the "
                              "ingester stores what came before them and exits with an error naming them.")
-    parser.add_argument("--tree", dest="table", action="store_false", default=None,
-                        help="Write a new output directory as a tree of Parquet files, without a table's log (the "
-                             "layout before tables). By default it becomes a Delta Lake table: each flush is one "
-                             "commit of its files and source offsets, and only committed files are read "
-                             "(docs/storage.md). An existing output keeps its layout.")
     parser.add_argument("--metrics-port", type=int, default=None,
                         help="Serve the live corrected metrics for Prometheus on this port, path /metrics "
                              "(default: SPECMETRICS_INGEST_METRICS_PORT, or no endpoint); docs/metrics.md.")
@@ -73,7 +68,7 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in (("flush_rows", args.flush_rows), ("group", args.group),
                                    ("dead_letter_topic", args.dead_letter_topic),
-                                   ("accept_loss", args.accept_loss), ("table", args.table),
+                                   ("accept_loss", args.accept_loss),
                                    ("metrics_port", args.metrics_port))
                  if v is not None}
     stats = ingest_source(args.source, output(args.out), once=args.once, settings=IngestSettings(**overrides),

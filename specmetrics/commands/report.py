@@ -130,7 +130,7 @@ def _update_rollups(data: Path | S3Location, window: Window) -> bool:
     try:
         if build_missing(data, since=window.since, until=window.until, progress=progress.update):
             progress.finish()
-    except OSError as exc:  # a read-only tree: the rollups that are there may still cover the window
+    except OSError as exc:  # a read-only table: the rollups that are there may still cover the window
         log.warning("could not write rollups under %s (%s); reading raw rows where they are missing", data, exc)
     return rollups_cover(data, window.since, window.until)
 

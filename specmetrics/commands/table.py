@@ -26,7 +26,7 @@ def add_parser(subparsers: Any) -> None:
                                                  "remove the files no commit names, checkpoint the log.")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     convert = actions.add_parser(
-        "convert", help="Make a tree written by 'specmetrics ingest' a table in place: one commit names the files "
+        "convert", help="Make a tree an older 'specmetrics ingest' wrote a table in place: one commit names the files "
                         "readers take and each source partition's next offset. Stop its ingesters first.")
     optimize = actions.add_parser(
         "optimize", help="Merge runs of small committed files (per hour folder and source partition, offsets "

@@ -1,6 +1,6 @@
 """``specmetrics verify``: offset gaps and overlaps per partition, offsets recorded as lost,
 duplicate event ids, rollups equal to the raw rows (missing rollups are only counted: reports
-build them), flushes with all their files, files readers leave out, records set aside."""
+build them), files readers leave out, data files no commit names, records set aside."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from specmetrics.commands import DATA_HELP
-from specmetrics.queries.verify import VerifyReport, verify_table_on_s3, verify_tree
+from specmetrics.queries.verify import VerifyReport, verify_table, verify_table_on_s3
 from specmetrics.storage.damage import StoreDamaged
 from specmetrics.storage.layout import DEAD_LETTER_DIR
 from specmetrics.storage.location import S3Location, is_s3
@@ -22,8 +22,8 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "verify", help="Check what 'specmetrics ingest' stored: offset gaps and overlaps per partition, offsets "
                        "the ingester "
-                       "recorded as lost (--accept-loss), duplicate event ids, rows counted twice, rollups orphaned or "
-                       "not equal to the raw rows, flushes missing some of their files, files readers leave out (exit "
+                       "recorded as lost (--accept-loss), duplicate event ids, rows counted twice, rollups not equal "
+                       "to the raw rows, files readers leave out, commits missing (exit "
                        "code 1 when any), data files whose footer or a page does not decode (exit code 4); records "
                        "set aside as dead letters (exit code 3 when it is "
                        "otherwise clean); counts data files without a rollup yet.")
@@ -32,7 +32,7 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
-#: Exit codes: the tree is clean; it is not (data missing, twice, lost or left out); it is clean but
+#: Exit codes: the table is clean; it is not (data missing, twice, lost or left out); it is clean but
 #: records were set aside as dead letters (their bytes are kept, their rows are in no data file); a
 #: data file is damaged (as every command that stops on a damaged file).
 CLEAN, NOT_CLEAN, SET_ASIDE, DAMAGED = 0, 1, 3, StoreDamaged.exit_code
@@ -47,7 +47,7 @@ def exit_code(report: VerifyReport) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    report = verify_table_on_s3(S3Location.parse(args.data)) if is_s3(args.data) else verify_tree(Path(args.data))
+    report = verify_table_on_s3(S3Location.parse(args.data)) if is_s3(args.data) else verify_table(Path(args.data))
     if not report.partitions and not report.foreign:
         print(f"nothing to verify: no ingested files under {args.data}")
         return NOT_CLEAN
@@ -65,8 +65,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"overlap: {p.source} partition {p.partition} offsets {start}-{end} are stored twice")
     for loss in report.lost:
         print(f"lost: {loss.source} partition {loss.partition} offsets {loss.first}-{loss.last}: {loss.reason}")
-    for flush in report.incomplete_flushes:
-        print(f"incomplete flush: {flush} are in place; the rows of the others are not stored")
     print(f"duplicate event ids: {report.duplicate_events}")
     for event_id, copies in report.duplicate_examples:
         print(f"  {event_id}: {copies} copies")
@@ -78,12 +76,8 @@ def run(args: argparse.Namespace) -> int:
     rollups = report.rollups
     print(f"data files without a rollup yet: {len(rollups.missing)} (the next report or 'specmetrics rollup' "
           "builds them)")
-    for what, files in (("rollup without a data file", rollups.orphaned),
-                        ("rollup not equal to its data file's rows", rollups.unequal)):
-        for file in files:
-            print(f"{what}: {file}")
-    if rollups.orphaned:
-        print("  remove orphaned rollups by hand: the report reads raw rows for their days until then")
+    for file in rollups.unequal:
+        print(f"rollup not equal to its data file's rows: {file}")
     if rollups.unequal:
         print(f"  'specmetrics rollup --data {args.data} --rebuild' rewrites every rollup from the raw rows")
     for left_out in report.left_out:

@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SMALL_RUNS: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "bench_wire": (["--steps", "5"], ("encode_rows_per_s", "vs_pydantic_json")),
     "bench_ingest": (["--rows", "3000", "--rounds", "1", "--flush-rows", "1000", "--s3"],
-                     ("e2e_rows_per_s", "e2e_vs_plain_write", "table_vs_tree", "s3_vs_local_table")),
+                     ("e2e_rows_per_s", "e2e_vs_plain_write", "s3_vs_local_table")),
     "bench_truth": (["--rows", "3000"], ("matches_truth",)),
-    "bench_table": (["--files", "20", "--rounds", "1"], ("table_select_s", "tree_select_s", "table_vs_tree_select")),
+    "bench_table": (["--files", "20", "--rounds", "1"], ("convert_s", "table_select_s", "table_connect_s")),
     "bench_kafka": (["--rows", "3000", "--rounds", "1", "--naive-rows", "500"], ("e2e_rows_per_s", "e2e_vs_naive")),
     "bench_hook_v2": (["--calls", "50"], ("hook_us_per_step",)),
     "bench_hook": (["--k", "3", "--max-tokens", "4"], ("hook_vs_vllm", "hook_vs_engine_step")),
@@ -51,14 +51,13 @@ def test_each_benchmark_runs_on_small_inputs(name: str) -> None:
 
 
 def test_report_benchmark_rounds_any_row_count_to_whole_steps(tmp_path: Path) -> None:
-    done = run_benchmark("bench_report", "--rows", "5000", "--rounds", "1", "--dir", str(tmp_path), "--table")
+    done = run_benchmark("bench_report", "--rows", "5000", "--rounds", "1", "--dir", str(tmp_path))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "--rows 5,000 rounded down to 4,480: 10 files of whole 64-request steps" in done.stderr
     result = json_lines(done.stdout)[-1]
     assert result["rows"] == 4_480
-    assert result["results_agree"] is True  # the report over the table too
-    assert "table_over_tree" in result
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows-4480", "rows-4480-table"]
+    assert result["results_agree"] is True
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows-4480"]
 
 
 def test_report_benchmark_refuses_fewer_rows_than_one_step_per_file(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,11 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from specmetrics.cli import main
-from specmetrics.ingest import Ingester, IngestSettings
 from specmetrics.ingest.sources import LocalLogSource
 from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR, FileName
 from specmetrics.storage.table import LOG_DIR, Table, is_table
-from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once
+from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once, ingest_tree_once
 from tests.support.loadgen import write_load
 from tests.support.readers import numbers, report
 
@@ -24,16 +23,16 @@ def test_a_converted_tree_reads_as_before_and_ingesting_goes_on_into_the_table(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=64 * 60, seed=21, engines=2)
-    ingest_once(log, data, flush_rows=64 * 25, table=False)
+    ingest_tree_once(log, data, flush_rows=64 * 25)
     append_bad_record(log)  # a flush of one dead letter: a dead-letter file and no data file
-    ingest_once(log, data, table=False)
-    before_report = report(data, tmp_path / "before")  # and the rollups it builds
+    ingest_tree_once(log, data)
+    ingested = data.with_name("data.table")  # the table the tree was laid out from: what it holds
+    before_report, before = report(ingested, tmp_path / "before"), numbers(ingested)
     first = sorted(data.glob(DATA_GLOB))[0]
     forged = first.with_name(FileName("log", 0, 61, 70).render("parquet"))
     pq.write_table(pq.read_table(first), forged)  # a copy under the next offsets' name: readers leave it out
-    before = numbers(data)
-    assert main(["verify", "--data", str(data)]) == 1  # the copy
-    capsys.readouterr()
+    assert main(["verify", "--data", str(data)]) == 2  # a tree is not read
+    assert "'specmetrics table convert --data" in capsys.readouterr().err
 
     assert main(["table", "convert", "--data", str(data)]) == 0
     out = capsys.readouterr().out
@@ -59,7 +58,7 @@ def test_a_converted_tree_reads_as_before_and_ingesting_goes_on_into_the_table(
 def test_a_tree_an_ingester_holds_is_not_converted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=640, seed=23)
-    ingest_once(log, data, table=False)
+    ingest_tree_once(log, data)
     source = LocalLogSource(log, data / STATE_DIR)  # a running ingester holds its source's lock
     try:
         assert main(["table", "convert", "--data", str(data)]) == 2
@@ -70,23 +69,25 @@ def test_a_tree_an_ingester_holds_is_not_converted(tmp_path: Path, capsys: pytes
     assert main(["table", "convert", "--data", str(data)]) == 0
 
 
-def test_an_ingester_writing_a_tree_that_became_a_table_stops_before_its_commit(tmp_path: Path) -> None:
+def stored(data: Path) -> list[tuple[Path, int]]:
+    """The tree's files (its state folder aside) with their modification times."""
+    return sorted((path, path.stat().st_mtime_ns) for path in data.rglob("*") if STATE_DIR not in path.parts)
+
+
+def test_ingest_refuses_a_tree_naming_the_conversion_and_changes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=64 * 20, seed=24)
-    ingest_once(log, data, flush_rows=64 * 10, table=False)
+    ingest_tree_once(log, data, flush_rows=64 * 10)
     write_load(log, rows=64 * 10, seed=25, engine_prefix="more")
-    source = LocalLogSource(log, data / STATE_DIR)
-    ingester = Ingester(source, data, IngestSettings(flush_rows=64 * 5))  # resumes at 20, as a tree
-    try:
-        Table(data, create=True)  # made a table meanwhile (by another host, say)
-        with pytest.raises(ValueError, match="was made a table while this ingester wrote it as a tree: the flush "
-                                             "of offsets 20-24 of partition 0 is not committed"):
-            ingester.run(once=True)
-    finally:
-        ingester.close()
-        source.close()
-    assert (data / STATE_DIR / "log.offsets.json").read_text() == '{"0": 20}'
-    assert Table(data).files() == []
+    before = stored(data)
+    assert main(["ingest", "--source", log.as_uri(), "--out", str(data), "--once", "--quiet"]) == 2
+    assert f"{data} holds a tree of Parquet files, not a Delta table: 'specmetrics table convert {data}' makes it " \
+           "a table" in capsys.readouterr().err
+    assert stored(data) == before
+    assert main(["table", "convert", "--data", str(data)]) == 0
+    assert ingest_once(log, data).rows == 64 * 10
+    assert_rows_once(data, 64 * 30)
 
 
 def test_vacuum_removes_only_old_files_no_commit_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

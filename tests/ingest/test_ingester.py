@@ -25,7 +25,14 @@ from specmetrics.schemas.wire import FIELDS, MAX_EVENT_TIME_US, MIN_EVENT_TIME_U
 from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR
 from specmetrics.transport.log import LocalLogWriter
 from tests.support.events import T0, step_event
-from tests.support.ingest import bad_outcomes_message, ingest_once, ingest_tree_once, parquet_files, read_rows
+from tests.support.ingest import (
+    bad_outcomes_message,
+    flush_files,
+    ingest_once,
+    ingest_tree_once,
+    parquet_files,
+    read_rows,
+)
 from tests.support.loadgen import write_load
 
 
@@ -66,8 +73,8 @@ def test_steps_of_one_hour_around_another_hours_are_each_stored_once_in_their_ho
     hours = [0, 1, 1, 0]
     LocalLogWriter(log_dir).append([step_event_to_wire(step_event(event_id=f"e{i}", event_time=T0 + timedelta(
         hours=h))) for i, h in enumerate(hours)])
-    ingest_tree_once(log_dir, data_dir, flush_event_time_s=7200)  # one flush
-    assert parquet_files(data_dir) == [
+    ingest_once(log_dir, data_dir, flush_event_time_s=7200)  # one flush
+    assert flush_files(data_dir) == [
         f"dt=2026-11-30/hour={h}/log-0-00000000000000000000-00000000000000000003.parquet" for h in (12, 13)]
     for hour, steps in ((12, {"e0", "e3"}), (13, {"e1", "e2"})):
         [path] = (data_dir / "dt=2026-11-30" / f"hour={hour}").glob("*.parquet")
@@ -184,8 +191,8 @@ def test_the_first_and_last_storable_event_times_get_hive_folders_and_every_read
     first, last = (step_event_to_wire(step_event(event_id=name)) for name in ("first", "last"))
     LocalLogWriter(log_dir).append([_with(first, event_time_us=MIN_EVENT_TIME_US),
                                     _with(last, event_time_us=MAX_EVENT_TIME_US, step_index=2**63 - 1)])
-    assert ingest_tree_once(log_dir, data_dir, max_ahead_s=0, max_behind_s=0).rows == 8
-    assert parquet_files(data_dir) == [
+    assert ingest_once(log_dir, data_dir, max_ahead_s=0, max_behind_s=0).rows == 8
+    assert flush_files(data_dir) == [
         "dt=0001-01-01/hour=00/log-0-00000000000000000000-00000000000000000000.parquet",
         "dt=9999-12-31/hour=23/log-0-00000000000000000001-00000000000000000001.parquet",
     ]

@@ -1,14 +1,12 @@
-"""The stored files are the truth: a lost, stale or wrong committed offset of a local log
-neither removes a stored file nor stores a record twice, and a flush cut short between two of
-its files is written again."""
+"""The table's log is the truth: a lost, stale or wrong committed offset of a local log neither
+removes a stored file nor stores a record twice; a tree's flush cut short between two of its
+files is left out of its conversion and written again."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
-import subprocess
-import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -20,13 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specmetrics.cli import main
+from specmetrics.ingest.convert import convert_tree
 from specmetrics.schemas.wire import step_event_to_wire
 from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, STATE_DIR
-from specmetrics.storage.table import LOG_DIR, Table
+from specmetrics.storage.table import LOG_DIR, Table, is_table
 from specmetrics.transport.log import LocalLogWriter
 from specmetrics.transport.log.segment import list_segments, segment_path
 from tests.support.events import T0, step_event
-from tests.support.ingest import assert_rows_once, ingest_once, ingest_tree_once, read_rows, rows_once
+from tests.support.ingest import assert_rows_once, ingest_once, ingest_tree_once, rows_once
 from tests.support.loadgen import write_load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,13 +47,6 @@ def stored_files(data_dir: Path) -> dict[str, tuple[int, int]]:
 
 def offsets_file(data_dir: Path) -> Path:
     return data_dir / STATE_DIR / "log.offsets.json"
-
-
-def ingest_cli(log_dir: Path, data_dir: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "specmetrics.cli", "ingest", "--source", log_dir.as_uri(), "--out", str(data_dir),
-         "--once", "--quiet", "--flush-rows", "2000", "--tree"],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_a_lost_offsets_file_keeps_every_stored_file_and_reads_only_what_is_new(log_dir: Path, data_dir: Path) -> None:
@@ -99,20 +91,6 @@ def test_pruned_segments_and_a_lost_offsets_file_keep_every_stored_row(log_dir: 
     assert_rows_once(data_dir, 70 * 4)
 
 
-def test_an_offsets_file_past_the_stored_files_is_an_error_and_removes_nothing(log_dir: Path, data_dir: Path) -> None:
-    write_load(log_dir, rows=6_000, seed=3)
-    ingest_tree_once(log_dir, data_dir, flush_rows=2_000)
-    last = sorted(data_dir.glob(DATA_GLOB))[-1]
-    last.unlink()  # a stored, committed file deleted by hand
-    before = stored_files(data_dir)
-    result = ingest_cli(log_dir, data_dir)
-    assert result.returncode == 2, result.stderr
-    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
-    assert "partition 0 of log: the committed offset 94 is past the end of the files stored" in result.stderr
-    assert "offsets 64-93 are missing" in result.stderr
-    assert stored_files(data_dir) == before
-
-
 def two_hour_log(log_dir: Path, steps: int, bad_every: int) -> int:
     """``steps`` step messages 20 minutes apart (a flush of them spans several hours), every
     ``bad_every``-th of them not a step message; returns the number of good rows."""
@@ -132,13 +110,12 @@ def flush_files_in_write_order(data_dir: Path) -> list[Path]:
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.integers(4, 12), bad_every=st.sampled_from([0, 3]), data=st.data())
-def test_a_flush_cut_short_between_its_files_is_written_again(tmp_path: Path, steps: int, bad_every: int,
-                                                              data: st.DataObject) -> None:
+def test_a_tree_whose_last_flush_a_crash_cut_short_is_converted_without_it_and_ingest_writes_it_again(
+        tmp_path: Path, steps: int, bad_every: int, data: st.DataObject) -> None:
     case = tmp_path / f"case-{steps}-{bad_every}-{len(list(tmp_path.iterdir()))}"
     log_dir, data_dir = case / "log", case / "data"
     good_rows = two_hour_log(log_dir, steps, bad_every)
     ingest_tree_once(log_dir, data_dir, flush_event_time_s=86_400)
-    complete = {path: path.read_bytes() for path in flush_files_in_write_order(data_dir)}
     written = flush_files_in_write_order(data_dir)
     assert len(written) > 1
     assert {int(pq.read_metadata(p).metadata[FLUSH_FILES_KEY.encode()]) for p in written if p.suffix == ".parquet"} \
@@ -147,53 +124,31 @@ def test_a_flush_cut_short_between_its_files_is_written_again(tmp_path: Path, st
     for path in written[kept:]:
         path.unlink()
     offsets_file(data_dir).unlink()  # the commit never happened
-    ingest_tree_once(log_dir, data_dir, flush_event_time_s=86_400)
-    assert flush_files_in_write_order(data_dir) == written
-    assert {path: path.read_bytes() for path in written} == complete
+    conversion = convert_tree(data_dir)
+    assert (conversion.files, conversion.positions) == (0, {})  # the cut-short flush is not committed
+    assert flush_files_in_write_order(data_dir) == written[:kept]  # its files stay, never read
+    stats = ingest_once(log_dir, data_dir, flush_event_time_s=86_400)
+    assert (stats.rows, stats.dead_letters) == (good_rows, steps // bad_every if bad_every else 0)
     assert_rows_once(data_dir, good_rows)
 
 
-def test_files_written_before_flushes_recorded_their_count_follow_the_committed_offset(
-        log_dir: Path, data_dir: Path) -> None:
-    """Such a flush cannot say whether it is complete: past the committed offset it is removed
-    and written again, as it was then; with no committed offset at all, it stays."""
-    truth = write_load(log_dir, rows=6_000, seed=3)
-    ingest_tree_once(log_dir, data_dir, flush_rows=2_000)
-    files = sorted(data_dir.glob(DATA_GLOB))
-    for path in files:  # as an older ingester wrote them
-        pq.write_table(pq.read_table(path).replace_schema_metadata(None), path)
-    inodes = stored_files(data_dir)
-    offsets_file(data_dir).unlink()
-    assert ingest_tree_once(log_dir, data_dir, flush_rows=2_000).rows == 0
-    assert stored_files(data_dir) == inodes
-    offsets_file(data_dir).write_text(json.dumps({"0": 64}))  # the last flush (64-93) was never committed
-    stats = ingest_tree_once(log_dir, data_dir, flush_rows=2_000)
-    assert stats.rows == pq.read_metadata(files[-1]).num_rows and stats.flushes == 1
-    after = stored_files(data_dir)
-    last = str(files[-1].relative_to(data_dir))
-    assert after[last] != inodes[last] and {p: after[p] for p in inodes if p != last} == \
-        {p: i for p, i in inodes.items() if p != last}
-    assert_rows_once(data_dir, sum(t.rows for t in truth.values()))
-
-
-def test_verify_finds_a_flush_missing_a_file_that_the_offset_ranges_do_not_show(
+def test_a_tree_whose_flush_lacks_a_file_before_its_last_is_not_converted(
         log_dir: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    good_rows = two_hour_log(log_dir, steps=4, bad_every=0)
+    """A flush before the last one of its partition that lacks a file (removed by hand, not a
+    crash's cut: the offset ranges alone do not show it while its other file covers its offsets)."""
+    two_hour_log(log_dir, steps=4, bad_every=0)
     ingest_tree_once(log_dir, data_dir, flush_event_time_s=86_400)
     writer = LocalLogWriter(log_dir)
     writer.append([step_event_to_wire(step_event(event_id="later", event_time=T0))])
     writer.close()
     ingest_tree_once(log_dir, data_dir)
-    assert main(["verify", "--data", str(data_dir)]) == 0
     first_flush = sorted(data_dir.glob("dt=*/hour=*/log-0-00000000000000000000-*.parquet"))
-    assert len(first_flush) == 2 and read_rows(data_dir).num_rows == good_rows + 4
-    first_flush[1].unlink()  # not the last flush: the ingester does not look at it again
-    capsys.readouterr()
-    assert main(["verify", "--data", str(data_dir)]) == 1
-    out = capsys.readouterr().out
-    assert "incomplete flush: log partition 0 offsets 0-3: 1 of its 2 files are in place; the rows of the others " \
-           "are not stored" in out
-    assert "gap:" not in out  # the flush's other file still covers its offsets
+    assert len(first_flush) == 2
+    first_flush[1].unlink()
+    assert main(["table", "convert", "--data", str(data_dir)]) == 2
+    assert "holds flushes that lack some of their files before the last flush of their partition (log partition 0 " \
+           "offsets 0-3): restore them before converting; nothing was changed" in capsys.readouterr().err
+    assert not is_table(data_dir) and first_flush[0].exists()
 
 
 def test_a_table_whose_last_commit_is_gone_reads_its_offsets_again(

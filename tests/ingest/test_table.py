@@ -20,11 +20,12 @@ import pytest
 
 from specmetrics.cli import main
 from specmetrics.ingest import Ingester, IngestSettings
+from specmetrics.ingest.convert import convert_tree
 from specmetrics.ingest.sources import LocalLogSource
 from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR, FileName
-from specmetrics.storage.table import LOG_DIR, DataFile, Table, is_table
+from specmetrics.storage.table import LOG_DIR, DataFile, Table
 from tests.support.events import T0
-from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once, read_rows
+from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once, ingest_tree_once, read_rows
 from tests.support.loadgen import write_load
 from tests.support.readers import numbers, report
 
@@ -38,7 +39,8 @@ def test_a_table_holds_what_a_tree_holds_and_every_reader_says_so(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     truth = write_load(tmp_path / "log", rows=24_000, seed=5, engines=2, step_ms=40.0,
                        start_time=T0 - timedelta(minutes=20))
-    ingest_once(tmp_path / "log", tmp_path / "tree", flush_rows=3_000)
+    ingest_tree_once(tmp_path / "log", tmp_path / "tree", flush_rows=3_000)
+    convert_tree(tmp_path / "tree")  # a tree an older ingester wrote, made a table
     stats = ingest_once(tmp_path / "log", tmp_path / "table", flush_rows=3_000)
     assert stats.rows == sum(t.rows for t in truth.values()) == 24_000
     table = Table(tmp_path / "table")
@@ -128,15 +130,15 @@ def test_a_writer_whose_commit_is_refused_reads_on_from_where_the_table_ends(
     same place and was quicker): this flush's files go, and reading goes on from the table's end."""
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=64 * 100, seed=2)
-    ingest_once(log, tmp_path / "tree", flush_rows=64 * 30)
-    early = [path for path in sorted((tmp_path / "tree").glob(DATA_GLOB)) if path.name.startswith("log-0-" + "0" * 20)]
+    ingest_once(log, tmp_path / "other", flush_rows=64 * 30)
+    early = [path for path in sorted((tmp_path / "other").glob(DATA_GLOB)) if path.name.startswith("log-0-" + "0" * 20)]
     source = LocalLogSource(log, data / STATE_DIR)
     ingester = Ingester(source, data, IngestSettings(flush_rows=64 * 40))  # resumes at offset 0
     try:
         name = FileName("log", 0, 0, 29, "0123456789ab")
         paths = []
         for path in early:  # the other writer's flush of offsets 0-29
-            target = data / path.parent.relative_to(tmp_path / "tree") / name.render("parquet")
+            target = data / path.parent.relative_to(tmp_path / "other") / name.render("parquet")
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, target)
             paths.append(target)
@@ -171,18 +173,6 @@ def test_dead_letters_count_with_the_commit_of_their_flush(tmp_path: Path, capsy
     out = capsys.readouterr().out
     assert "set aside: log partition 0: 1 record(s), offsets 4-4" in out
     assert "log             0             0            4        1     0         0" in out  # one flush, no gap
-
-
-def test_an_existing_tree_is_written_as_a_tree_and_says_how_to_make_it_a_table(tmp_path: Path) -> None:
-    log, data = tmp_path / "log", tmp_path / "data"
-    write_load(log, rows=640, seed=4)
-    ingest_once(log, data, flush_rows=64 * 4, table=False)
-    write_load(log, rows=640, seed=5, engine_prefix="more")
-    done = cli("ingest", "--source", log.as_uri(), "--out", str(data), "--once", "--quiet")
-    assert done.returncode == 0, done.stderr
-    assert f"'specmetrics table convert {data}' makes it a table" in done.stderr
-    assert not is_table(data)
-    assert_rows_once(data, 1280)
 
 
 def test_a_table_resumes_from_its_log_whatever_the_offsets_hint_says(tmp_path: Path) -> None:

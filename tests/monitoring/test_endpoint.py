@@ -17,7 +17,7 @@ from devtools.kafka_broker import free_port
 from specmetrics.emitter.sinks import LocalLogSink
 from specmetrics.ingest.batch import DUPLICATE_STEP
 from specmetrics.queries.catalog import connect, run_query
-from specmetrics.queries.verify import verify_tree
+from specmetrics.queries.verify import verify_table
 from specmetrics.schemas.events import VllmCounts
 from specmetrics.schemas.wire import step_event_to_wire
 from specmetrics.storage.layout import DATA_GLOB
@@ -94,7 +94,7 @@ def test_the_counters_equal_the_views_over_the_same_data(tmp_path: Path) -> None
     assert samples[("specmetrics_ingest_dead_letters_total", ())] == 2
     assert samples[("specmetrics_ingest_duplicate_steps_total", ())] == 1
     assert samples[("specmetrics_ingest_steps_total", ())] == sum(t.steps for t in truth.values()) + 2
-    report = verify_tree(out)  # the copy is set aside, counted once by the endpoint as by the views
+    report = verify_table(out)  # the copy is set aside, counted once by the endpoint as by the views
     assert (report.duplicate_events, report.duplicate_examples) == (0, [])
     assert sorted((aside.records, aside.reason) for aside in report.set_aside) == [
         (1, DUPLICATE_STEP), (1, "not a msgpack step message: FormatError")]

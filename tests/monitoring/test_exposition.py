@@ -77,7 +77,7 @@ def test_every_counter_equals_the_views(totals: LiveTotals, drawn: list[dict[str
     rows = OutcomeRows()
     built = [rows.row(**d) for d in drawn]
     with tempfile.TemporaryDirectory() as tmp:
-        expected = view_series(rows.write_tree(Path(tmp) / "data", built))
+        expected = view_series(rows.write_table(Path(tmp) / "data", built))
     assert {key: value for key, value in samples_of(totals, built).items() if key[0] in VIEW_SERIES} == expected
 
 

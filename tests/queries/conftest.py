@@ -24,7 +24,7 @@ def connect_rows(tmp_path: Path, outcomes: OutcomeRows) -> Iterator[Any]:
     opened: list[duckdb.DuckDBPyConnection] = []
 
     def make(rows: Iterable[Row], name: str = "data") -> duckdb.DuckDBPyConnection:
-        con = connect(outcomes.write_tree(tmp_path / name, rows))
+        con = connect(outcomes.write_table(tmp_path / name, rows))
         opened.append(con)
         return con
 

@@ -49,9 +49,7 @@ def test_exported_file_has_the_views_over_the_tree(tmp_path: Path, connect_rows:
     assert seen["window"] == [[2]]  # the draft and the placeholder draft, as vLLM counts
     assert seen["timeline"] == [[1]]
     # files the ingester adds later are seen once exported again
-    more = outcomes.write_tree(tmp_path / "more", [outcomes.drafted(3, 3)])
-    src = next(more.glob("dt=*/hour=*/*.parquet"))
-    src.rename(data / src.relative_to(more))
+    outcomes.write_table(data, [outcomes.drafted(3, 3)])
     assert client(db)["acceptance"] == [["a/dp0", 1, 2]]
     assert main(["db", "export", str(db), "--data", str(data), "--force"]) == 0
     assert client(db)["acceptance"] == [["a/dp0", 2, 5]]
@@ -59,10 +57,10 @@ def test_exported_file_has_the_views_over_the_tree(tmp_path: Path, connect_rows:
 
 def test_a_path_with_a_quote_is_exported_and_one_with_glob_characters_refused(
         tmp_path: Path, outcomes: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    quoted = outcomes.write_tree(tmp_path / "it's data", [outcomes.drafted(3, 2)])
+    quoted = outcomes.write_table(tmp_path / "it's data", [outcomes.drafted(3, 2)])
     assert main(["db", "export", str(tmp_path / "q.duckdb"), "--data", str(quoted)]) == 0
     assert client(tmp_path / "q.duckdb")["acceptance"] == [["a/dp0", 1, 2]]
-    globbed = outcomes.write_tree(tmp_path / "data[1]", [outcomes.drafted(3, 2)])
+    globbed = outcomes.write_table(tmp_path / "data[1]", [outcomes.drafted(3, 2)])
     assert main(["db", "export", str(tmp_path / "g.duckdb"), "--data", str(globbed)]) == 2
     assert "glob characters" in capsys.readouterr().err
     assert not (tmp_path / "g.duckdb").exists()

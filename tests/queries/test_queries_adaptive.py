@@ -15,6 +15,7 @@ from specmetrics.queries import connect, run_query
 from specmetrics.queries.export import export_database
 from specmetrics.schemas.arrow import schema_before
 from specmetrics.storage.layout import FileName
+from tests.support.outcomes import commit_files
 
 
 def budget_zero(outcomes: Any, k_sched: int, k_invalid: int = 0, **kw: Any) -> dict[str, Any]:
@@ -71,9 +72,10 @@ def _write_1_0_file(folder: Path, outcomes: Any, source: str) -> None:
     row = outcomes.drafted(3, 2)
     name = FileName(source, 0, row["log_offset"], row["log_offset"]).render("parquet")
     pq.write_table(pa.Table.from_pylist([row], schema=schema), folder / name)
+    commit_files(folder.parents[1], [folder / name])
 
 
-def test_trees_written_before_schema_1_1_are_read(tmp_path: Path, outcomes: Any) -> None:
+def test_files_written_before_schema_1_1_are_read(tmp_path: Path, outcomes: Any) -> None:
     old = tmp_path / "old"
     _write_1_0_file(old / "dt=2025-01-01" / "hour=10", outcomes, "old")
     con = connect(old)
@@ -86,7 +88,7 @@ def test_trees_written_before_schema_1_1_are_read(tmp_path: Path, outcomes: Any)
     exported.close()
 
     # A 1.1 file next to it: both read, the old rows with NULL.
-    outcomes.write_tree(old, [outcomes.drafted(3, 1, request_id="new", drafts_verified=2)])
+    outcomes.write_table(old, [outcomes.drafted(3, 1, request_id="new", drafts_verified=2)])
     con = connect(old)
     rows = run_query(con, "SELECT request_id, drafts_verified FROM request_steps ORDER BY request_id").to_pylist()
     assert rows == [{"request_id": "new", "drafts_verified": 2}, {"request_id": "req-0", "drafts_verified": None}]

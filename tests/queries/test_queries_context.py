@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 from specmetrics.queries import connect, run_query
 from specmetrics.schemas.arrow import schema_before
 from specmetrics.storage.layout import FileName
+from tests.support.outcomes import commit_files
 
 
 def test_context_caps_names_each_engine_whose_context_vllm_lowered(connect_rows: Any, outcomes: Any) -> None:
@@ -62,9 +63,10 @@ def _write_1_2_file(folder: Path, row: dict[str, Any]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     name = FileName("old", 0, row["log_offset"], row["log_offset"]).render("parquet")
     pq.write_table(pa.Table.from_pylist([row], schema=schema), folder / name)
+    commit_files(folder.parents[1], [folder / name])
 
 
-def test_trees_written_before_schema_1_3_are_read_alone_and_beside_newer_files(tmp_path: Path, outcomes: Any) -> None:
+def test_files_written_before_schema_1_3_are_read_alone_and_beside_newer_files(tmp_path: Path, outcomes: Any) -> None:
     tree = tmp_path / "data"
     _write_1_2_file(tree / "dt=2025-01-01" / "hour=10", outcomes.drafted(3, 2, drafts_verified=5))
     con = connect(tree)
@@ -73,7 +75,7 @@ def test_trees_written_before_schema_1_3_are_read_alone_and_beside_newer_files(t
     assert run_query(con, query).to_pylist() == [
         {"drafts_verified": 5, "max_model_len": None, "context_cap_from": None, "skip_check": None, "seq_len": None}]
     con.close()
-    outcomes.write_tree(tree, [outcomes.drafted(3, 3, log_partition=1, max_model_len=96, context_cap_from=256,
+    outcomes.write_table(tree, [outcomes.drafted(3, 3, log_partition=1, max_model_len=96, context_cap_from=256,
                                                 skip_check="none", seq_len=70)])
     con = connect(tree)
     assert run_query(con, query).to_pylist() == [  # NULLs last

@@ -53,7 +53,7 @@ def tree(tmp_path: Path, outcomes: Any) -> Path:
     whose drafts were all invalid (not one), a skipped and a K = 0 request-step; rollups built."""
     rows = [outcomes.drafted(3, 2), outcomes.drafted(3, 1), outcomes.grammar_async(2, 1, 1),
             outcomes.grammar_async(0, 3, 0), outcomes.skipped(3), outcomes.k_zero("no_proposal")]
-    data = outcomes.write_tree(tmp_path / "data", [{**row, "event_time": EVENT_TIME} for row in rows])
+    data = outcomes.write_table(tmp_path / "data", [{**row, "event_time": EVENT_TIME} for row in rows])
     assert main(["rollup", "--data", str(data)]) == 0
     return data
 

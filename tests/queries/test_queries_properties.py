@@ -145,7 +145,7 @@ def check_breakdowns(con: Any, key: Key, g: dict[Any, int], c: dict[str, Any], v
 def test_views_match_a_direct_count(outcomes: Any, drawn: list[dict[str, Any]]) -> None:
     rows = [outcomes.row(**d) for d in drawn]
     with tempfile.TemporaryDirectory() as tmp:
-        con = connect(outcomes.write_tree(Path(tmp) / "data", rows))
+        con = connect(outcomes.write_table(Path(tmp) / "data", rows))
         try:
             check(con, rows)
         finally:

@@ -41,15 +41,13 @@ def rows(values: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{key: plain(value) for key, value in row.items()} for row in values]
 
 
-@pytest.mark.parametrize("table", [False, True], ids=["tree", "table"])
-def test_spark_computes_duckdbs_numbers_from_the_same_definitions(
-        spark: SparkSession, tmp_path: Path, table: bool) -> None:
+def test_spark_computes_duckdbs_numbers_from_the_same_definitions(spark: SparkSession, tmp_path: Path) -> None:
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=20_000, seed=31, engines=2, num_spec_tokens=4, grammar_invalid_rate=0.1, k_zero_rate=0.1,
                drafter_max_len=600)
     write_load(log, rows=6_400, seed=32, engine_prefix="k2", num_spec_tokens=2)
     append_bad_record(log)
-    ingest_once(log, data, flush_rows=5_000, table=table)
+    ingest_once(log, data, flush_rows=5_000)
     con = connect(data)
     try:
         expected = {view: rows(run_query(con, f"SELECT * FROM {view}").to_pylist()) for view in SPARK_VIEWS}

@@ -25,7 +25,8 @@ from specmetrics.schemas.wire import InvalidRecord, decode_step, step_event_to_w
 from specmetrics.storage.layout import FileName
 from specmetrics.transport.log import LocalLogWriter
 from tests.support.events import T0, step_event, step_events
-from tests.support.ingest import ingest_tree_once
+from tests.support.ingest import ingest_once
+from tests.support.outcomes import commit_files
 
 #: vLLM's counts of tests.support.events.step_event's default outcomes (drafted 3/2, skipped 3 slots,
 #: grammar_invalid 3 slots 1 valid 1 accepted, k_zero): three drafts, 3 + 3 + 1 tokens, 3 accepted.
@@ -38,7 +39,7 @@ def audit(tmp_path: Path, counts: list[dict[str, Any]]) -> tuple[list[dict[str, 
     writer.append([step_event_to_wire(step_event(event_id=f"e{i}", step_index=i, event_time=T0 + timedelta(seconds=i),
                                                  **fields)) for i, fields in enumerate(counts)])
     writer.close()
-    ingest_tree_once(log, tmp_path / "data")
+    ingest_once(log, tmp_path / "data")
     con = connect(tmp_path / "data")
     try:
         return (run_query(con, "SELECT * EXCLUDE (engine_id, vllm_version, model, method) FROM vllm_audit").to_pylist(),
@@ -75,6 +76,7 @@ def test_files_written_before_1_6_read_null_beside_newer_ones(tmp_path: Path) ->
     folder = tmp_path / "data" / "dt=2026-11-30" / "hour=12"
     pq.write_table(pa.Table.from_pylist([row], schema=schema_before("1.6")),
                    folder / FileName("old", 0, 50, 50).render("parquet"))
+    commit_files(tmp_path / "data", [folder / FileName("old", 0, 50, 50).render("parquet")])
     con = connect(tmp_path / "data")
     try:
         got = run_query(con, "SELECT event_id, vllm_num_drafts, vllm_accepted_per_pos, vllm_counts_missing "
@@ -137,7 +139,7 @@ def test_the_audit_names_exactly_the_steps_whose_counters_differ(drawn: list[tup
         writer = LocalLogWriter(Path(tmp) / "log")
         writer.append([step_event_to_wire(event) for event in events])
         writer.close()
-        ingest_tree_once(Path(tmp) / "log", Path(tmp) / "data")
+        ingest_once(Path(tmp) / "log", Path(tmp) / "data")
         con = connect(Path(tmp) / "data")
         try:
             steps = run_query(con, "SELECT step_index, differs FROM vllm_audit_steps").to_pylist()

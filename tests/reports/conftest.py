@@ -32,4 +32,4 @@ def report_tree(tmp_path: Path, outcomes: Any) -> Path:
         o.k_zero("length_trim", event_time=T.replace(minute=4), **b),
         o.drafted(2, 2, event_time=T.replace(minute=5), **b),
     ]
-    return Path(outcomes.write_tree(tmp_path / "data", rows))
+    return Path(outcomes.write_table(tmp_path / "data", rows))

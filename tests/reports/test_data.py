@@ -91,7 +91,7 @@ def test_the_timeline_chart_breaks_over_an_outage(tmp_path: Path, outcomes: Any)
     from specmetrics.reports.render import charts
 
     minutes = (0, 1, 5, 6)  # nothing in minutes 2-4
-    root = outcomes.write_tree(tmp_path / "gap", [outcomes.drafted(3, 1, event_time=T.replace(minute=m))
+    root = outcomes.write_table(tmp_path / "gap", [outcomes.drafted(3, 1, event_time=T.replace(minute=m))
                                                   for m in minutes])
     con = connect(root)
     try:
@@ -142,7 +142,7 @@ def test_engines_whose_context_vllm_lowered_get_a_section_in_both_formats(tmp_pa
 
     capped = {"engine_instance": "v2", "vllm_version": "0.34.0", "max_model_len": 2048, "context_cap_from": 131072,
               "drafter_max_len": 2048}
-    root = outcomes.write_tree(tmp_path / "caps", [
+    root = outcomes.write_table(tmp_path / "caps", [
         outcomes.drafted(3, 1, event_time=T, **capped),
         outcomes.drafted(3, 2, event_time=T.replace(minute=9), **capped),  # outside the window below
         outcomes.drafted(3, 1, event_time=T, engine_instance="v1", max_model_len=8192),  # served in full
@@ -174,7 +174,7 @@ def test_a_model_run_in_several_configurations_gets_them_ranked_in_both_formats(
     several = [*one_each, outcomes.drafted(5, 1, event_time=T, engine_instance="b", num_spec_tokens=5)]  # 2 tokens
     found = []
     for name, rows in (("several", several), ("one-each", one_each)):
-        con = connect(outcomes.write_tree(tmp_path / name, rows))
+        con = connect(outcomes.write_table(tmp_path / name, rows))
         try:
             found.append(collect(con, Window(None, None)))
         finally:
@@ -193,7 +193,7 @@ def test_a_model_run_in_several_configurations_gets_them_ranked_in_both_formats(
 def test_the_longest_context_the_contract_allows_gets_a_bucket_ending_past_it(tmp_path: Path, outcomes: Any) -> None:
     """batch_max_seq_len 2**31 - 1: its 256-token bucket ends at 2**31, past INTEGER (the report
     once failed with an overflow there)."""
-    con = connect(outcomes.write_tree(tmp_path / "long", [outcomes.drafted(3, 1, event_time=T,
+    con = connect(outcomes.write_table(tmp_path / "long", [outcomes.drafted(3, 1, event_time=T,
                                                                            batch_max_seq_len=2**31 - 1)]))
     try:
         data = collect(con, Window(None, None))
@@ -211,7 +211,7 @@ def test_each_configuration_is_held_against_its_published_baseline_or_told_none_
     qwen = {"event_time": T, "model": "Qwen/Qwen3-8B", "method": "eagle3", "num_spec_tokens": 3}
     rows = [outcomes.drafted(3, 3, **qwen), outcomes.drafted(3, 1, **qwen),
             outcomes.drafted(2, 2, event_time=T, engine_instance="b", num_spec_tokens=2)]
-    con = connect(outcomes.write_tree(tmp_path / "data", rows))
+    con = connect(outcomes.write_table(tmp_path / "data", rows))
     try:
         data = collect(con, Window(None, None))
     finally:
@@ -253,7 +253,7 @@ def test_steps_with_vllms_numbers_only_get_a_section_and_a_window_of_only_them_i
     from specmetrics.reports.render import charts, html, markdown
 
     blind = {"engine_instance": "blind", "vllm_version": "0.35.0"}
-    root = outcomes.write_tree(tmp_path / "only", [
+    root = outcomes.write_table(tmp_path / "only", [
         outcomes.drafted(3, 1, event_time=T),
         outcomes.vllm_only("step_hook_not_installed", 2, 6, 3, event_time=T.replace(minute=20), **blind),
         outcomes.vllm_only("step_hook_not_installed", 1, 3, 0, event_time=T.replace(minute=21), **blind),

@@ -44,7 +44,7 @@ def test_the_report_says_who_paid_for_the_long_requests_and_which_requests_stand
             *(o.drafted(3, 0, request_id="r2", event_time=T) for _ in range(8)),
             *(o.skipped(3, request_id="r1", seq_len=60, event_time=T.replace(minute=1)) for _ in range(2)),
             o.skipped(3, request_id="r3", seq_len=120, event_time=T.replace(minute=1))]
-    tree = o.write_tree(tmp_path / "data", rows)
+    tree = o.write_table(tmp_path / "data", rows)
     out = tmp_path / "reports"
     assert main(["report", "--data", str(tree), "--out", str(out)]) == 0
     md = (out / "latest.md").read_text()
@@ -177,7 +177,7 @@ def test_text_from_the_data_is_escaped_in_markdown_as_in_html(tmp_path: Path, ou
     """Model names, engine ids and methods come from the engines: shown literally, never as
     markup (Markdown renderers pass HTML through, and would follow a link)."""
     model, instance, method = "<script>alert(1)</script>", "[x](javascript:alert(1))", "*draft*_`model`"
-    tree = outcomes.write_tree(tmp_path / "data", [
+    tree = outcomes.write_table(tmp_path / "data", [
         outcomes.drafted(3, 2, model=model, engine_instance=instance, method=method, event_time=T)])
     out = tmp_path / "reports"
     assert main(["report", "--data", str(tree), "--out", str(out)]) == 0

@@ -103,7 +103,7 @@ def check(con: Any) -> ReportData:
 def test_report_numbers_equal_the_views(outcomes: Any, drawn: list[dict[str, Any]]) -> None:
     rows = [outcomes.row(**d) for d in drawn]
     with tempfile.TemporaryDirectory() as tmp:
-        con = connect(outcomes.write_tree(Path(tmp) / "data", rows))
+        con = connect(outcomes.write_table(Path(tmp) / "data", rows))
         try:
             data = check(con)
             # each row a step of its own: the audit finds exactly the rows given counters vLLM would not compute

@@ -51,7 +51,7 @@ def test_the_report_from_rollups_equals_the_report_from_raw_rows(
         bucket: timedelta | None, context_tokens: int) -> None:
     rows = [outcomes.row(**{**d, "event_time": t}) for d, t in drawn]
     with tempfile.TemporaryDirectory() as tmp:
-        root = outcomes.write_tree(Path(tmp) / "data", rows)
+        root = outcomes.write_table(Path(tmp) / "data", rows)
         build_missing(root)
         raw, stored = both(root, Window(since, until), bucket=bucket, context_tokens=context_tokens)
         assert stored == raw
@@ -64,7 +64,7 @@ def test_the_report_from_rollups_equals_the_report_from_raw_rows(
 def tree(tmp_path: Path, outcomes: Any) -> Path:
     rows = [outcomes.drafted(3, a % 4, event_time=START + timedelta(seconds=7 * a), batch_max_seq_len=100 * a)
             for a in range(40)]
-    root = outcomes.write_tree(tmp_path / "data", rows)
+    root = outcomes.write_table(tmp_path / "data", rows)
     build_missing(root)
     return root
 
@@ -115,7 +115,7 @@ def test_the_report_command_builds_the_rollups_it_lacks_and_reads_them_only_when
     capsys.readouterr()
     orphan = rollups[0].with_name("test-0-00000000000099999990-00000000000099999999.parquet")
     shutil.copy(rollups[0], orphan)
-    assert not rollups_cover(tree, since=START)  # a rollup without its data file counts rows that are gone
+    assert rollups_cover(tree, since=START)  # a rollup without a committed data file is never read
     assert rollups_cover(tree, since=START - timedelta(days=2), until=START - timedelta(days=1))
     assert "(58 request-steps)" in report() and not orphan.exists()  # the report deleted it
 
@@ -136,31 +136,16 @@ def test_a_data_file_arriving_while_the_report_reads_rollups_sends_it_to_the_raw
         tree: Path, tmp_path: Path, outcomes: Any, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     late = [outcomes.drafted(3, 1, event_time=START + timedelta(minutes=1, seconds=s)) for s in range(5)]
-    late_tree = outcomes.write_tree(tmp_path / "late", late)
     arrived = []
 
     def collect_while_a_file_lands(*args: Any, **kwargs: Any) -> ReportData:
-        if not arrived:  # the ingester renames a flush into place after the coverage check
-            source = next(late_tree.glob(DATA_GLOB))
-            target = tree / source.relative_to(late_tree)
-            shutil.copy(source, target)
-            arrived.append(target)
+        if not arrived:  # the ingester commits a flush after the coverage check
+            arrived.append(outcomes.write_table(tree, late))
         return collect(*args, **kwargs)
 
     monkeypatch.setattr("specmetrics.commands.report.collect", collect_while_a_file_lands)
     assert main(["report", "--data", str(tree), "--out", str(tmp_path / "r"), "--format", "md"]) == 0
     assert "(45 request-steps)" in capsys.readouterr().out  # without the re-read: 40, the new minute missing
-
-
-def test_rollups_alone_are_readable(tree: Path) -> None:
-    """A tree whose data files are gone (retention) still opens its rollups, read-only."""
-    for data_file in tree.glob(DATA_GLOB):
-        data_file.unlink()
-    con = connect(tree)
-    try:
-        assert con.sql("SELECT sum(request_steps) FROM raw_rollups").fetchall() == [(40,)]
-    finally:
-        con.close()
 
 
 def test_report_counts_from_rollups_refuses_widths_the_rollups_cannot_give(tree: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -43,13 +42,13 @@ def commands() -> set[str]:
             for name in getattr(action, "choices", {})}
 
 
-def tree(tmp_path: Path, bad_record: bool = False) -> Path:
-    """A small ingested tree; with a record the ingester sets aside."""
+def stored(tmp_path: Path, bad_record: bool = False) -> Path:
+    """A small ingested table; with a record the ingester sets aside."""
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=2000)
     if bad_record:
         LocalLogWriter(log).append([b"\x00 not a step"])
-    ingest_tree_once(log, data)
+    ingest_once(log, data)
     return data
 
 
@@ -77,10 +76,17 @@ def stopped(process: subprocess.Popen[bytes], ready: Callable[[], bool], sig: si
 
 
 def not_clean(tmp_path: Path) -> int:
-    data = tree(tmp_path)
-    first = sorted(data.glob(DATA_GLOB))[0]
-    shutil.copy(first, first.with_name("copied by hand.parquet"))  # a file readers leave out
+    data = stored(tmp_path)
+    sorted(data.glob(DATA_GLOB))[0].unlink()  # a committed file gone: left out, its offsets a gap
     return main(["verify", "--data", str(data)])
+
+
+def old_tree(tmp_path: Path) -> Path:
+    """A small tree as an ingester wrote it before tables."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=2000)
+    ingest_tree_once(log, data)
+    return data
 
 
 def damaged(tmp_path: Path) -> Path:
@@ -94,7 +100,7 @@ def damaged(tmp_path: Path) -> Path:
 
 
 def report_interrupted(tmp_path: Path) -> int:
-    data, out = tree(tmp_path), tmp_path / "reports"
+    data, out = stored(tmp_path), tmp_path / "reports"
     process = cli("report", "--data", str(data), "--out", str(out), "--every", "1h")
     return stopped(process, (out / "latest.md").exists, signal.SIGINT)
 
@@ -139,20 +145,20 @@ CASES: dict[tuple[str, int], Callable[[Path], int]] = {
     ("db", 4): lambda tmp: main(["db", "export", str(tmp / "x.duckdb"), "--data", str(damaged(tmp))]),
     ("table", 4): lambda tmp: main(["table", "optimize", "--data", str(damaged(tmp))]),
     ("report", 4): lambda tmp: main(["report", "--data", str(damaged(tmp)), "--out", str(tmp / "r")]),
-    ("verify", 0): lambda tmp: main(["verify", "--data", str(tree(tmp))]),
+    ("verify", 0): lambda tmp: main(["verify", "--data", str(stored(tmp))]),
     ("verify", 1): not_clean,
-    ("verify", 3): lambda tmp: main(["verify", "--data", str(tree(tmp, bad_record=True))]),
+    ("verify", 3): lambda tmp: main(["verify", "--data", str(stored(tmp, bad_record=True))]),
     ("verify", 2): lambda tmp: main(["verify", "--data", str(tmp / "nowhere")]),
-    ("rollup", 0): lambda tmp: main(["rollup", "--data", str(tree(tmp))]),
+    ("rollup", 0): lambda tmp: main(["rollup", "--data", str(stored(tmp))]),
     ("rollup", 2): lambda tmp: main(["rollup", "--data", str(tmp / "nowhere")]),
-    ("sql", 0): lambda tmp: main(["sql", "--data", str(tree(tmp)), "SELECT count(*) FROM request_steps"]),
-    ("sql", 2): lambda tmp: main(["sql", "--data", str(tree(tmp)), "SELECT nothing FROM request_steps"]),
-    ("db", 0): lambda tmp: main(["db", "export", str(tmp / "x.duckdb"), "--data", str(tree(tmp))]),
+    ("sql", 0): lambda tmp: main(["sql", "--data", str(stored(tmp)), "SELECT count(*) FROM request_steps"]),
+    ("sql", 2): lambda tmp: main(["sql", "--data", str(stored(tmp)), "SELECT nothing FROM request_steps"]),
+    ("db", 0): lambda tmp: main(["db", "export", str(tmp / "x.duckdb"), "--data", str(stored(tmp))]),
     ("db", 2): lambda tmp: main(["db", "export", str(tmp / "x.duckdb"), "--data", str(tmp)]),
-    ("table", 0): lambda tmp: main(["table", "convert", "--data", str(tree(tmp))]),
-    ("table", 2): lambda tmp: main(["table", "checkpoint", "--data", str(tree(tmp))]),
-    ("report", 0): lambda tmp: main(["report", "--data", str(tree(tmp)), "--out", str(tmp / "r")]),
-    ("report", 1): lambda tmp: main(["report", "--data", str(tree(tmp)), "--out", str(tmp / "r"),
+    ("table", 0): lambda tmp: main(["table", "convert", "--data", str(old_tree(tmp))]),
+    ("table", 2): lambda tmp: main(["table", "checkpoint", "--data", str(old_tree(tmp))]),
+    ("report", 0): lambda tmp: main(["report", "--data", str(stored(tmp)), "--out", str(tmp / "r")]),
+    ("report", 1): lambda tmp: main(["report", "--data", str(stored(tmp)), "--out", str(tmp / "r"),
                                      "--since", "2001-01-01T00:00:00", "--until", "2001-01-02T00:00:00"]),
     ("report", 2): lambda tmp: main(["report", "--data", str(tmp / "nowhere"), "--out", str(tmp / "r")]),
     ("report", 130): report_interrupted,

@@ -17,7 +17,7 @@ SECOND = EVENT_TIME.replace(tzinfo=UTC).timestamp()
 
 def test_a_window_counts_ratios_and_shares(tmp_path: Path) -> None:
     rows = OutcomeRows()
-    data = rows.write_tree(tmp_path / "data", [
+    data = rows.write_table(tmp_path / "data", [
         {**row, "event_time": EVENT_TIME} for row in
         [rows.drafted(3, 2), rows.drafted(3, 1), rows.skipped(3, accepted=1), rows.k_zero("no_proposal")]])
     con = connect(data)
@@ -48,7 +48,7 @@ def test_a_window_tells_collateral_skips_from_own_ones(tmp_path: Path) -> None:
     """K = 3, drafter 96: a request of length 93 fits alone, one of 94 does not. r1's own rate where it
     drafted (2 of 3) estimates what its 3 lost placeholders would have accepted."""
     rows = OutcomeRows()
-    data = rows.write_tree(tmp_path / "data", [
+    data = rows.write_table(tmp_path / "data", [
         {**row, "event_time": EVENT_TIME} for row in
         [rows.drafted(3, 2, request_id="r1", seq_len=20), rows.skipped(3, request_id="r1", seq_len=93),
          rows.skipped(3, request_id="r2", seq_len=94), rows.skipped(3, request_id="r3")]])

@@ -3,7 +3,10 @@ whose outcomes break a rule."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import dataclasses
+import json
+import shutil
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import msgpack
@@ -16,7 +19,7 @@ from specmetrics.ingest import Ingester, IngestSettings, IngestStats
 from specmetrics.ingest.sources import LocalLogSource
 from specmetrics.schemas.codes import OUTCOME_DTYPE
 from specmetrics.schemas.wire import FIELDS, step_event_to_wire
-from specmetrics.storage.layout import DATA_GLOB, STATE_DIR
+from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, STATE_DIR, FileName
 from specmetrics.storage.location import S3Location
 from specmetrics.storage.table import Table, is_table
 from specmetrics.transport.log import LocalLogWriter
@@ -45,12 +48,43 @@ def ingest_to_s3(log: Path, url: str, state: Path, **settings: object) -> int:
 
 
 def ingest_tree_once(log_dir: Path, data_dir: Path, **settings: Any) -> IngestStats:
-    """``ingest_once`` into a new output written as a tree of Parquet files (no table's log)."""
-    return ingest_once(log_dir, data_dir, table=False, **settings)
+    """A tree of Parquet files at ``data_dir`` as an ingester wrote before tables (what tree
+    readers and ``table convert`` take): ``ingest_once`` into a table beside it, laid out without
+    the table's log and with the names a tree's files had (no attempt token)."""
+    table = data_dir.with_name(f"{data_dir.name}.table")
+    stats = ingest_once(log_dir, table, **settings)
+    letters = {FileName.parse(path.name) for path in (table / DEAD_LETTER_DIR).glob("*.jsonl")}
+    # the row-less file a table commits for a flush of dead letters only (or a lost range): a tree had none
+    rowless = {name for path in table.glob(DATA_GLOB)
+               if (name := FileName.parse(path.name)) in letters and not pq.read_metadata(path).num_rows}
+    for path in sorted(table.rglob("*")):
+        relative = path.relative_to(table)
+        name = FileName.parse(path.name)
+        if path.is_dir() or relative.parts[0] == "_delta_log":
+            continue
+        if path.suffix == ".parquet" and name in rowless:
+            continue
+        target = data_dir / relative.parent / (path.name if name is None else
+                                               dataclasses.replace(name, attempt="").render(path.suffix[1:]))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix == ".jsonl" and name in rowless:
+            lines = [json.loads(line) for line in path.read_text().splitlines()]
+            target.write_text("".join(json.dumps({**line, FLUSH_FILES_KEY: 1}) + "\n" for line in lines))
+        else:
+            shutil.copy2(path, target)
+    return stats
 
 
 def parquet_files(data_dir: Path) -> list[str]:
     return sorted(str(p.relative_to(data_dir)) for p in data_dir.glob(DATA_GLOB))
+
+
+def flush_files(table: Path) -> list[str]:
+    """The table's committed data files, by path, each name without its write's attempt token: what
+    the names say (the flush's offsets), written again the same."""
+    named = [(file.relative, FileName.parse(PurePosixPath(file.relative).name)) for file in Table(table).files()]
+    return sorted(relative if name is None else f"{PurePosixPath(relative).parent}/"
+                  f"{dataclasses.replace(name, attempt='').render('parquet')}" for relative, name in named)
 
 
 def read_rows(data_dir: Path) -> pa.Table:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from specmetrics.schemas.codes import K_ZERO_REASON_CODE, KIND_CODE
 from specmetrics.schemas.events import KZeroReason, OutcomeKind, engine_id
 from specmetrics.schemas.validation import invalid_outcome_rows
 from specmetrics.storage.layout import FileName
+from specmetrics.storage.table import DataFile, Table, create_table, is_table
 
 Row = dict[str, Any]
 
@@ -112,10 +113,11 @@ class OutcomeRows:
         bad, reasons = invalid_outcome_rows(cols, np.array([r["num_spec_tokens"] for r in rows]))
         assert not bad.any(), {i: (reasons[i], rows[i]) for i in reasons}
 
-    def write_tree(self, root: Path, rows: Iterable[Row]) -> Path:
+    def write_table(self, root: Path, rows: Iterable[Row]) -> Path:
         """Write ``rows`` under ``root/dt=YYYY-MM-DD/hour=HH/`` (from event_time) as one flush per
         log partition: per hour, a file named like the ingester's, ``test-<partition>-<first
-        offset>-<last offset>.parquet``."""
+        offset>-<last offset>.parquet``; and commit them to the table at ``root`` (made one if new)
+        in one commit."""
         rows = list(rows)
         if rows:
             self.check_valid(rows)
@@ -123,13 +125,31 @@ class OutcomeRows:
         for row in rows:
             by_place[(row["log_partition"], f"{row['event_time']:%Y-%m-%d}", f"{row['event_time']:%H}")].append(row)
         root.mkdir(parents=True, exist_ok=True)
+        written = []
         for (partition, dt, hour), part in by_place.items():
             offsets = [r["log_offset"] for r in rows if r["log_partition"] == partition]
             name = FileName("test", partition, min(offsets), max(offsets)).render("parquet")
             folder = root / f"dt={dt}" / f"hour={hour}"
             folder.mkdir(parents=True, exist_ok=True)
             pq.write_table(pa.Table.from_pylist(part, schema=REQUEST_STEP_SCHEMA), folder / name)
+            written.append(folder / name)
+        commit_files(root, written)
         return root
+
+
+def commit_files(root: Path, paths: Sequence[Path]) -> None:
+    """Commit the data files ``paths`` (under ``root``) to the table there, made one if new, in one
+    commit that leaves the partitions' next offsets as they are (a new table: past the files)."""
+    files = [DataFile.local(root, path) for path in paths]
+    if is_table(root):
+        Table(root).replace([], files)
+        return
+    positions: dict[tuple[str, int], int] = {}
+    for path in paths:
+        if (name := FileName.parse(path.name)) is not None:
+            key = (name.source, name.partition)
+            positions[key] = max(positions.get(key, 0), name.end + 1)
+    create_table(root, files, positions)
 
 
 #: (engine_instance, model, method, K): groups of different K side by side, and one whose model, method

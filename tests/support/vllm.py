@@ -36,7 +36,7 @@ def by_name(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 class Run:
-    """One vLLM run: its scenarios, and the Parquet tree of its events."""
+    """One vLLM run: its scenarios, and the table of its events."""
 
     def __init__(self, root: Path, model_cache: Path, engines: str, *args: str, ingest: bool = True,
                  **env: str) -> None:

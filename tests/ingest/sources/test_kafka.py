@@ -130,12 +130,11 @@ def test_sigkill_at_random_moments_in_ten_runs_loses_and_duplicates_nothing(
     assert_exactly_once(out, truth)
 
 
-@pytest.mark.parametrize("table", [["--tree"], []], ids=["tree", "table"])
-def test_two_ingesters_in_one_group_split_the_partitions(kafka_url: str, tmp_path: Path, table: list[str]) -> None:
+def test_two_ingesters_in_one_group_split_the_partitions(kafka_url: str, tmp_path: Path) -> None:
     truth = loadgen(kafka_url, tmp_path / "truth.json", "--rows", "100000", "--engines", "6", "--seed", "7")
     out = tmp_path / "out"
-    procs = [cli("ingest", "--source", kafka_url, "--out", str(out), "--once", "--quiet", "--flush-rows", "3000",
-                 *table) for _ in range(2)]
+    procs = [cli("ingest", "--source", kafka_url, "--out", str(out), "--once", "--quiet", "--flush-rows", "3000")
+             for _ in range(2)]
     outputs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     rows_by_ingester = [int(o.decode().split()[1].replace(",", "")) for o, _ in outputs]
@@ -375,18 +374,14 @@ def test_bad_kafka_urls_are_clear_errors(url: str, tmp_path: Path, capsys: pytes
     assert "error:" in err and "pw" not in err
 
 
-@pytest.mark.parametrize(("idle_flush_s", "table", "handled_as"), [
+@pytest.mark.parametrize(("idle_flush_s", "handled_as"), [
     # it learns of the eviction when it polls: its partitions are lost
-    ("600", ["--tree"], "lost partitions [0, 1, 2]"),
-    # it flushes (idle) on waking, before it polls: the commit is refused
-    ("3", ["--tree"], "the group refused the commit"),
-    ("600", [], "lost partitions [0, 1, 2]"),
+    ("600", "lost partitions [0, 1, 2]"),
     # it flushes on waking, and the table refuses the commit: the new owner committed those offsets
-    ("3", [], "where the flush starts: another writer committed it"),
+    ("3", "where the flush starts: another writer committed it"),
 ])
 def test_an_evicted_ingester_leaves_no_file_of_what_it_buffered(
-        kafka_url: str, tmp_path: Path, idle_flush_s: str, table: list[str], handled_as: str,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        kafka_url: str, tmp_path: Path, idle_flush_s: str, handled_as: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first ingester reads everything and is stopped (SIGSTOP: no heartbeats) before it
     flushes; the group evicts it and a second ingester takes the partitions and stores them.
     What the first one had buffered is the new owner's: when it wakes up, it must leave no file of it."""
@@ -402,7 +397,7 @@ def test_an_evicted_ingester_leaves_no_file_of_what_it_buffered(
     with log.open("wb") as stderr:
         first = subprocess.Popen(
             [sys.executable, "-m", "specmetrics.cli", "-v", "ingest", "--source", kafka_url, "--out", str(out),
-             "--quiet", *table], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr,
+             "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr,
             env={**os.environ, "PYTHONPATH": str(ROOT), "SPECMETRICS_INGEST_FLUSH_IDLE_S": idle_flush_s,
                  "SPECMETRICS_INGEST_LOG_INTERVAL_S": "0.2"})
     try:
@@ -411,7 +406,7 @@ def test_an_evicted_ingester_leaves_no_file_of_what_it_buffered(
             time.sleep(0.1)
         first.send_signal(signal.SIGSTOP)
         assert caught_up() and not list(out.glob(DATA_GLOB))  # everything is buffered, nothing flushed
-        assert ingest(kafka_url, out, "--flush-rows", "2000", *table) == 0  # joins once the first one's session expired
+        assert ingest(kafka_url, out, "--flush-rows", "2000") == 0  # joins once the first one's session expired
         first.send_signal(signal.SIGCONT)
         while log.read_text().count(assigned) < 2 and time.monotonic() < deadline + 60:
             time.sleep(0.1)  # the first one noticed the eviction and rejoined
@@ -423,5 +418,4 @@ def test_an_evicted_ingester_leaves_no_file_of_what_it_buffered(
     assert first.returncode == 0, log.read_text()[-3000:]
     assert_exactly_once(out, truth)
     assert handled_as in log.read_text()
-    if not table:  # a table: no file but those the log names
-        assert set(out.glob(DATA_GLOB)) == {file.path for file in Table(out).files()}
+    assert set(out.glob(DATA_GLOB)) == {file.path for file in Table(out).files()}  # no file but those the log names
