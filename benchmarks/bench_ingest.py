@@ -57,7 +57,7 @@ def s3_ingest_seconds(log_dir: Path, server: SeaweedS3, state: Path, settings: I
     shutil.rmtree(state, ignore_errors=True)
     start = time.perf_counter()
     source = LocalLogSource(log_dir, state)
-    ingester = Ingester(source, S3Location.parse(f"s3://{bucket}/data"), settings, state_dir=state)
+    ingester = Ingester(source, S3Location.parse(f"s3://{bucket}/data"), settings)
     stats = ingester.run(once=True)
     ingester.close()
     source.close()

@@ -28,7 +28,6 @@ import pyarrow as pa
 from specmetrics.ingest.batch import DUPLICATE_STEP, DeadLetter, PartitionBuffer
 from specmetrics.ingest.observer import IngestObserver
 from specmetrics.ingest.output import ParquetOptions, write_dead_letters, write_lost_range, write_partitioned
-from specmetrics.ingest.partition_lock import PartitionLocks
 from specmetrics.ingest.recovery import recent_steps, resume_position
 from specmetrics.ingest.settings import IngestSettings
 from specmetrics.ingest.sources.base import LostRange, Source, SourceUnavailable, SourceWentBack
@@ -36,7 +35,7 @@ from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
 from specmetrics.schemas.version import UnsupportedSchemaVersion
 from specmetrics.schemas.wire import InvalidRecord, decode_step
 from specmetrics.storage.files import WrittenFile, remove_written
-from specmetrics.storage.layout import STATE_DIR, FileName
+from specmetrics.storage.layout import FileName
 from specmetrics.storage.location import S3Location
 from specmetrics.storage.table import CommitRefused, DataFile, Table, is_table
 
@@ -89,12 +88,10 @@ class Ingester:
     """Runs one source into one Delta table (a local folder or an S3 prefix)."""
 
     def __init__(self, source: Source, out: Path | S3Location, settings: IngestSettings | None = None,
-                 dead_letter_topic: DeadLetterTopic | None = None, observer: IngestObserver | None = None,
-                 state_dir: Path | None = None) -> None:
-        """``out``: the table's local folder or S3 prefix (made a table if new). ``state_dir``: where the
-        partition locks lie (default ``out/_state``; required for S3). ``observer`` is told of every
-        step as soon as it is validated (after each poll), of offsets recorded lost, and of the
-        source's lag (about once a second)."""
+                 dead_letter_topic: DeadLetterTopic | None = None, observer: IngestObserver | None = None) -> None:
+        """``out``: the table's local folder or S3 prefix (made a table if new). ``observer`` is told
+        of every step as soon as it is validated (after each poll), of offsets recorded lost, and of
+        the source's lag (about once a second)."""
         self.source = source
         self._observer = observer
         self.out = out
@@ -123,12 +120,9 @@ class Ingester:
         #: second by :meth:`run`); 0 while it keeps up.
         self.stalled_s = 0.0
         self._read_clock()
-        if state_dir is None and not isinstance(out, Path):
-            raise ValueError("an ingester of an S3 output needs a local state folder")
         self._table = _open_table(out)
         #: The source's name in the table's files and offsets: the name it claimed for the source.
         self.name = source.name if source.identity is None else self._table.claim(source.name, source.identity)
-        self._locks = PartitionLocks(state_dir or out / STATE_DIR, self.name)  # type: ignore[operator]
         source.listen(self._assigned, self._revoked, self._lost)
 
     def run(self, once: bool, progress: Callable[[IngestStats], None] | None = None,
@@ -202,7 +196,7 @@ class Ingester:
             self._observer.stalled(self.name, self.stalled_s)
 
     def _assigned(self, committed: dict[int, int | None]) -> dict[int, int | None]:
-        self.wait()  # a flush in flight holds its partition's lock, and may be of one assigned again
+        self.wait()  # a flush in flight may be of a partition assigned again
         positions = {partition: self._resume_position(partition, offset) for partition, offset in committed.items()}
         self._owned.update(positions)
         orphans = {partition: self._orphans.pop(partition) for partition in positions if partition in self._orphans}
@@ -241,13 +235,9 @@ class Ingester:
                           "new output directory with a new consumer group")
 
     def _resume_position(self, partition: int, committed: int | None = None) -> int | None:
-        """Where to read the partition from, given its committed offset (:func:`resume_position`,
-        under its lock); with none, where its stored files end (None: no file)."""
-        self._locks.acquire(partition)
-        try:
-            return resume_position(self._table, self.name, partition, committed)
-        finally:
-            self._locks.release(partition)
+        """Where to read the partition from, given its committed offset (:func:`resume_position`);
+        with none, where its stored files end (None: nothing stored)."""
+        return resume_position(self._table, self.name, partition, committed)
 
     def _drop_stored_orphans(self) -> None:
         """Orphans whose partition another ingester has stored past their start: theirs now."""
@@ -302,7 +292,8 @@ class Ingester:
     def _lost(self, partitions: list[int]) -> None:
         """Evicted: what is not committed of these partitions is their new owner's to store. Buffers
         are kept aside unwritten, and taken up again if the partition comes back with nothing stored
-        since (:meth:`_assigned`); a flush of theirs in flight is removed, not committed."""
+        since (:meth:`_assigned`); a flush of theirs in flight is committed to the table or refused by it
+        (when the new owner committed first), and its offsets are not committed to the source."""
         logger.warning("lost partitions %s of %s (this ingester was evicted from its group); what it had not "
                        "committed of them is kept aside unwritten, for their new owner to store, or this ingester "
                        "if they come back", partitions, self.name)
@@ -310,9 +301,8 @@ class Ingester:
         self._owned.difference_update(partitions)
         self._forget(partitions)
         if self._in_flight is not None and not self._in_flight[1].keys().isdisjoint(partitions):
-            (future, _, work), self._in_flight = self._in_flight, None
+            (future, _, _), self._in_flight = self._in_flight, None
             future.exception()  # waits; its commit is made (the new owner's then) or its files are gone
-            self._locks.release(work.name.partition)
 
     def _forget(self, partitions: list[int]) -> None:
         for partition in partitions:
@@ -431,23 +421,18 @@ class Ingester:
         self._submit(_Flush(name, table, event_time_us, buffer.dead_letters, buffer.first_event_us))
 
     def _submit(self, work: _Flush) -> None:
-        """Lock the flush's partition and hand the flush to the writer thread; :meth:`wait`
-        commits past its last offset and releases the lock."""
-        self._locks.acquire(work.name.partition)
+        """Hand the flush to the writer thread; :meth:`wait` commits its offsets to the source."""
         self._in_flight = (self._writer.submit(self._write, work), {work.name.partition: work.name.end + 1}, work)
 
     def wait(self) -> None:
         """Block until the flush in flight is durable, then commit it; re-raise its error."""
         if self._in_flight is not None:
             (future, next_offsets, work), self._in_flight = self._in_flight, None
-            try:
-                future.result()
-                if not self._commit_to_table(work):
-                    return
-                if not self.source.commit(next_offsets):  # stored all the same: the table's log is the truth
-                    self._stop_storing(next_offsets, "the flush is committed to the table")
-            finally:
-                self._locks.release(work.name.partition)
+            future.result()
+            if not self._commit_to_table(work):
+                return
+            if not self.source.commit(next_offsets):  # stored all the same: the table's log is the truth
+                self._stop_storing(next_offsets, "the flush is committed to the table")
             if work.name.partition not in self._refused:
                 self._next.update(next_offsets)
             self.stats.files += sum(file.suffix == ".parquet" for file in work.written)
@@ -462,7 +447,6 @@ class Ingester:
             self.wait()
         finally:
             self._writer.shutdown()
-            self._locks.release_all()
             if self._dead_letter_topic is not None:
                 self._dead_letter_topic.close()
 

@@ -51,7 +51,7 @@ from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
 from specmetrics.storage.damage import LOG_DIR
 from specmetrics.storage.layout import DATA_GLOB, ROLLUP_DIR
 from specmetrics.storage.location import S3Location, is_s3
-from specmetrics.storage.readable import partition_files, select_files, select_objects
+from specmetrics.storage.readable import partition_files, select_files
 from specmetrics.storage.table import Table
 
 SOURCE_VIEW = "raw_request_steps"
@@ -116,7 +116,7 @@ def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
     """
     root: Path | S3Location
     if is_s3(str(data_dir)):
-        root = S3Location.parse(str(data_dir))  # select_objects says if it holds no table
+        root = S3Location.parse(str(data_dir))  # select_files says if it holds no table
         allowed = f"{root.url}/"
     else:
         local = Path(data_dir).expanduser()
@@ -293,17 +293,10 @@ def _create_sources(con: duckdb.DuckDBPyConnection, root: Path | S3Location) -> 
     :data:`ROLLUP_SOURCE_VIEW` over the rollups readers take if there are any (else the caller
     makes an empty one once file_rollup exists); what was listed, and whether it has rollups."""
     listing = _listing(root)
-    data: Sequence[Path | str]
-    rollups: Sequence[Path | str]
-    if isinstance(root, S3Location):
-        objects = select_objects(root, rollup_schema=rollup_schema())
-        objects.warn()
-        data = [f"{root.url}/{relative}" for relative in objects.data]
-        rollups = [f"{root.url}/{relative}" for relative in objects.rollups]
-    else:
-        files = select_files(root, rollup_schema=rollup_schema())
-        files.warn()
-        data, rollups = files.data, files.rollups
+    files = select_files(root, rollup_schema=rollup_schema())
+    files.warn()
+    data = [file.location for file in files.files]
+    rollups = [files.location(rollup) for rollup in files.rollups]
     if data:
         _create_files_view(con, data, SOURCE_VIEW)
         comment_source(con)

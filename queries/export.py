@@ -34,7 +34,7 @@ from specmetrics.queries.catalog import (
     s3_filesystem,
 )
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.readable import select_files, select_objects
+from specmetrics.storage.readable import select_files
 
 
 def export_database(data: Path | S3Location, target: Path, *, force: bool = False) -> Path:
@@ -43,11 +43,8 @@ def export_database(data: Path | S3Location, target: Path, *, force: bool = Fals
     ``s3://`` URL)."""
     if target.exists() and not force:
         raise FileExistsError(f"{str(target)!r} exists: pass --force to replace it")
-    if isinstance(data, S3Location):
-        data_files = [f"{data.url}/{relative}" for relative in select_objects(data).data]
-        rollups: list[str] = []
-        where = data.url
-    else:
+    root: Path | S3Location = data
+    if isinstance(data, Path):
         root = data.expanduser()
         if not root.is_dir():
             raise FileNotFoundError(f"data directory {str(root)!r} does not exist or is not a directory")
@@ -55,10 +52,11 @@ def export_database(data: Path | S3Location, target: Path, *, force: bool = Fals
         if GLOB_CHARS & set(str(root)):
             raise ValueError(f"the data directory's path {str(root)!r} holds glob characters, which DuckDB would "
                              "read as a pattern: move or link it to a plain path")
-        files = select_files(root, rollup_schema=rollup_schema())
-        files.warn()
-        data_files, rollups = [str(path) for path in files.data], [str(path) for path in files.rollups]
-        where = str(root)
+    files = select_files(root, rollup_schema=rollup_schema() if isinstance(root, Path) else None)
+    files.warn()
+    data_files = [file.location for file in files.files]
+    rollups = [files.location(rollup) for rollup in files.rollups]
+    where = str(root) if isinstance(root, Path) else root.url
     if not data_files:
         raise FileNotFoundError(f"no data files of the ingester under {where!r}: not written by 'specmetrics "
                                 "ingest', or not yet")

@@ -38,7 +38,7 @@ from specmetrics.storage.durable import write_durably
 from specmetrics.storage.files import write_file
 from specmetrics.storage.layout import ROLLUP_DIR
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.readable import ReadableFiles, ReadableObjects, partition_files, select_files, select_objects
+from specmetrics.storage.readable import ReadableFiles, partition_files, select_files
 
 logger = logging.getLogger(__name__)
 
@@ -56,62 +56,29 @@ def rollup_path(data: Path, data_file: Path) -> Path:
 
 
 def build_missing(data: Path | S3Location, rebuild: bool = False, since: datetime | None = None,
-                  until: datetime | None = None, progress: Callable[[int, int], None] | None = None
-                  ) -> list[Path] | list[str]:
-    """Write the rollup of every data file under ``data`` (of the days from ``since`` to
-    ``until``) that has none, or of all of them with ``rebuild``; returns the rollups written.
-    Only the files readers take are rolled up (:func:`storage.readable.select_files`); a
-    rollup readers leave out (another schema) is written again. ``progress(done, total)`` after
-    each one. Rollups of those days whose data file is gone are deleted first. A data file that
-    disappears meanwhile (``table vacuum`` removed it after a compaction) is skipped, and a
-    rollup written for it deleted. Of a table on S3, the rollups are objects under the prefix
-    (their paths under it are returned), built from the committed data files; a rollup of a file
+                  until: datetime | None = None, progress: Callable[[int, int], None] | None = None) -> list[str]:
+    """Write the rollup of every data file of the table at ``data`` (a local folder or an S3
+    prefix; of the days from ``since`` to ``until``) that has none, or of all of them with
+    ``rebuild``; returns the rollups written, as paths under ``data``. Only the files readers take
+    are rolled up (:func:`storage.readable.select_files`); a rollup readers leave out (another
+    schema) is written again. ``progress(done, total)`` after each one. In a local folder, rollups
+    of those days whose data file is gone are deleted first, and a data file that disappears
+    meanwhile (``table vacuum`` removed it after a compaction) is skipped; on S3 a rollup of a file
     the log no longer holds is not read, and stays."""
-    if isinstance(data, S3Location):
-        return _build_missing_objects(data, rebuild, since, until, progress)
-    for orphan in sorted(partition_files(data / ROLLUP_DIR, since, until)):
-        if not (data / orphan.relative_to(data / ROLLUP_DIR)).exists():
-            logger.info("removing the rollup of a data file that is gone: %s", orphan)
-            orphan.unlink(missing_ok=True)
+    if isinstance(data, Path):
+        for orphan in sorted(partition_files(data / ROLLUP_DIR, since, until)):
+            if not (data / orphan.relative_to(data / ROLLUP_DIR)).exists():
+                logger.info("removing the rollup of a data file that is gone: %s", orphan)
+                orphan.unlink(missing_ok=True)
     files = select_files(data, since, until, rollup_schema())
     stored = set(files.rollups)
-    todo = [f for f in files.data if rebuild or rollup_path(data, f) not in stored]
+    todo = [relative for relative in files.data if rebuild or f"{ROLLUP_DIR}/{relative}" not in stored]
     written = []
-    con = rollup_connection()
+    con = _connection(data)
     try:
-        for done, data_file in enumerate(todo, 1):
-            target = rollup_path(data, data_file)
-            try:
-                _write_rollup(con, data_file, target)
-            except (duckdb.IOException, FileNotFoundError):
-                if data_file.exists():
-                    raise
-            if data_file.exists():
-                written.append(target)
-            else:
-                target.unlink(missing_ok=True)
-            if progress:
-                progress(done, len(todo))
-    finally:
-        con.close()
-    return written
-
-
-def _build_missing_objects(location: S3Location, rebuild: bool, since: datetime | None, until: datetime | None,
-                           progress: Callable[[int, int], None] | None) -> list[str]:
-    """:func:`build_missing` of a table on S3: each rollup one upload, of a committed data file."""
-    objects = select_objects(location, since, until, rollup_schema())
-    stored = set(objects.rollups)
-    todo = [relative for relative in objects.data if rebuild or f"{ROLLUP_DIR}/{relative}" not in stored]
-    written = []
-    con = rollup_connection()
-    try:
-        con.register_filesystem(s3_filesystem(location))
         for done, relative in enumerate(todo, 1):
-            _read_only(con, f"{location.url}/{relative}")
-            rolled = con.sql(_ROLLUP).to_arrow_table()
-            written.append(write_file(location, f"{ROLLUP_DIR}/{relative}",
-                                      partial(pq.write_table, rolled, compression="zstd")).relative)
+            if _write_rollup(con, files, relative):
+                written.append(f"{ROLLUP_DIR}/{relative}")
             if progress:
                 progress(done, len(todo))
     finally:
@@ -119,13 +86,35 @@ def _build_missing_objects(location: S3Location, rebuild: bool, since: datetime 
     return written
 
 
-def _write_rollup(con: duckdb.DuckDBPyConnection, data_file: Path, target: Path) -> None:
-    """Durably write the rollup of ``data_file`` to ``target``, through a temp file of its own
-    (two processes may build the same rollup at once)."""
-    _read_only(con, data_file)
-    rolled = con.sql(_ROLLUP).to_arrow_table()
-    write_durably(target, partial(pq.write_table, rolled, compression="zstd"),
-                  temp=target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp"))
+def _connection(data: Path | S3Location) -> duckdb.DuckDBPyConnection:
+    """:func:`queries.catalog.rollup_connection`, reading S3 through pyarrow's client for a table there."""
+    con = rollup_connection()
+    if isinstance(data, S3Location):
+        con.register_filesystem(s3_filesystem(data))
+    return con
+
+
+def _write_rollup(con: duckdb.DuckDBPyConnection, files: ReadableFiles, relative: str) -> bool:
+    """Write the rollup of the data file ``relative``: an object in one upload, or a local file
+    durably through a temp file of its own (two processes may build the same rollup at once).
+    False: the local data file went meanwhile, and no rollup of it is left."""
+    source, target = files.location(relative), f"{ROLLUP_DIR}/{relative}"
+    try:
+        _read_only(con, source)
+        write = partial(pq.write_table, con.sql(_ROLLUP).to_arrow_table(), compression="zstd")
+    except (duckdb.IOException, FileNotFoundError):
+        if isinstance(files.root, Path) and not Path(source).exists():
+            return False
+        raise
+    if isinstance(files.root, S3Location):
+        write_file(files.root, target, write)
+        return True
+    path = files.root / target
+    write_durably(path, write, temp=path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"))
+    if not Path(source).exists():
+        path.unlink(missing_ok=True)
+        return False
+    return True
 
 
 def _read_only(con: duckdb.DuckDBPyConnection, data_file: Path | str) -> None:
@@ -139,29 +128,16 @@ def window_files(data: Path | S3Location, since: datetime | None = None,
     """The data files readers take of the days from ``since`` to ``until``, as paths under
     ``data``: compared before and after a report reads rollups, to see a file that arrived or
     went meanwhile."""
-    if isinstance(data, S3Location):
-        return frozenset(select_objects(data, since, until).data)
-    return frozenset(path.relative_to(data).as_posix() for path in select_files(data, since, until).data)
+    return frozenset(select_files(data, since, until).data)
 
 
 def rollups_cover(data: Path | S3Location, since: datetime | None = None, until: datetime | None = None) -> bool:
     """Whether every data file readers take of the days from ``since`` to ``until`` has its
-    rollup, and every rollup of those days its data file (a rollup left by a deleted file would
-    count rows that are gone; of a table on S3 only rollups of committed files are read)."""
-    if isinstance(data, S3Location):
-        objects = select_objects(data, since, until, rollup_schema())
-        missing = len(objects.data) - len(objects.rollups)
-        if missing:
-            logger.info("rollups do not cover %s (%d data file(s) without one): reading raw rows", data.url, missing)
-        return not missing
+    rollup (only rollups of committed files are read)."""
     files = select_files(data, since, until, rollup_schema())
-    data_files = {path.relative_to(data) for path in files.data}
-    stored = {path.relative_to(data / ROLLUP_DIR) for path in files.rollups}
-    if data_files != stored:
-        logger.info("rollups do not cover %s (%d data file(s) without one, %d without data): reading raw rows",
-                    data, len(data_files - stored), len(stored - data_files))
-        return False
-    return True
+    if missing := len(files.data) - len(files.rollups):
+        logger.info("rollups do not cover %s (%d data file(s) without one): reading raw rows", data, missing)
+    return not missing
 
 
 @dataclass
@@ -179,36 +155,22 @@ class RollupCheck:
         return not self.unequal
 
 
-def check_rollups(data: Path, files: ReadableFiles | None = None) -> RollupCheck:
+def check_rollups(data: Path | S3Location, files: ReadableFiles | None = None) -> RollupCheck:
     """Recompute every rollup from its data file and compare it with the stored one; only the
     files readers take (``files``, else selected here) are compared. A rollup of another
     schema counts as not equal."""
     files = files or select_files(data, rollup_schema=rollup_schema())
-    data_files = {path.relative_to(data).as_posix() for path in files.data}
-    stored = {path.relative_to(data / ROLLUP_DIR).as_posix() for path in files.rollups}
+    data_files = set(files.data)
+    stored = {rollup.removeprefix(f"{ROLLUP_DIR}/") for rollup in files.rollups}
     misshapen = {entry.path.removeprefix(f"{ROLLUP_DIR}/") for entry in files.left_out
                  if entry.path.startswith(f"{ROLLUP_DIR}/") and "schema" in entry.reason}
-    con = rollup_connection()
+    con = _connection(data)
     try:
-        unequal = [f for f in sorted(data_files & stored)
-                   if not _equals_recomputed(con, data / f, data / ROLLUP_DIR / f)]
+        unequal = [relative for relative in sorted(data_files & stored) if not _equals_recomputed(
+            con, files.location(relative), files.location(f"{ROLLUP_DIR}/{relative}"))]
     finally:
         con.close()
     return RollupCheck(sorted(data_files - stored - misshapen), sorted(unequal + sorted(misshapen & data_files)))
-
-
-def check_rollups_on_s3(location: S3Location, objects: ReadableObjects) -> RollupCheck:
-    """:func:`check_rollups` of a table on S3 (``objects``: what readers take from it)."""
-    stored = {rollup.removeprefix(f"{ROLLUP_DIR}/") for rollup in objects.rollups}
-    misshapen = {entry.path.removeprefix(f"{ROLLUP_DIR}/") for entry in objects.left_out}
-    con = rollup_connection()
-    try:
-        con.register_filesystem(s3_filesystem(location))
-        unequal = [relative for relative in sorted(stored) if not _equals_recomputed(
-            con, f"{location.url}/{relative}", f"{location.url}/{ROLLUP_DIR}/{relative}")]
-    finally:
-        con.close()
-    return RollupCheck(sorted(set(objects.data) - stored - misshapen), sorted(unequal + sorted(misshapen)))
 
 
 def _equals_recomputed(con: duckdb.DuckDBPyConnection, data_file: Path | str, rollup: Path | str) -> bool:

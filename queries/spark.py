@@ -79,7 +79,8 @@ def create_spark_views(spark: SparkSession, data: Path, views: Sequence[str] = S
     from pyspark.sql.types import StructType  # an optional dependency
 
     stored: Any = StructType.fromJson(_stored_schema_json())
-    frame = spark.read.option("basePath", str(data.resolve())).schema(stored).parquet(*map(str, files.data))
+    frame = spark.read.option("basePath", str(data.resolve())).schema(stored).parquet(
+        *(file.location for file in files.files))
     frame.createOrReplaceTempView(SOURCE_VIEW)
     for statement in spark_statements(views):
         spark.sql(statement)

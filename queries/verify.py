@@ -31,12 +31,12 @@ from typing import Any
 import duckdb
 
 from specmetrics.queries.catalog import rollup_schema, s3_filesystem
-from specmetrics.queries.rollup import RollupCheck, check_rollups, check_rollups_on_s3
+from specmetrics.queries.rollup import RollupCheck, check_rollups
 from specmetrics.storage.damage import parquet_damage, size_damage
-from specmetrics.storage.files import list_folder
-from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, ROLLUP_DIR, FileName
+from specmetrics.storage.files import list_folder, read_bytes
+from specmetrics.storage.layout import DEAD_LETTER_DIR, ROLLUP_DIR, FileName
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.readable import LeftOut, select_files, select_objects
+from specmetrics.storage.readable import LeftOut, select_files
 from specmetrics.storage.table import IN_FLIGHT_HOURS, Table, is_table
 
 
@@ -114,72 +114,42 @@ class VerifyReport:
 _DATA_FILE = re.compile(r"^dt=[^/]+/hour=[^/]+/[^/]+\.parquet$")
 
 
-def verify_table(data: Path, examples: int = 10) -> VerifyReport:
-    """The table in the folder ``data``: its committed files readable, offsets covered once, events
-    once, dead letters of committed flushes, rollups equal to their recomputation from the raw rows,
-    and the data files no commit names."""
-    if not data.is_dir():
+def verify_table(data: Path | S3Location, examples: int = 10) -> VerifyReport:
+    """The table at ``data`` (a local folder or an S3 prefix): its committed files present with
+    their committed size and readable, offsets covered once, events once, dead letters of committed
+    flushes, rollups equal to their recomputation from the raw rows, and the data files no commit
+    names."""
+    if isinstance(data, Path) and not data.is_dir():
         raise FileNotFoundError(f"{data} is not a directory")
     files = select_files(data, rollup_schema=rollup_schema())
-    committed = set(files.data)
-    damaged = [LeftOut(path.relative_to(data).as_posix(), problem) for path in files.data
-               if (problem := parquet_damage(data, path.relative_to(data).as_posix())) is not None]
-    unreadable = {data / file.path for file in damaged} | {data / ROLLUP_DIR / file.path for file in damaged}
-    files = replace(files, data=tuple(path for path in files.data if path not in unreadable),
-                    rollups=tuple(path for path in files.rollups if path not in unreadable))
-    stored = _stored_files(data, files.data)
-    losses, set_aside = _dead_letters(path.read_bytes() for path in stored if path.suffix == ".jsonl")
-    unnamed = sorted(set(data.glob(DATA_GLOB)) - committed)
-    uncommitted = [path.relative_to(data).as_posix() for path in unnamed]
-    coverage = _coverage(stored)
-    table = Table(data) if is_table(data) else None
-    return VerifyReport(coverage, check_rollups(data, files), **_duplicates(files.data, examples),
-                        lost=losses, left_out=list(files.left_out), set_aside=set_aside, uncommitted=uncommitted,
-                        damaged=damaged, log_ahead=_log_ahead(table, coverage) if table else [],
-                        commit_missing=_commit_missing(table, [(p.name, p.stat().st_mtime) for p in unnamed])
-                        if table else [],
-                        foreign=[path.relative_to(data).as_posix() for path in files.data
-                                 if FileName.parse(path.name) is None])
-
-
-def verify_table_on_s3(location: S3Location, examples: int = 10) -> VerifyReport:
-    """:func:`verify_table` of a table on S3: its committed files present with their committed size,
-    offsets covered once, events once, dead letters of committed flushes, rollups equal to their
-    recomputation from the raw rows."""
-    objects = select_objects(location, rollup_schema=rollup_schema())
-    committed = objects.files
-    filesystem = location.filesystem()
-    everything = list_folder(location, "", recursive=True)
-    listed = {file.relative: file.size for file in everything}
-    left_out, present, damaged = [], [], []
-    for file in committed:
-        if (wrong_size := size_damage(listed.get(file.relative), file.size)) is not None:
+    listed = {file.relative: file for file in list_folder(data, "", recursive=True)}
+    left_out, present, damaged = list(files.left_out), [], []
+    for file in files.files:
+        if (wrong_size := size_damage(found.size if (found := listed.get(file.relative)) else None, file.size)):
             left_out.append(LeftOut(file.relative, wrong_size))
-        elif (problem := parquet_damage(location, file.relative)) is None:
+        elif (problem := parquet_damage(data, file.relative)) is None:
             present.append(file)
         else:
             damaged.append(LeftOut(file.relative, problem))
-    names = {FileName.parse(PurePosixPath(file.relative).name) for file in committed}
+    names = {FileName.parse(PurePosixPath(file.relative).name) for file in files.files}
     letters = [relative for relative in sorted(listed) if relative.startswith(f"{DEAD_LETTER_DIR}/")
                and FileName.parse(PurePosixPath(relative).name) in names]
-    losses, set_aside = _dead_letters(filesystem.open_input_stream(location.key(relative)).read()
-                                      for relative in letters)
-    data_files = {file.relative for file in committed}
-    uncommitted = sorted(relative for relative in listed if _DATA_FILE.match(relative) and relative not in data_files)
-    coverage = _coverage([PurePosixPath(relative) for relative in [*(f.relative for f in present), *letters]])
+    losses, set_aside = _dead_letters(read_bytes(data, relative) or b"" for relative in letters)
+    committed = set(files.data)
+    uncommitted = sorted(relative for relative in listed if _DATA_FILE.match(relative) and relative not in committed)
+    coverage = _coverage([PurePosixPath(relative) for relative in [*(file.relative for file in present), *letters]])
     unreadable = {file.path for file in damaged} | {f"{ROLLUP_DIR}/{file.path}" for file in damaged}
-    readable = replace(objects, files=tuple(file for file in objects.files if file.relative not in unreadable),
-                       rollups=tuple(rollup for rollup in objects.rollups if rollup not in unreadable))
-    changed = {file.relative: file.mtime_s for file in everything}
-    missing = _commit_missing(Table(location), [(PurePosixPath(relative).name, changed[relative])
-                                                for relative in uncommitted])
-    return VerifyReport(coverage, check_rollups_on_s3(location, readable),
-                        **_duplicates([file.location for file in present], examples, location), lost=losses,
-                        left_out=[*left_out, *objects.left_out],
-                        set_aside=set_aside, uncommitted=uncommitted, log_ahead=_log_ahead(Table(location), coverage),
-                        damaged=damaged, commit_missing=missing,
-                        foreign=[file.relative for file in committed
-                                 if FileName.parse(PurePosixPath(file.relative).name) is None])
+    readable = replace(files, files=tuple(file for file in files.files if file.relative not in unreadable),
+                       rollups=tuple(rollup for rollup in files.rollups if rollup not in unreadable))
+    table = Table(data) if is_table(data) else None
+    return VerifyReport(
+        coverage, check_rollups(data, readable),
+        **_duplicates([file.location for file in present], examples, data if isinstance(data, S3Location) else None),
+        lost=losses, left_out=sorted(left_out, key=lambda file: file.path), set_aside=set_aside,
+        uncommitted=uncommitted, damaged=damaged, log_ahead=_log_ahead(table, coverage) if table else [],
+        commit_missing=_commit_missing(table, [(PurePosixPath(relative).name, listed[relative].mtime_s)
+                                               for relative in uncommitted]) if table else [],
+        foreign=[file.relative for file in files.files if FileName.parse(PurePosixPath(file.relative).name) is None])
 
 
 def _commit_missing(table: Table, files: Sequence[tuple[str, float]]) -> list[tuple[str, int, int, int]]:
@@ -218,14 +188,6 @@ def _log_ahead(table: Table, partitions: Sequence[PartitionCoverage]) -> list[tu
         if position is not None and end is not None and end < position:
             ahead.append((partition.source, partition.partition, position, end))
     return ahead
-
-
-def _stored_files(data: Path, committed: Sequence[Path]) -> list[Path]:
-    """The data and dead-letter files whose names say which offsets were stored: the committed data
-    files, and the dead letters of the flushes a commit names."""
-    names = {FileName.parse(path.name) for path in committed}
-    return [*committed, *(path for path in sorted((data / DEAD_LETTER_DIR).glob("*.jsonl"))
-                          if FileName.parse(path.name) in names)]
 
 
 def _coverage(files: Sequence[PurePath]) -> list[PartitionCoverage]:

@@ -10,7 +10,6 @@ file names say: hive-partitioned Parquet, dead letters, committed state.
     DATADIR/_state/<source>.offsets.json     (local log sources: the committed offset, a hint)
     DATADIR/_state/<source>.lock             (local log sources: held by the one ingester)
     DATADIR/_state/<source>.identity.json    (local log sources: the log the name stands for)
-    DATADIR/_state/<source>-<partition>.lock (held while a flush of the partition is written, see ingest.partition_lock)
 
 A file's name says which offsets of which source partition its flush covered, and which write of
 the flush it is (the attempt token), so no two writers ever share a name. One flush writes several

@@ -13,7 +13,6 @@ for the readers to warn about and for ``specmetrics verify`` to list.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,7 +26,7 @@ import pyarrow.parquet as pq
 
 from specmetrics.schemas.version import SCHEMA_VERSION
 from specmetrics.storage.files import list_folder
-from specmetrics.storage.layout import ROLLUP_DIR, FileName
+from specmetrics.storage.layout import ROLLUP_DIR
 from specmetrics.storage.location import S3Location
 from specmetrics.storage.table import Table, TableFile, is_table
 
@@ -35,14 +34,9 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 K = TypeVar("K")
 
-_PARTITION = re.compile(r"^dt=(\d{4}-\d{2}-\d{2})/hour=(\d{2})$")
-#: Rollup schemas already read, by (path, inode, size, modification time): a report selects the
-#: files of its window several times.
-_ROLLUP_SCHEMAS: dict[tuple[Path, int, int, int], str | None] = {}
-#: The same for a table's rollups on S3, by (table, path under it, size, modification time).
-_OBJECT_SCHEMAS: dict[tuple[str, str, int, float], str | None] = {}
+#: Rollup schemas already read, by (table, path under it, size, modification time).
+_ROLLUP_SCHEMAS: dict[tuple[str, str, int, float], str | None] = {}
 _CACHED_FILES = 200_000
-_GONE = "removed while the folder was read"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +49,22 @@ class LeftOut:
 
 @dataclass(frozen=True, slots=True)
 class ReadableFiles:
-    """The files readers take (absolute paths, sorted) and those they leave out."""
+    """What readers take from a table, on disk or on S3: the data files its log names (by path under
+    the root), the rollups of those (paths under the root), and the files left out, with the reason."""
 
-    data: tuple[Path, ...]
-    rollups: tuple[Path, ...]
+    root: Path | S3Location
+    files: tuple[TableFile, ...]
+    rollups: tuple[str, ...]
     left_out: tuple[LeftOut, ...]
+
+    @property
+    def data(self) -> tuple[str, ...]:
+        """The data files' paths under the root."""
+        return tuple(file.relative for file in self.files)
+
+    def location(self, relative: str) -> str:
+        """Where the file ``relative`` (a path under the root) is: a local path, or an ``s3://`` URL."""
+        return str(self.root / relative) if isinstance(self.root, Path) else f"{self.root.url}/{relative}"
 
     def warn(self) -> None:
         """Log a warning for each file left out."""
@@ -75,75 +80,33 @@ class NotATable(ValueError):
                          f"'specmetrics table convert --data {root}' makes it a table in place")
 
 
-def select_files(root: Path, since: datetime | None = None, until: datetime | None = None,
+def select_files(root: Path | S3Location, since: datetime | None = None, until: datetime | None = None,
                  rollup_schema: pa.Schema | None = None) -> ReadableFiles:
-    """The data files (of the days from ``since`` to ``until``) of the table ``root``, and the
-    rollups when ``rollup_schema`` is given (see the module docstring); nothing of a folder that is
-    missing or holds no data folder yet. :class:`NotATable` for a tree."""
+    """The data files (of the days from ``since`` to ``until``) of the table at ``root`` (a local
+    folder or an S3 prefix), and the rollups when ``rollup_schema`` is given (see the module
+    docstring). A local file missing, or not of its committed size, is left out (on S3 ``verify``
+    finds it: a listing per query would cost a request). Nothing of a local folder that is missing
+    or holds no data folder yet; :class:`NotATable` for a tree; FileNotFoundError for an S3 prefix
+    without a table."""
     if not is_table(root):
+        if isinstance(root, S3Location):
+            raise FileNotFoundError(f"{root.url} holds no table: point at the output of 'specmetrics ingest --out "
+                                    f"{root.url}'")
         if any(root.glob("dt=*")):
             raise NotATable(root)
-        return ReadableFiles((), (), ())
+        return ReadableFiles(root, (), (), ())
     left_out: list[LeftOut] = []
-    data = []
-    for file in Table(root).files(since, until):
-        if (damage := file.damage()) is None:
-            data.append(file.path)
+    files = []
+    for file in sorted(Table(root).files(since, until), key=lambda file: file.relative):
+        if (damage := file.damage() if isinstance(root, Path) else None) is None:
+            files.append(file)
         else:
-            left_out.append(LeftOut(file.path.relative_to(root).as_posix(), damage))
-    rollups: list[Path] = []
+            left_out.append(LeftOut(file.relative, damage))
+    rollups: list[str] = []
     if rollup_schema is not None:
         # a rollup of a file the log does not hold (any more: compacted) is not read, as that file
-        rollups = _rollups(root, since, until, rollup_schema.remove_metadata(), set(data), left_out)
-    return ReadableFiles(tuple(sorted(data)), tuple(sorted(rollups)), tuple(sorted(left_out, key=lambda f: f.path)))
-
-
-@dataclass(frozen=True, slots=True)
-class ReadableObjects:
-    """The objects readers take from a table on S3: the data files its log holds and rollups (paths
-    under the prefix, sorted), and the rollups left out."""
-
-    files: tuple[TableFile, ...]  # by path
-    rollups: tuple[str, ...]
-    left_out: tuple[LeftOut, ...]
-
-    @property
-    def data(self) -> tuple[str, ...]:
-        """The data files' paths under the prefix."""
-        return tuple(file.relative for file in self.files)
-
-    def warn(self) -> None:
-        """Log a warning for each rollup left out."""
-        for file in self.left_out:
-            logger.warning("left out %s: %s", file.path, file.reason)
-
-
-def select_objects(location: S3Location, since: datetime | None = None, until: datetime | None = None,
-                   rollup_schema: pa.Schema | None = None) -> ReadableObjects:
-    """Of the table at ``location``: the data files its log holds (of the days from ``since`` to
-    ``until``), and with ``rollup_schema`` the rollups of those files that have a rollup's schema.
-    A rollup of a file the log does not hold (any more: compacted) is passed over."""
-    if not is_table(location):
-        raise FileNotFoundError(f"{location.url} holds no table: point at the output of 'specmetrics ingest --out "
-                                f"{location.url}'")
-    files = tuple(sorted(Table(location).files(since, until), key=lambda file: file.relative))
-    rollups: list[str] = []
-    left_out: list[LeftOut] = []
-    if rollup_schema is not None:
-        present = {file.relative: file for file in list_folder(location, ROLLUP_DIR, recursive=True)}
-        schema = rollup_schema.remove_metadata()
-        for file in files:
-            if (listed := present.get(rollup := f"{ROLLUP_DIR}/{file.relative}")) is None:
-                continue
-            # An object is replaced whole: the same size and time, the same schema (a report selects
-            # its window's objects several times, and each schema read is a request to the store).
-            difference = cached(_OBJECT_SCHEMAS, (location.url, rollup, listed.size, listed.mtime_s), partial(
-                _rollup_schema_difference, location.key(rollup), schema, location.filesystem()))
-            if difference is None:
-                rollups.append(rollup)
-            else:
-                left_out.append(LeftOut(rollup, difference))
-    return ReadableObjects(files, tuple(rollups), tuple(left_out))
+        rollups = _rollups(root, files, rollup_schema.remove_metadata(), left_out)
+    return ReadableFiles(root, tuple(files), tuple(rollups), tuple(sorted(left_out, key=lambda f: f.path)))
 
 
 def partition_files(root: Path, since: datetime | None, until: datetime | None) -> list[Path]:
@@ -156,31 +119,6 @@ def partition_files(root: Path, since: datetime | None, until: datetime | None) 
                   if path.is_file())
 
 
-def place_of(root: Path, path: Path) -> tuple[FileName, datetime] | str:
-    """The name and partition hour of a data file's path, or why they are not the ingester's."""
-    name = FileName.parse(path.name)
-    if name is None or not path.name.endswith(".parquet"):
-        return "not a name the ingester writes (<source>-<partition>-<first offset>-<last offset>.parquet)"
-    folder = _PARTITION.match(path.parent.relative_to(root).as_posix())
-    try:
-        hour = datetime.fromisoformat(f"{folder[1]}T{folder[2]}:00") if folder else None
-    except ValueError:
-        hour = None
-    if hour is None:
-        return "not in a dt=YYYY-MM-DD/hour=HH folder with a real date and hour"
-    return name, hour
-
-
-def once(cache: dict[tuple[Path, int, int, int], T], path: Path, read: Callable[[Path], T], gone: T) -> T:
-    """``read(path)``, or what it gave before: files are immutable once in place, so a
-    result is taken again while the file's inode, size and modification time are the same."""
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        return gone
-    return cached(cache, (path, stat.st_ino, stat.st_size, stat.st_mtime_ns), partial(read, path))
-
-
 def cached(cache: dict[K, T], key: K, read: Callable[[], T]) -> T:
     """``cache[key]``, from ``read()`` the first time."""
     if key not in cache:
@@ -190,25 +128,24 @@ def cached(cache: dict[K, T], key: K, read: Callable[[], T]) -> T:
     return cache[key]
 
 
-def _rollups(root: Path, since: datetime | None, until: datetime | None, schema: pa.Schema, kept: set[Path],
-             left_out: list[LeftOut]) -> list[Path]:
-    """The rollups with an ingester's name and a rollup's schema whose data file is ``kept`` (others
-    are passed over, not left out)."""
+def _rollups(root: Path | S3Location, files: list[TableFile], schema: pa.Schema, left_out: list[LeftOut]) -> list[str]:
+    """The rollups of ``files`` that have a rollup's schema; those of another go to ``left_out``."""
+    present = {file.relative: file for file in list_folder(root, ROLLUP_DIR, recursive=True)}
+    where = str(root) if isinstance(root, Path) else root.url
     rollups = []
-    for path in partition_files(root / ROLLUP_DIR, since, until):
-        relative = path.relative_to(root).as_posix()
-        if root / path.relative_to(root / ROLLUP_DIR) not in kept:
+    for file in files:
+        if (listed := present.get(rollup := f"{ROLLUP_DIR}/{file.relative}")) is None:
             continue
-        place = place_of(root / ROLLUP_DIR, path)
-        if isinstance(place, str):
-            left_out.append(LeftOut(relative, place))
-        elif (difference := once(_ROLLUP_SCHEMAS, path, partial(_rollup_schema_difference, schema=schema),
-                                 _GONE)) is _GONE:
-            continue
-        elif difference is not None:
-            left_out.append(LeftOut(relative, difference))
+        # A rollup is replaced whole: the same size and time, the same schema (a report selects its
+        # window's files several times, and on S3 each schema read is a request to the store).
+        path, filesystem = (str(root / rollup), None) if isinstance(root, Path) else \
+            (root.key(rollup), root.filesystem())
+        difference = cached(_ROLLUP_SCHEMAS, (where, rollup, listed.size, listed.mtime_s),
+                            partial(_rollup_schema_difference, path, schema, filesystem))
+        if difference is None:
+            rollups.append(rollup)
         else:
-            rollups.append(path)
+            left_out.append(LeftOut(rollup, difference))
     return rollups
 
 

@@ -26,19 +26,24 @@ from __future__ import annotations
 import base64
 import bisect
 import json
+import re
 from collections import defaultdict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from specmetrics.schemas.arrow import ADDED_COLUMNS, REQUEST_STEP_SCHEMA, schema_before
 from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, FileName
-from specmetrics.storage.readable import LeftOut, once, partition_files, place_of, schema_difference
+from specmetrics.storage.readable import LeftOut, cached, partition_files, schema_difference
+
+T = TypeVar("T")
 
 #: The stored schemas a data file may have: the current one, then each older one, newest first.
 DATA_SCHEMAS: tuple[pa.Schema, ...] = tuple(
@@ -51,6 +56,7 @@ _HOUR = timedelta(hours=1)
 _FOOTERS: dict[tuple[Path, int, int, int], _Footer | str] = {}
 _SCHEMAS: dict[bytes, str | None] = {}
 _GONE = "removed while the tree was read"
+_PARTITION = re.compile(r"^dt=(\d{4}-\d{2}-\d{2})/hour=(\d{2})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +72,31 @@ class _Footer:
     @property
     def fingerprint(self) -> tuple[object, ...]:
         return (self.rows, *(self.ranges.get(c) for c in ("event_id", "event_time", "log_offset")))
+
+
+def _place(root: Path, path: Path) -> tuple[FileName, datetime] | str:
+    """The name and partition hour of a data file's path, or why they are not the ingester's."""
+    name = FileName.parse(path.name)
+    if name is None or not path.name.endswith(".parquet"):
+        return "not a name the ingester writes (<source>-<partition>-<first offset>-<last offset>.parquet)"
+    folder = _PARTITION.match(path.parent.relative_to(root).as_posix())
+    try:
+        hour = datetime.fromisoformat(f"{folder[1]}T{folder[2]}:00") if folder else None
+    except ValueError:
+        hour = None
+    if hour is None:
+        return "not in a dt=YYYY-MM-DD/hour=HH folder with a real date and hour"
+    return name, hour
+
+
+def _once(cache: dict[tuple[Path, int, int, int], T], path: Path, read: Callable[[Path], T], gone: T) -> T:
+    """``read(path)``, or what it gave before: files are immutable once in place, so a
+    result is taken again while the file's inode, size and modification time are the same."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return gone
+    return cached(cache, (path, stat.st_ino, stat.st_size, stat.st_mtime_ns), partial(read, path))
 
 
 def tree_files(root: Path) -> tuple[list[Path], list[LeftOut]]:
@@ -94,11 +125,11 @@ def _read_footers(root: Path, paths: list[Path], left_out: list[LeftOut]) -> lis
 
 def _footer(root: Path, path: Path) -> _Footer | str:
     """The footer of a data file that passes rules 1 to 3, or why it does not."""
-    return once(_FOOTERS, path, partial(_read_footer, root), _GONE)
+    return _once(_FOOTERS, path, partial(_read_footer, root), _GONE)
 
 
 def _read_footer(root: Path, path: Path) -> _Footer | str:
-    place = place_of(root, path)
+    place = _place(root, path)
     if isinstance(place, str):
         return place
     name, hour = place

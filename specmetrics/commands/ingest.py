@@ -177,7 +177,7 @@ def _ingest(url: str, out: Path | S3Location, state_dir: Path, once: bool, setti
     """One source and ingester, from start to close; what it committed is added to ``totals``."""
     source = open_source(url, state_dir, settings.group)
     try:
-        ingester = Ingester(source, out, settings, _dead_letter_topic(url, settings), observer, state_dir)
+        ingester = Ingester(source, out, settings, _dead_letter_topic(url, settings), observer)
         try:
             ingester.run(once, progress, should_stop=should_stop, alive=alive)
         finally:

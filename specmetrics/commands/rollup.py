@@ -11,7 +11,7 @@ from specmetrics.progress import Progress
 from specmetrics.queries.catalog import rollup_schema
 from specmetrics.queries.rollup import build_missing
 from specmetrics.storage.location import S3Location, is_s3
-from specmetrics.storage.readable import select_files, select_objects
+from specmetrics.storage.readable import select_files
 
 
 def add_parser(subparsers: Any) -> None:
@@ -27,12 +27,11 @@ def run(args: argparse.Namespace) -> int:
     root: Path | S3Location
     if is_s3(args.data):
         root = S3Location.parse(args.data)
-        select_objects(root, rollup_schema=rollup_schema()).warn()
     else:
         root = Path(args.data)
         if not root.is_dir():
             raise FileNotFoundError(f"{args.data} is not a directory")
-        select_files(root).warn()
+    select_files(root, rollup_schema=rollup_schema()).warn()
     progress = Progress("rollup", unit="files")
     written = build_missing(root, rebuild=args.rebuild, progress=progress.update)
     if written:

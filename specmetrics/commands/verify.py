@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from specmetrics.commands import DATA_HELP
-from specmetrics.queries.verify import VerifyReport, verify_table, verify_table_on_s3
+from specmetrics.queries.verify import VerifyReport, verify_table
 from specmetrics.storage.damage import StoreDamaged
 from specmetrics.storage.layout import DEAD_LETTER_DIR
 from specmetrics.storage.location import S3Location, is_s3
@@ -47,7 +47,7 @@ def exit_code(report: VerifyReport) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    report = verify_table_on_s3(S3Location.parse(args.data)) if is_s3(args.data) else verify_table(Path(args.data))
+    report = verify_table(S3Location.parse(args.data) if is_s3(args.data) else Path(args.data))
     if not report.partitions and not report.foreign:
         print(f"nothing to verify: no ingested files under {args.data}")
         return NOT_CLEAN

@@ -18,7 +18,7 @@ from kafka import KafkaAdminClient
 from devtools.kafka_broker import TansuBroker, free_port
 from devtools.s3_server import SeaweedS3
 from specmetrics.cli import main
-from specmetrics.queries.verify import verify_table_on_s3
+from specmetrics.queries.verify import verify_table
 from specmetrics.storage.layout import DATA_GLOB
 from specmetrics.storage.location import S3Location
 from specmetrics.storage.table import is_table
@@ -150,7 +150,7 @@ def test_the_s3_override_stores_the_demo_on_the_object_store_and_reports_read_it
         code, _, err = stop(ingest)
     assert code == 0, err
     assert rows_on_s3(url) == expected
-    assert verify_table_on_s3(location).clean
+    assert verify_table(location).clean
     assert not list(stack["ingest"].mounts["/var/lib/specmetrics/data"].glob(DATA_GLOB))  # locks and hints only
 
     folder = stack["reports"].mounts["/var/lib/specmetrics/reports"]

@@ -1,22 +1,45 @@
-"""The partition locks of an output (real files)."""
+"""The ingester's writes (real files): a flush's rows split by event-time hour, each file saying how
+many files its flush wrote, and its dead letters and lost ranges as JSON lines."""
 
 from __future__ import annotations
 
-import os
+import base64
+import json
 from pathlib import Path
 
-import pytest
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from specmetrics.ingest.partition_lock import PartitionLocks
+from specmetrics.ingest.batch import DeadLetter
+from specmetrics.ingest.output import ParquetOptions, write_dead_letters, write_lost_range, write_partitioned
+from specmetrics.storage.layout import FLUSH_FILES_KEY, FileName
+
+HOUR_US = 3_600_000_000
 
 
-def test_a_partition_lock_held_by_another_writer_is_waited_for_then_named(tmp_path: Path) -> None:
-    holder, waiter = PartitionLocks(tmp_path, "steps"), PartitionLocks(tmp_path, "steps", wait_s=0.3)
-    holder.acquire(1)
-    waiter.acquire(0)  # another partition: no wait
-    with pytest.raises(TimeoutError, match=rf"partition 1 of steps is being written by another ingester \(pid "
-                                           rf"{os.getpid()}, holding {tmp_path}/steps-1\.lock\) for more than 0.3 s"):
-        waiter.acquire(1)
-    holder.release(1)
-    waiter.acquire(1)
-    waiter.release_all()
+def test_a_flush_is_split_by_hour_and_each_file_counts_the_flush(tmp_path: Path) -> None:
+    name = FileName("log", 0, 10, 12, "0123456789ab")
+    times = np.array([0, HOUR_US + 5, 5], dtype=np.int64) + 490_000 * HOUR_US  # hours h, h + 1, h
+    table = pa.table({"log_offset": [10, 11, 12]})
+    written = write_partitioned(tmp_path, name, table, times, ParquetOptions(), other_files=1)
+    assert [file.relative for file in written] == [
+        f"dt=2025-11-24/hour={hour}/log-0-00000000000000000010-00000000000000000012.0123456789ab.parquet"
+        for hour in ("16", "17")]
+    assert [pq.read_table(file.path)["log_offset"].to_pylist() for file in written] == [[10, 12], [11]]
+    assert {pq.read_metadata(file.path).metadata[FLUSH_FILES_KEY.encode()] for file in written} == {b"3"}
+    empty = write_partitioned(tmp_path, FileName("log", 0, 13, 13, "0123456789ac"), table.slice(0, 0),
+                              np.zeros(0, dtype=np.int64), ParquetOptions(), empty_at_us=490_000 * HOUR_US)
+    assert [pq.read_metadata(file.path).num_rows for file in empty] == [0]  # its name still covers offset 13
+
+
+def test_dead_letters_and_a_lost_range_are_json_lines_with_their_offsets(tmp_path: Path) -> None:
+    name = FileName("log", 2, 5, 9, "0123456789ab")
+    letters = write_dead_letters(tmp_path, name, [DeadLetter(2, 6, "not a msgpack step message", b"\x00bad")], 2)
+    [line] = [json.loads(text) for text in letters.path.read_text().splitlines()]
+    assert (line["partition"], line["offset"], line["reason"], line[FLUSH_FILES_KEY]) == \
+        (2, 6, "not a msgpack step message", 2)
+    assert base64.b64decode(line["payload_base64"]) == b"\x00bad"
+    lost = write_lost_range(tmp_path, FileName("log", 2, 10, 19, "0123456789ac"), "segment deleted")
+    assert json.loads(lost.path.read_text()) == {"lost": True, "source": "log", "partition": 2, "offset": 10,
+                                                 "last_offset": 19, "reason": "segment deleted", FLUSH_FILES_KEY: 1}

@@ -20,7 +20,7 @@ import pytest
 
 from devtools.s3_server import SeaweedS3
 from specmetrics.cli import main
-from specmetrics.queries.verify import verify_table_on_s3
+from specmetrics.queries.verify import verify_table
 from specmetrics.storage.layout import FileName
 from specmetrics.storage.location import S3Location
 from specmetrics.storage.table import DataFile, Table, is_table
@@ -45,7 +45,7 @@ def test_a_table_on_s3_holds_what_a_local_one_holds(s3_url: str, tmp_path: Path,
     assert ingest_to_s3(log, s3_url, tmp_path / "state", flush_rows=7_000) == 30_016
     ingest_once(log, tmp_path / "local", flush_rows=7_000)
     assert numbers(s3_url) == numbers(tmp_path / "local")  # type: ignore[arg-type]
-    checked = verify_table_on_s3(S3Location.parse(s3_url))
+    checked = verify_table(S3Location.parse(s3_url))
     assert checked.clean and [(p.first, p.last) for p in checked.partitions] == [(0, 469)]
     assert [(g.records, g.first) for g in checked.set_aside] == [(1, 469)]
     assert main(["verify", "--data", s3_url]) == 3
@@ -62,7 +62,7 @@ def test_a_forged_object_is_not_read_and_no_real_row_is_skipped(s3_url: str, tmp
     forged = first.relative.rsplit("/", 1)[0] + "/" + FileName("log", 0, 100, 149).render("parquet")
     pq.write_table(Table(location).read(first), location.key(forged), filesystem=location.filesystem())
     assert rows_once(s3_url) == 6_400
-    assert verify_table_on_s3(location).uncommitted == [forged]
+    assert verify_table(location).uncommitted == [forged]
     write_load(log, rows=6_400, seed=43, engine_prefix="more")
     assert ingest_to_s3(log, s3_url, tmp_path / "state", flush_rows=3_200) == 6_400
     assert rows_once(s3_url) == 12_800
@@ -80,7 +80,7 @@ def test_two_hosts_whose_logs_share_a_folder_name_each_keep_their_offsets(s3_url
     table = Table(S3Location.parse(s3_url))
     assert table.position("log", 0) == 100
     assert table.position(table.claim("log", f"local log {(second / ID_FILE).read_text().strip()}"), 0) == 150
-    assert verify_table_on_s3(S3Location.parse(s3_url)).clean
+    assert verify_table(S3Location.parse(s3_url)).clean
 
 
 def test_verify_finds_rows_a_table_on_s3_counts_twice(s3_url: str, tmp_path: Path) -> None:
@@ -95,7 +95,7 @@ def test_verify_finds_rows_a_table_on_s3_counts_twice(s3_url: str, tmp_path: Pat
     copy = f"{PurePosixPath(first.relative).parent}/{again.render('parquet')}"
     location.filesystem().copy_file(location.key(first.relative), location.key(copy))
     table.replace([], [DataFile(copy, first.size)])
-    checked = verify_table_on_s3(location)
+    checked = verify_table(location)
     assert checked.rows_twice == table.rows(first) == 3_200 and not checked.clean
     assert main(["verify", "--data", s3_url]) == 1
 
@@ -123,7 +123,7 @@ def test_sigkill_during_uploads_and_commits_loses_and_duplicates_nothing(s3_url:
     assert positions == sorted(positions) and positions[-1] < expected // 64, positions
     assert ingest_to_s3(log, s3_url, tmp_path / "state", flush_rows=3_000) > 0
     assert rows_once(s3_url) == expected
-    assert verify_table_on_s3(location).clean
+    assert verify_table(location).clean
 
 
 def test_an_s3_server_restarted_mid_ingest_loses_and_duplicates_nothing(tmp_path: Path,
@@ -153,7 +153,7 @@ def test_an_s3_server_restarted_mid_ingest_loses_and_duplicates_nothing(tmp_path
         try:
             assert ingest_to_s3(log, url, tmp_path / "state", flush_rows=2_000) > 0
             assert rows_once(url) == expected
-            assert verify_table_on_s3(location).clean
+            assert verify_table(location).clean
         except (AssertionError, OSError) as exc:  # what the store said about it, for a rare failure's cause
             raise AssertionError(f"after the restart: {exc}\nSeaweedFS's log:\n{server.log_tail()}") from exc
 
@@ -195,4 +195,4 @@ def test_two_ingesters_of_one_kafka_group_share_one_table_on_s3(s3_url: str, kaf
     rows_by_ingester = [int(out.split()[1].replace(",", "")) for out, _ in outputs]
     assert min(rows_by_ingester) > 0, rows_by_ingester  # both committed to the one table
     assert rows_once(s3_url) == sum(rows_by_ingester) == expected
-    assert verify_table_on_s3(S3Location.parse(s3_url)).clean
+    assert verify_table(S3Location.parse(s3_url)).clean

@@ -39,7 +39,7 @@ def ingest_once(log_dir: Path, data_dir: Path, **settings: Any) -> IngestStats:
 def ingest_to_s3(log: Path, url: str, state: Path, **settings: object) -> int:
     """One pass over a local log into the table at ``url``; the rows stored."""
     source = LocalLogSource(log, state)
-    ingester = Ingester(source, S3Location.parse(url), IngestSettings(**settings), state_dir=state)
+    ingester = Ingester(source, S3Location.parse(url), IngestSettings(**settings))
     try:
         return ingester.run(once=True).rows
     finally:
