@@ -11,19 +11,6 @@ import pytest
 from devtools.kafka_broker import TansuBroker
 from devtools.s3_server import SeaweedS3
 
-#: Test folders whose tests share one thing a machine has once (a Docker engine the session starts;
-#: vLLM engines and models the session builds): each runs on one worker, beside the other tests.
-_ONE_WORKER = {"deploy": "docker", "emitter/vllm": "vllm"}
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    root = Path(__file__).parent
-    for item in items:
-        folder = item.path.parent.relative_to(root).as_posix()
-        for prefix, group in _ONE_WORKER.items():
-            if folder == prefix or folder.startswith(f"{prefix}/"):
-                item.add_marker(pytest.mark.xdist_group(group))
-
 
 @pytest.fixture
 def log_dir(tmp_path: Path) -> Path:

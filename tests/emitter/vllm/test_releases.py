@@ -46,9 +46,8 @@ def test_the_scheduler_side_tests_pass_on(release: str, tmp_path: Path) -> None:
     not_in = NOT_IN.get(release, {})
     deselect = [arg for test in not_in for arg in ("--deselect", str((here / test).relative_to(ROOT)))]
     # A base folder of its own: a nested pytest prunes the numbered folders of the one running it.
-    # One process (-n 0): it runs inside a worker of the suite already.
-    command = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "--basetemp",
-               str(tmp_path / "pytest"), *deselect, *modules]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "pytest"),
+               *deselect, *modules]
     proc = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
