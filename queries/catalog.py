@@ -14,7 +14,8 @@ views on top of it, and a read-only way to query them.
                                     request_acceptance, vllm_audit_steps, ...
     sql/rollup/*.sql                file_rollup: the rows of a stored rollup
     sql/metrics/*.sql               the metrics users read (PUBLIC_VIEWS, PUBLIC_MACROS)
-    sql/report/*.sql                report_counts, report_counts_from_rollups: the scans of a report
+    sql/report/*.sql                report_counts, report_counts_from_rollups, request_counts_from_rollups:
+                                    the scans of a report
 
 Both sources read only the files :func:`storage.readable.select_files` takes; each file it
 leaves out is logged as a warning with the reason.
@@ -361,7 +362,8 @@ def create_empty_rollup_source(con: duckdb.DuckDBPyConnection) -> None:
 def comment_rollup_source(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
         f"COMMENT ON VIEW {ROLLUP_SOURCE_VIEW} IS 'Source: the rollups _rollup/dt=YYYY-MM-DD/hour=HH/*.parquet, one "
-        "per data file: request-steps per group, minute, 256-token context bucket and outcome shape (file_rollup); "
+        "per data file: request-steps per group, minute, 256-token context bucket and outcome shape (request_id NULL), "
+        "and the counts of each request per group and minute (request_id set) (file_rollup); "
         "specmetrics verify checks them equal to the raw rows.'"
     )
 

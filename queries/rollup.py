@@ -1,4 +1,5 @@
-"""Rollups: per data file, its request-steps counted per minute and outcome shape.
+"""Rollups: per data file, its request-steps counted per minute and outcome shape, and each
+request's counts per minute.
 
 ::
 
@@ -31,6 +32,7 @@ from functools import partial
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from specmetrics.queries.catalog import SOURCE_VIEW, partition_casts, rollup_connection, rollup_schema, s3_filesystem
@@ -46,8 +48,11 @@ logger = logging.getLogger(__name__)
 ROLLUP_CONTEXT_TOKENS = 256
 #: Width of the stored time buckets (file_rollup's minute).
 ROLLUP_BUCKET = timedelta(minutes=1)
-#: A rollup's rows in a stable order: the keys come first, and each key set is one row.
-_ROLLUP = "FROM file_rollup ORDER BY ALL"
+#: A rollup's two kinds of rows (file_rollup), each in a stable order (the keys come first, and each
+#: key set is one row) and in row groups of its own: a reader of one kind (request_id IS NULL or IS
+#: NOT NULL) skips the other's by their statistics.
+_ROLLUP_PARTS = ("FROM file_rollup WHERE request_id IS NULL ORDER BY ALL",
+                 "FROM file_rollup WHERE request_id IS NOT NULL ORDER BY ALL")
 
 
 def rollup_path(data: Path, data_file: Path) -> Path:
@@ -101,7 +106,7 @@ def _write_rollup(con: duckdb.DuckDBPyConnection, files: ReadableFiles, relative
     source, target = files.location(relative), f"{ROLLUP_DIR}/{relative}"
     try:
         _read_only(con, source)
-        write = partial(pq.write_table, con.sql(_ROLLUP).to_arrow_table(), compression="zstd")
+        write = partial(_write_parts, [con.sql(part).to_arrow_table() for part in _ROLLUP_PARTS])
     except (duckdb.IOException, FileNotFoundError):
         if isinstance(files.root, Path) and not Path(source).exists():
             return False
@@ -115,6 +120,12 @@ def _write_rollup(con: duckdb.DuckDBPyConnection, files: ReadableFiles, relative
         path.unlink(missing_ok=True)
         return False
     return True
+
+
+def _write_parts(parts: list[pa.Table], where: Path | pa.NativeFile) -> None:
+    with pq.ParquetWriter(where, parts[0].schema, compression="zstd") as writer:
+        for part in parts:
+            writer.write_table(part)
 
 
 def _read_only(con: duckdb.DuckDBPyConnection, data_file: Path | str) -> None:
@@ -177,8 +188,8 @@ def _equals_recomputed(con: duckdb.DuckDBPyConnection, data_file: Path | str, ro
     """Whether ``rollup`` holds the rows of file_rollup over ``data_file``, each as often."""
     _read_only(con, data_file)
     [(differing,)] = con.execute(
-        f"""
-        WITH recomputed AS ({_ROLLUP}), stored AS (FROM read_parquet($stored, hive_partitioning = false))
+        """
+        WITH recomputed AS (FROM file_rollup), stored AS (FROM read_parquet($stored, hive_partitioning = false))
         SELECT count(*)
         FROM ((FROM recomputed EXCEPT ALL FROM stored) UNION ALL (FROM stored EXCEPT ALL FROM recomputed))
         """,

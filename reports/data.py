@@ -1,5 +1,5 @@
-"""The numbers of a report for one time window, from one scan of the table (and the
-per-request sections from the rows of the window).
+"""The numbers of a report for one time window, from one scan of the table for the counts and one
+for the counts per request (of the rollups, where they cover the window).
 
 ``report_counts`` (queries/sql/report) counts request-steps per group and outcome shape,
 per time bucket and per context bucket in one pass; ``report_counts_from_rollups`` gives the same rows
@@ -188,13 +188,17 @@ FROM vllm_only_steps_between($t0, $t1)
 ORDER BY engine_id, vllm_version, model, method, vllm_only
 """
 
-#: The per-request sections read one scan of the window's rows (rollups keep no request): each
-#: request's counts (request_counts, what the view collateral_skips adds up), kept in a temporary
-#: table for the three queries below (the views collateral_skips, acceptance_histogram and
-#: request_outliers, from the same macros).
+#: The per-request sections read each request's counts over the window (request_counts, what the
+#: view collateral_skips adds up; from the rollups' rows per request when they cover the window),
+#: kept in a temporary table for the three queries below (the views collateral_skips,
+#: acceptance_histogram and request_outliers, from the same macros).
 _REQUESTS = """
 CREATE TEMP TABLE {requests} AS
 SELECT * EXCLUDE (bucket_index) FROM request_counts(NULL, $t0, $t1)
+"""
+_STORED_REQUESTS = """
+CREATE TEMP TABLE {requests} AS
+FROM request_counts_from_rollups(t0 := $t0, t1 := $t1)
 """
 #: Each request with its own corrected acceptance rate and its group's.
 _RATED = """
@@ -314,8 +318,8 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
     ``report_counts`` (kept in a temporary table), then small queries over that table.
     ``bucket`` None picks a timeline width that gives at most :data:`MAX_BUCKETS` buckets.
     ``stored_rollups``: the table's rollups cover the window (:func:`queries.rollup.rollups_cover`),
-    so both scans read them instead of the raw rows, where the widths allow it. ``requests``: also the
-    sections about single requests, from one more scan of the window's raw rows (rollups keep no request)."""
+    so the scans read them instead of the raw rows, where the widths allow it (the sections about
+    single requests at any width). ``requests``: also the sections about single requests."""
     stored = stored_rollups and context_tokens % ROLLUP_CONTEXT_TOKENS == 0 and \
         (bucket is None or bucket % ROLLUP_BUCKET == timedelta(0))
     span = {"t0": window.since, "t1": window.until}
@@ -355,16 +359,18 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
             measured=rows(_MEASURED),
             published=rows(_PUBLISHED),
             wasted=rows(_WASTED),
-            **(_per_request(con, span) if requests else {"collateral": [], "histogram": [], "outliers": []}),
+            **(_per_request(con, span, stored_rollups) if requests
+               else {"collateral": [], "histogram": [], "outliers": []}),
         )
     finally:
         con.execute(f"DROP TABLE {table}")
 
 
-def _per_request(con: duckdb.DuckDBPyConnection, span: dict[str, Any]) -> dict[str, list[Row]]:
-    """The sections about single requests, from one scan of the window's rows."""
+def _per_request(con: duckdb.DuckDBPyConnection, span: dict[str, Any], stored: bool) -> dict[str, list[Row]]:
+    """The sections about single requests, from one scan of the window's rows per request in the
+    rollups (``stored``) or of its raw rows."""
     requests = f"report_requests_{uuid.uuid4().hex}"
-    con.execute(_REQUESTS.format(requests=requests), span)
+    con.execute((_STORED_REQUESTS if stored else _REQUESTS).format(requests=requests), span)
     try:
         def rows(sql: str, params: dict[str, Any]) -> list[Row]:
             return list(run_query(con, sql.format(requests=requests), params).to_pylist())

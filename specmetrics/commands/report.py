@@ -55,7 +55,7 @@ def add_parser(subparsers: Any) -> None:
                              "(default: build those the window's days lack, then read them).")
     parser.add_argument("--no-requests", dest="requests", action="store_false",
                         help="Leave out the sections about single requests (collateral skips, requests by their own "
-                             "acceptance, outliers): they read the window's raw rows, which rollups do not replace.")
+                             "acceptance, outliers): they add up each request's counts in the window.")
     parser.set_defaults(run=run)
 
 

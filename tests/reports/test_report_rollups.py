@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specmetrics.cli import main
-from specmetrics.queries import connect
+from specmetrics.queries import connect, run_query
 from specmetrics.queries.rollup import build_missing, rollups_cover
 from specmetrics.reports import ReportData, Window, collect
 from specmetrics.storage.layout import DATA_GLOB, ROLLUP_DIR
@@ -55,6 +55,16 @@ def test_the_report_from_rollups_equals_the_report_from_raw_rows(
         build_missing(root)
         raw, stored = both(root, Window(since, until), bucket=bucket, context_tokens=context_tokens)
         assert stored == raw
+        con = connect(root)
+        try:
+            per_request = [sorted(run_query(con, sql, {"t0": since, "t1": until}).to_pylist(),
+                                  key=lambda r: [r[c] for c in ("engine_id", "model", "method", "num_spec_tokens",
+                                                                 "request_id")])
+                           for sql in ("SELECT * EXCLUDE (bucket_index) FROM request_counts(NULL, $t0, $t1)",
+                                       "FROM request_counts_from_rollups(t0 := $t0, t1 := $t1)")]
+        finally:
+            con.close()
+        assert per_request[1] == per_request[0]
         inside = [r for r in rows if (since is None or r["event_time"] >= since)
                   and (until is None or r["event_time"] < until)]
         assert stored.request_steps == len(inside)  # a bug that drops or doubles the partial minutes shows here
@@ -70,10 +80,12 @@ def tree(tmp_path: Path, outcomes: Any) -> Path:
 
 
 def double_the_counts(rollup: Path) -> None:
+    """Request-steps in every row, and the draft tokens of each request, counted twice."""
     table = pq.read_table(rollup)
-    index = table.schema.get_field_index("request_steps")
-    doubled = pc.multiply(table["request_steps"], pa.scalar(2, pa.int64()))
-    pq.write_table(table.set_column(index, "request_steps", doubled), rollup)
+    for column in ("request_steps", "num_draft_tokens"):
+        doubled = pc.multiply(table[column], pa.scalar(2, pa.int64()))
+        table = table.set_column(table.schema.get_field_index(column), column, doubled)
+    pq.write_table(table, rollup)
 
 
 def test_the_stored_path_reads_the_rollups(tree: Path) -> None:
@@ -84,6 +96,10 @@ def test_the_stored_path_reads_the_rollups(tree: Path) -> None:
         double_the_counts(rollup)
     raw, stored = both(tree, Window(None, None), bucket=minutes)
     assert (raw.request_steps, stored.request_steps) == (40, 80)
+    # one request accepting 1.5 of 3 tokens a step: at half its rate, the sections about requests read the rollups
+    assert [(r["lower_rate"], r["requests"]) for r in raw.histogram if r["requests"]] == [(0.5, 1)]
+    assert [(r["lower_rate"], r["requests"]) for r in stored.histogram if r["requests"]] == [(0.2, 1)]
+    assert both(tree, Window(None, None), bucket=timedelta(seconds=30))[1].histogram == stored.histogram
     assert both(tree, Window(None, None))[1].request_steps == 40  # under 10 minutes: seconds, from the raw rows
     # widths the rollups cannot give are computed from the raw rows
     assert both(tree, Window(None, None), bucket=timedelta(seconds=30))[1].request_steps == 40

@@ -1,8 +1,8 @@
 -- report_counts_from_rollups(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256): report_counts from the stored rollups.
 --
 -- The same rows as report_counts (same columns, same sums per group, bucket and shape), read from
--- raw_rollups, the per-file rollups that `specmetrics report` builds (file_rollup, queries/rollup.py:
--- request-steps per minute and 256-token context bucket), instead of from every raw row. The whole
+-- raw_rollups, the per-file rollups that `specmetrics report` builds (file_rollup's rows per outcome
+-- shape, queries/rollup.py: request-steps per minute and 256-token context bucket), instead of from every raw row. The whole
 -- minutes of the window come from the rollups (their dt and hour partitions pruned), the partial
 -- first and last minute (bounds that are not whole minutes) from the raw rows through
 -- report_counts. bucket must be a whole number of minutes and context_tokens a multiple of 256.
@@ -42,28 +42,19 @@ WITH parts AS (
         last_event
     FROM raw_rollups
     -- the whole minutes: from the first at or after t0 to the last before the one holding t1
-    WHERE in_window(minute, dt, hour, date_trunc('minute', utc_bound(t0) + INTERVAL 59999999 MICROSECOND),
-                    date_trunc('minute', utc_bound(t1)))
+    WHERE request_id IS NULL AND in_window(minute, dt, hour, whole_minutes_start(t0), whole_minutes_end(t1))
     UNION ALL
     -- the partial first minute, [t0, the next whole minute); nothing (no file read) without t0
     SELECT engine_id, model, method, num_spec_tokens, bucket_start, context_start, kind, k_zero_reason,
            k_sched, k_valid, k_invalid, accepted, vllm_counts_differ, request_steps, first_event, last_event
-    FROM report_counts(
-        t0 := CASE WHEN t0 IS NULL THEN TIMESTAMP '1970-01-01' ELSE utc_bound(t0) END,
-        t1 := CASE WHEN t0 IS NULL THEN TIMESTAMP '1970-01-01'
-                   ELSE least(date_trunc('minute', utc_bound(t0) + INTERVAL 59999999 MICROSECOND),
-                              utc_bound(t1)) END,
-        bucket := bucket, context_tokens := context_tokens)
+    FROM report_counts(t0 := first_part_start(t0), t1 := first_part_end(t0, t1), bucket := bucket,
+                       context_tokens := context_tokens)
     UNION ALL
     -- the partial last minute, [the last whole minute, t1), unless the first minute holds it
     SELECT engine_id, model, method, num_spec_tokens, bucket_start, context_start, kind, k_zero_reason,
            k_sched, k_valid, k_invalid, accepted, vllm_counts_differ, request_steps, first_event, last_event
-    FROM report_counts(
-        t0 := CASE WHEN t1 IS NULL THEN TIMESTAMP '1970-01-01'
-                   ELSE greatest(date_trunc('minute', utc_bound(t1)),
-                                 date_trunc('minute', utc_bound(t0) + INTERVAL 59999999 MICROSECOND)) END,
-        t1 := CASE WHEN t1 IS NULL THEN TIMESTAMP '1970-01-01' ELSE utc_bound(t1) END,
-        bucket := bucket, context_tokens := context_tokens)
+    FROM report_counts(t0 := last_part_start(t0, t1), t1 := last_part_end(t1), bucket := bucket,
+                       context_tokens := context_tokens)
 )
 SELECT
     engine_id, model, method, num_spec_tokens, bucket_start, context_start,
