@@ -188,10 +188,10 @@ FROM vllm_only_steps_between($t0, $t1)
 ORDER BY engine_id, vllm_version, model, method, vllm_only
 """
 
-#: The per-request sections read each request's counts over the window (request_counts, what the
-#: view collateral_skips adds up; from the rollups' rows per request when they cover the window),
-#: kept in a temporary table for the three queries below (the views collateral_skips,
-#: acceptance_histogram and request_outliers, from the same macros).
+#: The per-request sections read each request's counts over the window once (request_counts; from
+#: the rollups' rows per request when they cover the window), kept in a temporary table that the
+#: three queries below hand to the views collateral_skips, acceptance_histogram and request_outliers
+#: (their source parameter).
 _REQUESTS = """
 CREATE TEMP TABLE {requests} AS
 SELECT * EXCLUDE (bucket_index) FROM request_counts(NULL, $t0, $t1)
@@ -200,63 +200,38 @@ _STORED_REQUESTS = """
 CREATE TEMP TABLE {requests} AS
 FROM request_counts_from_rollups(t0 := $t0, t1 := $t1)
 """
-#: Each request with its own corrected acceptance rate and its group's.
-_RATED = """
-WITH rated AS (
-    SELECT *, acceptance_rate(num_accepted_tokens, num_draft_tokens) AS rate,
-           acceptance_rate(sum(num_accepted_tokens) OVER g, sum(num_draft_tokens) OVER g) AS group_rate
-    FROM {requests}
-    WINDOW g AS (PARTITION BY engine_id, model, method, num_spec_tokens)
-)"""
 #: Per group with skips of known request lengths, the skips told apart by each request's own length.
-_COLLATERAL = _RATED + """,
-totals AS (
-    SELECT engine_id, model, method, num_spec_tokens,
-           CAST(sum(skips) AS BIGINT) AS skips, CAST(sum(collateral_skips) AS BIGINT) AS collateral_skips,
-           CAST(sum(own_skips) AS BIGINT) AS own_skips, CAST(sum(lost_draft_tokens) AS BIGINT) AS lost_draft_tokens,
-           sum(would_accept(lost_draft_tokens, rate, group_rate)) FILTER (WHERE collateral_skips > 0)
-               AS estimated_accepted_tokens,
-           sum(num_drafts) AS num_drafts, sum(num_draft_tokens) AS num_draft_tokens,
-           sum(num_accepted_tokens) AS num_accepted_tokens
-    FROM rated
-    GROUP BY engine_id, model, method, num_spec_tokens
-)
-SELECT engine_id, model, method, num_spec_tokens, skips, collateral_skips, skips - collateral_skips - own_skips
-       AS unknown_skips, skip_share(collateral_skips, skips) AS collateral_share, lost_draft_tokens,
-       estimated_accepted_tokens, acceptance_rate(num_accepted_tokens, num_draft_tokens) AS acceptance_rate,
-       acceptance_rate(num_accepted_tokens + coalesce(estimated_accepted_tokens, 0),
-                       num_draft_tokens + lost_draft_tokens) AS acceptance_rate_had_drafted
-FROM totals WHERE collateral_skips + own_skips > 0
+_COLLATERAL = """
+SELECT engine_id, model, method, num_spec_tokens, skips, collateral_skips, unknown_skips, collateral_share,
+       lost_draft_tokens, estimated_accepted_tokens, acceptance_rate, acceptance_rate_had_drafted
+FROM collateral_skips_between(NULL, NULL, source := '{requests}')
+WHERE collateral_skips + own_skips > 0
 ORDER BY collateral_skips DESC, engine_id, model, method, num_spec_tokens
 """
 #: Requests by their own corrected acceptance rate, in HISTOGRAM_BUCKETS buckets, pooled over the groups
 #: (no row when no request has a draft token).
 _HISTOGRAM = """
-WITH counts AS (
-    SELECT rate_bucket(acceptance_rate(num_accepted_tokens, num_draft_tokens), $buckets) AS bucket,
-           CAST(count(*) AS BIGINT) AS requests
-    FROM {requests} WHERE num_draft_tokens > 0
-    GROUP BY bucket
-)
-SELECT CAST(b.bucket AS INTEGER) AS bucket, b.bucket / $buckets AS lower_rate, (b.bucket + 1) / $buckets AS upper_rate,
-       coalesce(c.requests, 0) AS requests, coalesce(c.requests, 0) / nullif(sum(c.requests) OVER (), 0) AS share
-FROM range(CAST($buckets AS BIGINT)) AS b(bucket) LEFT JOIN counts AS c USING (bucket)
-WHERE EXISTS (FROM counts)
+SELECT bucket, lower_rate, upper_rate, CAST(sum(requests) AS BIGINT) AS requests,
+       sum(requests) / sum(sum(requests)) OVER () AS share
+FROM acceptance_histogram_between(NULL, NULL, buckets := $buckets, source := '{requests}')
+GROUP BY bucket, lower_rate, upper_rate
 ORDER BY bucket
 """
-#: The requests farthest from their group's acceptance (as the view request_outliers finds them, with
-#: its default thresholds), at most OUTLIER_ROWS, with how many there are in all and how many are low.
-_OUTLIERS = _RATED + """
-SELECT engine_id, request_id, outlier_direction(rate, group_rate) AS direction, rate AS acceptance_rate,
-       group_rate AS group_acceptance_rate, rate - group_rate AS difference, num_drafts, request_steps,
-       CAST(count(*) OVER () AS BIGINT) AS outliers,
-       CAST(count(*) FILTER (WHERE rate < group_rate) OVER () AS BIGINT) AS low_outliers
-FROM rated
-WHERE is_outlier(rate, group_rate, num_drafts, $margin, $min_drafts)
+#: The requests farthest from their group's acceptance (the view request_outliers), at most
+#: OUTLIER_ROWS, with how many there are in all and how many are low.
+_OUTLIERS = """
+-- materialized: the counts over all of them (windows) read the view's rows twice as fast
+WITH outliers AS MATERIALIZED (
+    FROM request_outliers_between(NULL, NULL, margin := $margin, min_drafts := $min_drafts, source := '{requests}')
+)
+SELECT engine_id, request_id, direction, acceptance_rate, group_acceptance_rate, difference, num_drafts,
+       request_steps, CAST(count(*) OVER () AS BIGINT) AS outliers,
+       CAST(count(*) FILTER (WHERE direction = 'low') OVER () AS BIGINT) AS low_outliers
+FROM outliers
 ORDER BY abs(difference) DESC, engine_id, request_id
 LIMIT $limit
 """
-#: The thresholds of the view request_outliers' defaults, and acceptance_histogram's buckets.
+#: The report's thresholds (the view request_outliers' defaults), and acceptance_histogram's buckets.
 OUTLIER_MARGIN, OUTLIER_MIN_DRAFTS = 0.3, 8
 HISTOGRAM_BUCKETS = 10
 #: The outliers a report lists.

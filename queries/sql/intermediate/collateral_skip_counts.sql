@@ -1,11 +1,12 @@
--- collateral_skip_counts(width_us, t0, t1): collateral_skips per fixed-width time bucket.
+-- collateral_skip_counts(width_us, t0, t1, source := NULL): collateral_skips per fixed-width time bucket.
 --
 -- A table macro: one row per time bucket of width_us microseconds (bucket_index =
 -- epoch_us(event_time) // width_us; NULL width: one bucket, index 0) and group with request-steps,
 -- with the columns of collateral_skips (metrics/collateral_skips.sql, where they are described).
 -- Each request's acceptance rate, which estimates what its collateral skips would have accepted,
 -- is taken over the whole window t0 <= event_time < t1 (NULL: open end), not per bucket.
--- collateral_skips_between and collateral_skips_timeline select from it.
+-- collateral_skips_between and collateral_skips_timeline select from it. With source, the counts
+-- per request are the rows of the table so named (request_counts_or_table), in one bucket.
 --
 -- Example:
 --   SELECT bucket_index, engine_id, collateral_skips FROM collateral_skip_counts(60000000, NULL, NULL)
@@ -17,13 +18,26 @@
 --   lost_draft_tokens, estimated_accepted_tokens, estimated_from_group, num_drafts,
 --   num_draft_tokens, num_accepted_tokens, acceptance_rate, mean_acceptance_length,
 --   acceptance_rate_had_drafted, mean_acceptance_length_had_drafted   as in collateral_skips
-CREATE OR REPLACE MACRO collateral_skip_counts(width_us, t0, t1) AS TABLE
-WITH per_request AS (FROM request_counts(width_us, t0, t1)),
+CREATE OR REPLACE MACRO collateral_skip_counts(width_us, t0, t1, source := NULL) AS TABLE
+WITH per_request AS (FROM request_counts_or_table(width_us, t0, t1, source)),
+-- Each request's rate over the whole window: with one bucket (a NULL width), its row's own, so
+-- no second grouping by request is needed (the costly part with millions of requests).
 request_rates AS (
     SELECT engine_id, model, method, num_spec_tokens, request_id,
            acceptance_rate(sum(num_accepted_tokens), sum(num_draft_tokens)) AS rate
     FROM per_request
+    WHERE width_us IS NOT NULL
     GROUP BY engine_id, model, method, num_spec_tokens, request_id
+),
+rated AS (
+    SELECT *, acceptance_rate(num_accepted_tokens, num_draft_tokens) AS rate
+    FROM per_request
+    WHERE width_us IS NULL
+    UNION ALL BY NAME
+    SELECT *
+    FROM per_request
+    JOIN request_rates USING (engine_id, model, method, num_spec_tokens, request_id)
+    WHERE width_us IS NOT NULL
 ),
 group_rates AS (
     SELECT engine_id, model, method, num_spec_tokens,
@@ -49,8 +63,7 @@ totals AS (
         CAST(sum(num_drafts) AS BIGINT) AS num_drafts,
         CAST(sum(num_draft_tokens) AS BIGINT) AS num_draft_tokens,
         CAST(sum(num_accepted_tokens) AS BIGINT) AS num_accepted_tokens
-    FROM per_request
-    JOIN request_rates USING (engine_id, model, method, num_spec_tokens, request_id)
+    FROM rated
     JOIN group_rates USING (engine_id, model, method, num_spec_tokens)
     GROUP BY ALL
 )
@@ -80,4 +93,4 @@ SELECT
                            num_drafts + collateral_skips) AS mean_acceptance_length_had_drafted
 FROM totals;
 
-COMMENT ON MACRO TABLE collateral_skip_counts IS 'collateral_skips per time bucket of width_us microseconds (NULL: one bucket, index 0), the rate of each request over the whole window t0 <= event_time < t1.';
+COMMENT ON MACRO TABLE collateral_skip_counts IS 'collateral_skips per time bucket of width_us microseconds (NULL: one bucket, index 0), the rate of each request over the whole window t0 <= event_time < t1; or over the table of counts per request named source.';

@@ -17,10 +17,11 @@
 --   requests                requests whose corrected acceptance rate falls in the bucket (BIGINT)
 --   share                   requests / the group's requests with a draft token (DOUBLE)
 --
--- acceptance_histogram_between(t0, t1, buckets := 10) is the same over t0 <= event_time < t1
--- (NULL: open end) with that many buckets; the view acceptance_histogram is it over all time with
--- 10 buckets.
-CREATE OR REPLACE MACRO acceptance_histogram_between(t0, t1, buckets := 10) AS TABLE
+-- acceptance_histogram_between(t0, t1, buckets := 10, source := NULL) is the same over
+-- t0 <= event_time < t1 (NULL: open end) with that many buckets, or over the counts per request of
+-- the table named source (request_counts_or_table: how `specmetrics report` computes its chart);
+-- the view acceptance_histogram is it over all time with 10 buckets.
+CREATE OR REPLACE MACRO acceptance_histogram_between(t0, t1, buckets := 10, source := NULL) AS TABLE
 WITH rates AS (
     SELECT
         engine_id,
@@ -28,7 +29,7 @@ WITH rates AS (
         method,
         num_spec_tokens,
         rate_bucket(acceptance_rate(num_accepted_tokens, num_draft_tokens), buckets) AS bucket
-    FROM request_acceptance_between(t0, t1)
+    FROM request_counts_or_table(NULL, t0, t1, source)
     WHERE num_draft_tokens > 0
 ),
 groups AS (

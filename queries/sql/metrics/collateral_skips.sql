@@ -35,11 +35,13 @@
 --                                         lost draft tokens and estimated accepted tokens added (DOUBLE)
 --   mean_acceptance_length_had_drafted    the same for the mean acceptance length (DOUBLE)
 --
--- collateral_skips_between(t0, t1) is the same over t0 <= event_time < t1 (NULL: open end); the
--- view collateral_skips is it over all time; collateral_skips_timeline the same per time bucket.
-CREATE OR REPLACE MACRO collateral_skips_between(t0, t1) AS TABLE
+-- collateral_skips_between(t0, t1, source := NULL) is the same over t0 <= event_time < t1 (NULL:
+-- open end), or over the counts per request of the table named source (request_counts_or_table:
+-- how `specmetrics report` computes its section); the view collateral_skips is it over all time;
+-- collateral_skips_timeline the same per time bucket.
+CREATE OR REPLACE MACRO collateral_skips_between(t0, t1, source := NULL) AS TABLE
 SELECT * EXCLUDE (bucket_index)
-FROM collateral_skip_counts(NULL, t0, t1);
+FROM collateral_skip_counts(NULL, t0, t1, source);
 
 CREATE OR REPLACE VIEW collateral_skips AS
 FROM collateral_skips_between(NULL, NULL)

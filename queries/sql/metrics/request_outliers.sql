@@ -20,17 +20,27 @@
 --   emitted_tokens          tokens committed for the request in its request-steps (BIGINT)
 --   first_event, last_event   the first and last event time of the request (TIMESTAMP)
 --
--- request_outliers_between(t0, t1, margin := 0.3, min_drafts := 8) is the same over
--- t0 <= event_time < t1 (NULL: open end) with those thresholds; the view request_outliers is it
--- over all time with the defaults.
-CREATE OR REPLACE MACRO request_outliers_between(t0, t1, margin := 0.3, min_drafts := 8) AS TABLE
-WITH rated AS (
+-- request_outliers_between(t0, t1, margin := 0.3, min_drafts := 8, source := NULL) is the same
+-- over t0 <= event_time < t1 (NULL: open end) with those thresholds, or over the counts per request
+-- of the table named source (request_counts_or_table: how `specmetrics report` finds its
+-- outliers); the view request_outliers is it over all time with the defaults.
+CREATE OR REPLACE MACRO request_outliers_between(t0, t1, margin := 0.3, min_drafts := 8, source := NULL) AS TABLE
+WITH per_request AS (FROM request_counts_or_table(NULL, t0, t1, source)),
+-- each group's pooled rate, joined: a window over millions of requests is several times slower
+group_rates AS (
     SELECT
-        *,
-        acceptance_rate(num_accepted_tokens, num_draft_tokens) AS acceptance_rate,
-        acceptance_rate(sum(num_accepted_tokens) OVER g, sum(num_draft_tokens) OVER g) AS group_acceptance_rate
-    FROM request_acceptance_between(t0, t1)
-    WINDOW g AS (PARTITION BY engine_id, model, method, num_spec_tokens)
+        engine_id,
+        model,
+        method,
+        num_spec_tokens,
+        acceptance_rate(sum(num_accepted_tokens), sum(num_draft_tokens)) AS group_acceptance_rate
+    FROM per_request
+    GROUP BY engine_id, model, method, num_spec_tokens
+),
+rated AS (
+    SELECT *, acceptance_rate(num_accepted_tokens, num_draft_tokens) AS acceptance_rate
+    FROM per_request
+    JOIN group_rates USING (engine_id, model, method, num_spec_tokens)
 )
 SELECT
     engine_id,
