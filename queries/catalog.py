@@ -132,8 +132,7 @@ def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
         allowed = str(root)
     con = duckdb.connect(":memory:", config={"python_enable_replacements": False})
     try:
-        if isinstance(root, S3Location):  # a table on S3: read through pyarrow's S3 client
-            con.register_filesystem(s3_filesystem(root))
+        register_storage(con, root)
         sources, has_rollups = _create_sources(con, root)
         _SOURCES[con] = sources
         create_views(con, rollup_files=has_rollups)
@@ -156,6 +155,13 @@ class _S3FileSystem(ArrowFSWrapper):  # type: ignore[misc]
 def s3_filesystem(location: S3Location) -> Any:
     """The file system to register on a DuckDB connection that reads ``location``'s files."""
     return _S3FileSystem(location.filesystem())
+
+
+def register_storage(con: duckdb.DuckDBPyConnection, root: Path | S3Location | None) -> None:
+    """Let ``con`` read the files under ``root``: a table on S3 through pyarrow's S3 client (a
+    local one needs nothing)."""
+    if isinstance(root, S3Location):
+        con.register_filesystem(s3_filesystem(root))
 
 
 def run_query(con: duckdb.DuckDBPyConnection, sql: str, params: Params | None = None) -> pa.Table:

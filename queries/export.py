@@ -30,8 +30,8 @@ from specmetrics.queries.catalog import (
     comment_source,
     create_views,
     partition_casts,
+    register_storage,
     rollup_schema,
-    s3_filesystem,
 )
 from specmetrics.storage.location import S3Location
 from specmetrics.storage.readable import select_files
@@ -64,8 +64,7 @@ def export_database(data: Path | S3Location, target: Path, *, force: bool = Fals
     tmp.unlink(missing_ok=True)
     con = duckdb.connect(str(tmp))
     try:
-        if isinstance(data, S3Location):  # the views are bound now, so the objects are read
-            con.register_filesystem(s3_filesystem(data))
+        register_storage(con, data)  # the views are bound now, so the objects are read
         # A view definition cannot take a bound parameter: the paths are quoted SQL string literals.
         con.execute(f"CREATE VIEW {SOURCE_VIEW} AS SELECT * REPLACE ({partition_casts()}) "
                     f"FROM read_parquet({_list(data_files)}, hive_partitioning = true, union_by_name = true)")

@@ -35,7 +35,13 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from specmetrics.queries.catalog import SOURCE_VIEW, partition_casts, rollup_connection, rollup_schema, s3_filesystem
+from specmetrics.queries.catalog import (
+    SOURCE_VIEW,
+    partition_casts,
+    register_storage,
+    rollup_connection,
+    rollup_schema,
+)
 from specmetrics.storage.durable import write_durably
 from specmetrics.storage.files import write_file
 from specmetrics.storage.layout import ROLLUP_DIR
@@ -53,11 +59,6 @@ ROLLUP_BUCKET = timedelta(minutes=1)
 #: NOT NULL) skips the other's by their statistics.
 _ROLLUP_PARTS = ("FROM file_rollup WHERE request_id IS NULL ORDER BY ALL",
                  "FROM file_rollup WHERE request_id IS NOT NULL ORDER BY ALL")
-
-
-def rollup_path(data: Path, data_file: Path) -> Path:
-    """Where the rollup of ``data_file`` (a data file of the table in ``data``) lives."""
-    return data / ROLLUP_DIR / data_file.relative_to(data)
 
 
 def build_missing(data: Path | S3Location, rebuild: bool = False, since: datetime | None = None,
@@ -94,8 +95,7 @@ def build_missing(data: Path | S3Location, rebuild: bool = False, since: datetim
 def _connection(data: Path | S3Location) -> duckdb.DuckDBPyConnection:
     """:func:`queries.catalog.rollup_connection`, reading S3 through pyarrow's client for a table there."""
     con = rollup_connection()
-    if isinstance(data, S3Location):
-        con.register_filesystem(s3_filesystem(data))
+    register_storage(con, data)
     return con
 
 

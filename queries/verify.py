@@ -30,7 +30,7 @@ from typing import Any
 
 import duckdb
 
-from specmetrics.queries.catalog import rollup_schema, s3_filesystem
+from specmetrics.queries.catalog import register_storage, rollup_schema
 from specmetrics.queries.rollup import RollupCheck, check_rollups
 from specmetrics.storage.damage import parquet_damage, size_damage
 from specmetrics.storage.files import list_folder, read_bytes
@@ -144,7 +144,7 @@ def verify_table(data: Path | S3Location, examples: int = 10) -> VerifyReport:
     table = Table(data) if is_table(data) else None
     return VerifyReport(
         coverage, check_rollups(data, readable),
-        **_duplicates([file.location for file in present], examples, data if isinstance(data, S3Location) else None),
+        **_duplicates([file.location for file in present], examples, data),
         lost=losses, left_out=sorted(left_out, key=lambda file: file.path), set_aside=set_aside,
         uncommitted=uncommitted, damaged=damaged, log_ahead=_log_ahead(table, coverage) if table else [],
         commit_missing=_commit_missing(table, [(PurePosixPath(relative).name, listed[relative].mtime_s)
@@ -236,14 +236,13 @@ def _dead_letters(contents: Iterable[bytes]) -> tuple[list[RecordedLoss], list[S
     return sorted(losses, key=lambda loss: (loss.source, loss.partition, loss.first)), set_aside
 
 
-def _duplicates(files: Sequence[Path | str], examples: int, location: S3Location | None = None) -> dict[str, Any]:
+def _duplicates(files: Sequence[Path | str], examples: int, root: Path | S3Location) -> dict[str, Any]:
     """The duplicate events (an event id at more than one position: produced or ingested twice), and
     the rows stored twice (one row of one position in two data files: what readers count twice)."""
     if not files:
         return {}
     con = duckdb.connect()
-    if location is not None:
-        con.register_filesystem(s3_filesystem(location))
+    register_storage(con, root)
     try:
         con.execute(
             """

@@ -11,9 +11,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from specmetrics.queries.rollup import build_missing, check_rollups, rollup_path
+from specmetrics.queries.rollup import build_missing, check_rollups
 from specmetrics.storage.layout import ROLLUP_DIR
-from tests.support.ingest import ingest_once, parquet_files
+from tests.support.ingest import ingest_once, parquet_files, rollup_path
 from tests.support.loadgen import write_load
 
 KEY = ("engine_id", "model", "method", "num_spec_tokens", "minute", "context_start", "kind", "k_zero_reason",

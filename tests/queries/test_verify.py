@@ -12,14 +12,13 @@ import pytest
 from deltalake import DeltaTable
 
 from specmetrics.cli import main
-from specmetrics.queries.rollup import rollup_path
 from specmetrics.queries.verify import verify_table
 from specmetrics.schemas.wire import step_event_to_wire
 from specmetrics.storage.layout import DATA_GLOB, FileName
 from specmetrics.storage.table import DataFile, Table
 from specmetrics.transport.log import LocalLogWriter
 from tests.support.events import T0, step_event
-from tests.support.ingest import ingest_once
+from tests.support.ingest import ingest_once, rollup_path
 from tests.support.loadgen import write_load
 
 

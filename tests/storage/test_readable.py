@@ -19,14 +19,13 @@ import pytest
 from specmetrics.cli import main
 from specmetrics.queries import connect, run_query
 from specmetrics.queries.catalog import rollup_schema
-from specmetrics.queries.rollup import rollup_path
 from specmetrics.queries.verify import verify_table
 from specmetrics.schemas.version import SCHEMA_VERSION
 from specmetrics.storage.layout import ROLLUP_DIR
 from specmetrics.storage.readable import NotATable, select_files
 from specmetrics.storage.table import Table
 from tests.support.events import T0
-from tests.support.ingest import ingest_once, ingest_tree_once
+from tests.support.ingest import ingest_once, ingest_tree_once, rollup_path
 from tests.support.loadgen import write_load
 
 COUNTS = "SELECT count(*) AS rows, sum(accepted) AS accepted, count(DISTINCT event_id) AS events FROM request_steps"

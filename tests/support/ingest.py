@@ -19,7 +19,7 @@ from specmetrics.ingest import Ingester, IngestSettings, IngestStats
 from specmetrics.ingest.sources import LocalLogSource
 from specmetrics.schemas.codes import OUTCOME_DTYPE
 from specmetrics.schemas.wire import FIELDS, step_event_to_wire
-from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, STATE_DIR, FileName
+from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, ROLLUP_DIR, STATE_DIR, FileName
 from specmetrics.storage.location import S3Location
 from specmetrics.storage.table import Table, is_table
 from specmetrics.transport.log import LocalLogWriter
@@ -64,8 +64,7 @@ def ingest_tree_once(log_dir: Path, data_dir: Path, **settings: Any) -> IngestSt
             continue
         if path.suffix == ".parquet" and name in rowless:
             continue
-        target = data_dir / relative.parent / (path.name if name is None else
-                                               dataclasses.replace(name, attempt="").render(path.suffix[1:]))
+        target = data_dir / relative.parent / without_attempt(path.name)
         target.parent.mkdir(parents=True, exist_ok=True)
         if path.suffix == ".jsonl" and name in rowless:
             lines = [json.loads(line) for line in path.read_text().splitlines()]
@@ -79,12 +78,22 @@ def parquet_files(data_dir: Path) -> list[str]:
     return sorted(str(p.relative_to(data_dir)) for p in data_dir.glob(DATA_GLOB))
 
 
+def rollup_path(data: Path, data_file: Path) -> Path:
+    """Where the rollup of ``data_file`` (a data file of the table in ``data``) lives."""
+    return data / ROLLUP_DIR / data_file.relative_to(data)
+
+
 def flush_files(table: Path) -> list[str]:
     """The table's committed data files, by path, each name without its write's attempt token: what
     the names say (the flush's offsets), written again the same."""
-    named = [(file.relative, FileName.parse(PurePosixPath(file.relative).name)) for file in Table(table).files()]
-    return sorted(relative if name is None else f"{PurePosixPath(relative).parent}/"
-                  f"{dataclasses.replace(name, attempt='').render('parquet')}" for relative, name in named)
+    return sorted(str(PurePosixPath(file.relative).with_name(without_attempt(PurePosixPath(file.relative).name)))
+                  for file in Table(table).files())
+
+
+def without_attempt(name: str) -> str:
+    """A file name the ingester wrote, without its write's attempt token (another name as it is)."""
+    parsed = FileName.parse(name)
+    return name if parsed is None else dataclasses.replace(parsed, attempt="").render(name.rsplit(".", 1)[1])
 
 
 def read_rows(data_dir: Path) -> pa.Table:
