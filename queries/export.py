@@ -64,7 +64,7 @@ def export_database(data: Path | S3Location, target: Path, *, force: bool = Fals
     tmp.unlink(missing_ok=True)
     con = duckdb.connect(str(tmp))
     try:
-        register_storage(con, data)  # the views are bound now, so the objects are read
+        register_storage(con, root)  # the views are bound now, so the objects are read
         # A view definition cannot take a bound parameter: the paths are quoted SQL string literals.
         con.execute(f"CREATE VIEW {SOURCE_VIEW} AS SELECT * REPLACE ({partition_casts()}) "
                     f"FROM read_parquet({_list(data_files)}, hive_partitioning = true, union_by_name = true)")
