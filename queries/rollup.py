@@ -13,11 +13,11 @@ lacks; ``specmetrics report`` calls it for the days of its window before it read
 reports keep them current, each run adding only the files committed since the last), and
 ``specmetrics rollup`` for a whole table. The ingester does not write them: its throughput stays
 that of writing the data alone. Data files are immutable once committed; a rollup is read only
-with a committed data file, and :func:`build_missing` deletes any rollup left without its data
-file. ``specmetrics verify`` recomputes every rollup from the raw rows and checks it equal. ``specmetrics report`` reads
-rollups instead of raw rows when they cover the window's files: over the whole window but its
-partial first and last minutes, and at time buckets that are whole minutes and context buckets
-that are multiples of :data:`ROLLUP_CONTEXT_TOKENS`
+with a committed data file, and ``specmetrics table vacuum`` removes those of files no commit
+names. ``specmetrics verify`` recomputes every rollup from the raw rows and checks it equal.
+``specmetrics report`` reads rollups instead of raw rows when they cover the window's files: over
+the whole window but its partial first and last minutes, and at time buckets that are whole
+minutes and context buckets that are multiples of :data:`ROLLUP_CONTEXT_TOKENS`
 (queries/sql/report/report_counts_from_rollups.sql).
 """
 
@@ -46,7 +46,7 @@ from specmetrics.storage.durable import write_durably
 from specmetrics.storage.files import write_file
 from specmetrics.storage.layout import ROLLUP_DIR
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.readable import ReadableFiles, partition_files, select_files
+from specmetrics.storage.readable import ReadableFiles, select_files
 
 logger = logging.getLogger(__name__)
 
@@ -67,15 +67,9 @@ def build_missing(data: Path | S3Location, rebuild: bool = False, since: datetim
     prefix; of the days from ``since`` to ``until``) that has none, or of all of them with
     ``rebuild``; returns the rollups written, as paths under ``data``. Only the files readers take
     are rolled up (:func:`storage.readable.select_files`); a rollup readers leave out (another
-    schema) is written again. ``progress(done, total)`` after each one. In a local folder, rollups
-    of those days whose data file is gone are deleted first, and a data file that disappears
-    meanwhile (``table vacuum`` removed it after a compaction) is skipped; on S3 a rollup of a file
-    the log no longer holds is not read, and stays."""
-    if isinstance(data, Path):
-        for orphan in sorted(partition_files(data / ROLLUP_DIR, since, until)):
-            if not (data / orphan.relative_to(data / ROLLUP_DIR)).exists():
-                logger.info("removing the rollup of a data file that is gone: %s", orphan)
-                orphan.unlink(missing_ok=True)
+    schema) is written again. ``progress(done, total)`` after each one. A local data file that
+    disappears meanwhile (``table vacuum`` removed it after a compaction) is skipped. A rollup of a
+    file the log no longer holds is not read, and ``specmetrics table vacuum`` removes it."""
     files = select_files(data, since, until, rollup_schema())
     stored = set(files.rollups)
     todo = [relative for relative in files.data if rebuild or f"{ROLLUP_DIR}/{relative}" not in stored]
@@ -155,8 +149,7 @@ def rollups_cover(data: Path | S3Location, since: datetime | None = None, until:
 class RollupCheck:
     """Data files without a rollup (not yet built: no error), and rollups that differ from their
     recomputation from the raw rows (paths relative to the table). A rollup of a file the log does
-    not hold is never read, so it is not looked at (``specmetrics rollup`` deletes it once its data
-    file is gone)."""
+    not hold is never read, so it is not looked at (``specmetrics table vacuum`` removes it)."""
 
     missing: list[str]
     unequal: list[str]

@@ -9,8 +9,8 @@ The dead-letter files of the run's flushes are merged under the same name, since
 file counts when a committed data file has its name. One commit removes the run's files and adds
 the merged one; the partitions' offsets do not change, so ingesters writing meanwhile are not
 disturbed (their commits add other files). The removed files stay on disk until ``vacuum``
-(readers of an older version may still read them); their rollups are not read any more, and the
-next report builds the merged file's.
+(readers of an older version may still read them), their rollups too; ``specmetrics table optimize``
+then rolls up the days it merged in (:func:`queries.rollup.build_missing`).
 """
 
 from __future__ import annotations
@@ -34,11 +34,13 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Compaction:
-    """What a compaction did: files merged into how many, and their rows."""
+    """What a compaction did: files merged into how many, their rows, and the days (``dt``) of the
+    files it wrote."""
 
     merged_files: int
     new_files: int
     rows: int
+    days: tuple[str, ...] = ()
 
 
 def compact(table: Table, target_rows: int, compression: str = "zstd") -> Compaction:
@@ -71,7 +73,7 @@ def compact(table: Table, target_rows: int, compression: str = "zstd") -> Compac
                 remove(table.root, relative)
             raise
         logger.info("merged %d file(s) into %d (%d rows)", len(removed), len(added), rows)
-    return Compaction(len(removed), len(added), rows)
+    return Compaction(len(removed), len(added), rows, tuple(sorted({run[0].dt for run in runs})))
 
 
 def _runs(table: Table, target_rows: int) -> list[list[TableFile]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from stat import S_ISREG
 
 import pyarrow as pa
 from pyarrow.fs import FileSelector, FileType
@@ -93,12 +94,20 @@ def list_folder(root: Path | S3Location, folder: str, recursive: bool = False) -
     path; none if it does not exist."""
     if isinstance(root, Path):
         paths = (root / folder).rglob("*") if recursive else (root / folder).glob("*")
-        return sorted((ListedFile(path.relative_to(root).as_posix(), (stat := path.stat()).st_size, stat.st_mtime)
-                       for path in paths if path.is_file()), key=lambda file: file.relative)
+        return sorted(filter(None, (_listed(root, path) for path in paths)), key=lambda file: file.relative)
     prefix = root.key("")
     infos = root.filesystem().get_file_info(FileSelector(root.key(folder), allow_not_found=True, recursive=recursive))
     return sorted((ListedFile(info.path.removeprefix(prefix).lstrip("/"), info.size, info.mtime.timestamp())
                    for info in infos if info.type == FileType.File), key=lambda file: file.relative)
+
+
+def _listed(root: Path, path: Path) -> ListedFile | None:
+    """``path`` as listed; None for a folder, or a file renamed or removed since the listing (a writer's temp file)."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return ListedFile(path.relative_to(root).as_posix(), stat.st_size, stat.st_mtime) if S_ISREG(stat.st_mode) else None
 
 
 def remove(root: Path | S3Location, relative: str) -> None:

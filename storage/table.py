@@ -49,7 +49,7 @@ from deltalake.transaction import (
 from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
 from specmetrics.storage.damage import LOG_DIR, StoreDamaged, file_damage, log_damage, one_line, os_errno, size_damage
 from specmetrics.storage.files import list_folder, remove
-from specmetrics.storage.layout import DEAD_LETTER_DIR, FileName
+from specmetrics.storage.layout import DEAD_LETTER_DIR, ROLLUP_DIR, FileName
 from specmetrics.storage.location import S3Location, store_error
 
 logger = logging.getLogger(__name__)
@@ -418,8 +418,9 @@ class Table:
     def vacuum(self, retention_hours: float, dry_run: bool) -> list[str]:
         """Remove (or with ``dry_run`` only list) the files no commit names that were last changed
         more than ``retention_hours`` ago: data files of writers killed or refused before their
-        commit, or dropped into the folders, and the dead-letter files of such flushes. Younger
-        ones may belong to a flush about to be committed, and stay. Their paths under the root."""
+        commit, dropped into the folders or merged by a compaction, and the dead-letter files and
+        rollups of such files. Younger ones may belong to a flush about to be committed, and stay.
+        Their paths under the root."""
         self._refresh()
         cutoff = time.time() - retention_hours * 3600
         try:  # every file no commit names; delta-rs takes whole hours, so the age is checked here
@@ -429,11 +430,15 @@ class Table:
             raise self._failed(exc) from None
         changed = {file.relative: file.mtime_s for file in list_folder(self.root, "", recursive=True)}
         data = [relative for relative in unnamed if changed.get(relative, cutoff) < cutoff]
-        committed = {FileName.parse(PurePosixPath(file.relative).name) for file in self.files()}
+        held = self.files()
+        committed = {FileName.parse(PurePosixPath(file.relative).name) for file in held}
         letters = [file.relative for file in list_folder(self.root, DEAD_LETTER_DIR)
                    if (name := FileName.parse(PurePosixPath(file.relative).name)) is not None and name.attempt
                    and name not in committed and file.mtime_s < cutoff]
-        files = sorted([*data, *letters])
+        rolled = {f"{ROLLUP_DIR}/{file.relative}" for file in held}
+        rollups = [file.relative for file in list_folder(self.root, ROLLUP_DIR, recursive=True)
+                   if file.relative not in rolled and file.mtime_s < cutoff]
+        files = sorted([*data, *letters, *rollups])
         if not dry_run:
             for relative in files:
                 remove(self.root, relative)

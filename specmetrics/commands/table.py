@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import math
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from specmetrics.ingest.convert import convert_tree
 from specmetrics.ingest.settings import IngestSettings
+from specmetrics.queries.rollup import build_missing
 from specmetrics.storage.compaction import compact
 from specmetrics.storage.location import S3Location, is_s3
 from specmetrics.storage.table import IN_FLIGHT_HOURS, Table, is_table
@@ -30,13 +32,14 @@ def add_parser(subparsers: Any) -> None:
                         "readers take and each source partition's next offset. Stop its ingesters first.")
     optimize = actions.add_parser(
         "optimize", help="Merge runs of small committed files (per hour folder and source partition, offsets "
-                         "following each other) into files of up to --target-rows rows, in one commit; ingesters may "
-                         "run meanwhile.")
+                         "following each other) into files of up to --target-rows rows, in one commit, and roll up "
+                         "the merged files (as a report would); ingesters may run meanwhile.")
     optimize.add_argument("--target-rows", type=int, default=TARGET_ROWS,
                           help=f"Rows per merged file at most (default {TARGET_ROWS:,}: the ingester's flush).")
     vacuum = actions.add_parser(
         "vacuum", help="Remove the files no commit names (writers killed or refused before their commit, files "
-                       "dropped into the folders) older than --retention-hours.")
+                       "dropped into the folders, files merged by optimize) and their rollups, older than "
+                       "--retention-hours.")
     vacuum.add_argument("--retention-hours", type=_hours, default=RETENTION_HOURS,
                         help=f"Keep files changed more recently than this (default {RETENTION_HOURS:g}: a flush "
                              f"being written is never removed; under {MIN_RETENTION_HOURS:g} only with --force).")
@@ -79,8 +82,10 @@ def run(args: argparse.Namespace) -> int:
     table = Table(root)
     if args.action == "optimize":
         merged = compact(table, args.target_rows)
-        print(f"merged {merged.merged_files:,} file(s) into {merged.new_files:,} ({merged.rows:,} rows); the files "
-              "merged stay on disk until 'specmetrics table vacuum'")
+        days = [datetime.fromisoformat(day) for day in merged.days]
+        rolled = build_missing(root, since=min(days), until=max(days)) if days else []
+        print(f"merged {merged.merged_files:,} file(s) into {merged.new_files:,} ({merged.rows:,} rows), rolled up "
+              f"{len(rolled):,} file(s) of their days; the files merged stay on disk until 'specmetrics table vacuum'")
         return 0
     if args.action == "vacuum":
         if args.retention_hours < MIN_RETENTION_HOURS and not args.force:

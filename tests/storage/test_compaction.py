@@ -13,9 +13,10 @@ import pytest
 from pyarrow.fs import FileSelector
 
 from specmetrics.cli import main
+from specmetrics.queries.rollup import RollupCheck, check_rollups
 from specmetrics.storage.compaction import compact
 from specmetrics.storage.files import list_folder
-from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FileName
+from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, ROLLUP_DIR, FileName
 from specmetrics.storage.location import S3Location
 from specmetrics.storage.table import LOG_DIR, DataFile, ReplaceRefused, Table, TableFile
 from tests.support.events import T0
@@ -37,7 +38,8 @@ def test_optimize_merges_small_files_and_every_reader_says_the_same(
     capsys.readouterr()
 
     assert main(["table", "optimize", "--data", str(data), "--target-rows", str(64 * 40)]) == 0
-    assert "merged " in capsys.readouterr().out
+    assert ", rolled up 2 file(s) of their days" in capsys.readouterr().out  # the merged ones
+    assert check_rollups(data) == RollupCheck([], [])  # every file's rollup there, and equal to its rows
     files = Table(data).files()
     names = [(file.hour, FileName.parse(file.path.name)) for file in files]
     assert sorted((hour, name.start, name.end) for hour, name in names if name) == [
@@ -58,6 +60,8 @@ def test_optimize_merges_small_files_and_every_reader_says_the_same(
     assert main(["table", "vacuum", "--data", str(data), "--retention-hours", "0", "--force"]) == 0
     assert "removed " in capsys.readouterr().out
     assert set(data.glob(DATA_GLOB)) == {file.path for file in Table(data).files()}
+    assert {path.relative_to(data / ROLLUP_DIR).as_posix() for path in data.glob(f"{ROLLUP_DIR}/{DATA_GLOB}")} == {
+        file.relative for file in files}  # the rollups of the files merged are gone, the merged files' stay
     assert_rows_once(data, 64 * 110)
     assert main(["verify", "--data", str(data)]) == 3
 
@@ -84,9 +88,11 @@ def test_optimize_vacuum_and_checkpoint_keep_a_table_on_s3(
     first = Table(location).files()[0]
     stray = first.relative.replace(".parquet", "0.parquet")  # no commit names it
     location.filesystem().copy_file(location.key(first.relative), location.key(stray))
+    assert main(["rollup", "--data", s3_url]) == 0
 
     assert main(["table", "optimize", "--data", s3_url, "--target-rows", str(64 * 40)]) == 0
-    assert "merged 7 file(s) into 2 (3,840 rows)" in capsys.readouterr().out
+    assert "merged 7 file(s) into 2 (3,840 rows), rolled up 2 file(s)" in capsys.readouterr().out
+    assert check_rollups(location) == RollupCheck([], [])
     spans = sorted((name.start, name.end) for file in Table(location).files()
                    if (name := FileName.parse(PurePosixPath(file.relative).name)))
     assert spans == [(0, 39), (40, 60)]  # 60: the dead letter's flush
@@ -96,15 +102,19 @@ def test_optimize_vacuum_and_checkpoint_keep_a_table_on_s3(
 
     assert main(["table", "vacuum", "--data", s3_url, "--retention-hours", "0", "--force", "--dry-run"]) == 0
     listed = capsys.readouterr().out
-    assert f"would remove {stray}\n" in listed and "would remove 9 file(s)" in listed  # 7 merged, their letters
+    assert f"would remove {stray}\n" in listed and "would remove 16 file(s)" in listed  # 7 merged, their letters
+    assert f"would remove {ROLLUP_DIR}/{first.relative}\n" in listed  # and rollups
     assert main(["table", "vacuum", "--data", s3_url, "--retention-hours", "0", "--force"]) == 0
-    assert "removed 9 file(s)" in capsys.readouterr().out
+    assert "removed 16 file(s)" in capsys.readouterr().out
     stored = {info.path.removeprefix(location.key("") + "/") for info in location.filesystem().get_file_info(
-        FileSelector(location.key(""), recursive=True)) if info.path.endswith(".parquet") and "/dt=" in info.path}
+        FileSelector(location.key(""), recursive=True))
+        if info.path.endswith(".parquet") and "/dt=" in info.path and ROLLUP_DIR not in info.path}
     assert stored == {file.relative for file in Table(location).files()}
     [merged] = [file.relative for file in Table(location).files() if "-00000000000000000060." in file.relative]
     letters = PurePosixPath(DEAD_LETTER_DIR, PurePosixPath(merged).name).with_suffix(".jsonl").as_posix()
     assert [file.relative for file in list_folder(location, DEAD_LETTER_DIR)] == [letters]
+    assert [file.relative for file in list_folder(location, ROLLUP_DIR, recursive=True)] == sorted(
+        f"{ROLLUP_DIR}/{relative}" for relative in stored)
 
     assert main(["table", "checkpoint", "--data", s3_url]) == 0
     assert f"checkpointed {s3_url} at version" in capsys.readouterr().out
