@@ -77,7 +77,7 @@ $(COMPOSE_V2): | $(BIN)/python
 
 test: lint $(RELEASES_INSTALLED) $(COMPOSE_V2) | $(CHROMIUM) $(DOCKERD)
 	$(BIN)/python scripts/check_venv.py
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python scripts/check_venv.py

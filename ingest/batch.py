@@ -271,6 +271,22 @@ def _repeat_ints(per_step: Sequence[int | None] | np.ndarray, dtype: type, step_
     return pa.array(values[step_of_row], mask=nulls[step_of_row])
 
 
+def _repeat_lists(per_step: list[Sequence[int] | None], step_of_row: np.ndarray) -> pa.ListArray:
+    """Per-step lists of int32 repeated per row; ``None`` becomes null. Built from offsets: a ``take``
+    of a list array per row costs twice as much."""
+    lists = pa.array(per_step, type=pa.list_(pa.int32()))
+    offsets = lists.offsets.to_numpy()
+    row_lengths = np.diff(offsets)[step_of_row]
+    row_offsets = np.zeros(len(step_of_row) + 1, dtype=np.int32)
+    np.cumsum(row_lengths, out=row_offsets[1:])
+    # each row's values: its step's, from where the step's list starts in the flat values
+    flat = np.repeat(offsets[:-1][step_of_row] - row_offsets[:-1], row_lengths) + np.arange(row_offsets[-1],
+                                                                                             dtype=np.int32)
+    valid = lists.is_valid().to_numpy(zero_copy_only=False)[step_of_row]
+    return pa.ListArray.from_arrays(pa.array(row_offsets), lists.values.take(pa.array(flat)),
+                                    mask=None if valid.all() else pa.array(~valid))
+
+
 def _record_batch(
     steps: list[WireStep],
     offsets: np.ndarray,
@@ -352,8 +368,7 @@ def _vllm_counts(per_step: list[VllmCountTuple | VllmCountsMissing | None], step
     counts = [None if value is None or isinstance(value, VllmCountsMissing) else value for value in per_step]
     columns = {name: _repeat_ints([None if c is None else c[:3][i] for c in counts], np.int32, step_of_row)
                for i, name in enumerate(("vllm_num_drafts", "vllm_num_draft_tokens", "vllm_num_accepted_tokens"))}
-    columns["vllm_accepted_per_pos"] = pa.array([None if c is None else c[3] for c in counts],
-                                                type=pa.list_(pa.int32())).take(pa.array(step_of_row))
+    columns["vllm_accepted_per_pos"] = _repeat_lists([None if c is None else c[3] for c in counts], step_of_row)
     columns["vllm_counts_missing"] = _repeat_optional_strings(
         [value.value if isinstance(value, VllmCountsMissing) else None for value in per_step], step_of_row)
     return columns

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,3 +66,32 @@ def kafka_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SPECMETRICS_KAFKA_TOPIC_PARTITIONS", "3")
     # Tansu's group never forms again after the leader of a forming group sends LeaveGroup.
     monkeypatch.setenv("SPECMETRICS_KAFKA_LEAVE_GROUP_ON_CLOSE", "false")
+
+
+#: The modules whose tests run on the Docker engine (the fixture docker_engine): under pytest-xdist one
+#: worker runs them all, one after the other (one engine, one image cache, one compose project at a time).
+ON_DOCKER = frozenset(f"tests/deploy/{name}.py" for name in (
+    "test_drift_alert", "test_engine_s3", "test_engine_stack", "test_engine_vllm"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``make test`` runs the suite on two workers (pytest-xdist): each module's tests on one worker, so
+    its fixtures start once, and the modules of :data:`ON_DOCKER` on the same one; in the order
+    collected (the Docker and vLLM modules come first, the longest)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "docker" if module in ON_DOCKER else module
+
+    config.option.loadscopereorder = False
+    return ByModule(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every module of a test that needs the Docker engine is in :data:`ON_DOCKER`."""
+    if missing := sorted({item.nodeid.split("::", 1)[0] for item in items
+                          if "docker_engine" in getattr(item, "fixturenames", ())} - ON_DOCKER):
+        raise pytest.UsageError(f"{', '.join(missing)} use(s) the Docker engine: add to ON_DOCKER in tests/conftest.py")

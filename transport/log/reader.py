@@ -198,8 +198,11 @@ class LocalLogReader:
                 _check_follows(self.directory, segments[index - 1], self._segment)
             after_preamble = index > 0 and read_identity(segment_path(self.directory, segments[index - 1])) is not None
             start = records_start(self.directory, self._segment, log_id(self.directory), after_preamble)
-            data = segment_path(self.directory, self._segment).read_bytes()
-            self._position, self._offset = records_end(data, start, self._segment, stop_at=self._start)
+            if self._start > self._segment:  # the records before the start are walked past
+                data = segment_path(self.directory, self._segment).read_bytes()
+                self._position, self._offset = records_end(data, start, self._segment, stop_at=self._start)
+            else:  # reading starts at the segment's first record: none of it is read twice
+                self._position, self._offset = start, self._segment
             if self._offset < self._start and index == len(segments) - 1:
                 end = scan_segment(segment_path(self.directory, self._segment), self._segment).next_offset
                 if end < self._start:
