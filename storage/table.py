@@ -436,8 +436,8 @@ class Table:
                    if (name := FileName.parse(PurePosixPath(file.relative).name)) is not None and name.attempt
                    and name not in committed and file.mtime_s < cutoff]
         rolled = {f"{ROLLUP_DIR}/{file.relative}" for file in held}
-        rollups = [file.relative for file in list_folder(self.root, ROLLUP_DIR, recursive=True)
-                   if file.relative not in rolled and file.mtime_s < cutoff]
+        rollups = [relative for relative, mtime_s in changed.items()
+                   if relative.startswith(f"{ROLLUP_DIR}/") and relative not in rolled and mtime_s < cutoff]
         files = sorted([*data, *letters, *rollups])
         if not dry_run:
             for relative in files:
