@@ -9,6 +9,8 @@ best of each is reported. Prints one JSON line.
     python -m benchmarks.bench_ingest [--rows 4000000] [--rounds 3] [--flush-rows N] [--s3]
 
 ``--s3`` also ingests into a table on S3 each round (SeaweedFS on loopback, started here).
+``seq_len_bytes_per_row``: the costliest column as stored, and in the encodings that would pack it
+tighter (storage.parquet says why it is not).
 """
 
 from __future__ import annotations
@@ -70,6 +72,21 @@ def plain_write_seconds(table: pa.Table, path: Path, settings: IngestSettings) -
     return time.perf_counter() - start
 
 
+def seq_len_bytes(files: list[Path], rows: int) -> dict[str, float]:
+    """Bytes per request-step of ``seq_len`` as stored (dictionary) and in the two encodings that pack
+    it tighter, the column alone written again with the same codec (storage.parquet says why not)."""
+    stored = sum(metadata.row_group(group).column(metadata.schema.names.index("seq_len")).total_compressed_size
+                 for metadata in map(pq.read_metadata, files) for group in range(metadata.num_row_groups))
+    column = pa.concat_tables(pq.read_table(f, columns=["seq_len"]) for f in files)
+    sizes = {"stored": stored}
+    for encoding in ("DELTA_BINARY_PACKED", "BYTE_STREAM_SPLIT"):
+        sink = pa.BufferOutputStream()
+        pq.write_table(column, sink, compression="zstd", use_dictionary=False, column_encoding={"seq_len": encoding})
+        sizes[encoding.lower()] = pq.read_metadata(pa.BufferReader(sink.getvalue())).row_group(0).column(0) \
+            .total_compressed_size
+    return {name: round(size / rows, 3) for name, size in sizes.items()}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=positive_int, default=4_000_000)
@@ -109,6 +126,7 @@ def main(argv: list[str] | None = None) -> None:
             "e2e_rows_per_s": round(e2e), "plain_write_rows_per_s": round(ceiling),
             "e2e_vs_plain_write": round(e2e / ceiling, 3),
             "parquet_bytes_per_row": round(parquet_bytes / rows, 2), "log_bytes_per_row": round(log_bytes / rows, 1),
+            "seq_len_bytes_per_row": seq_len_bytes(files, rows),
             "compression": settings.compression, "flush_rows": settings.flush_rows, **s3,
         }))
 

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from specmetrics.ingest.batch import DUPLICATE_STEP, DeadLetter, PartitionBuffer
 from specmetrics.ingest.observer import IngestObserver
-from specmetrics.ingest.output import ParquetOptions, write_dead_letters, write_lost_range, write_partitioned
+from specmetrics.ingest.output import write_dead_letters, write_lost_range, write_partitioned
 from specmetrics.ingest.recovery import recent_steps, resume_position
 from specmetrics.ingest.settings import IngestSettings
 from specmetrics.ingest.sources.base import LostRange, Source, SourceUnavailable, SourceWentBack
@@ -37,6 +37,7 @@ from specmetrics.schemas.wire import InvalidRecord, decode_step
 from specmetrics.storage.files import WrittenFile, remove_written
 from specmetrics.storage.layout import FileName
 from specmetrics.storage.location import S3Location
+from specmetrics.storage.parquet import ParquetOptions
 from specmetrics.storage.table import CommitRefused, DataFile, Table, is_table
 
 if TYPE_CHECKING:  # kafka-python is an optional dependency

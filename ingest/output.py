@@ -7,28 +7,20 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from specmetrics.ingest.batch import DeadLetter
 from specmetrics.storage.files import WrittenFile, write_bytes, write_file
 from specmetrics.storage.layout import DEAD_LETTER_DIR, FLUSH_FILES_KEY, FileName
 from specmetrics.storage.location import S3Location
+from specmetrics.storage.parquet import ParquetOptions, write_data_file
 
 _HOUR_US = 3_600_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class ParquetOptions:
-    compression: str = "zstd"
-    compression_level: int | None = None
-    row_group_rows: int = 1_000_000
 
 
 def write_partitioned(
@@ -49,13 +41,8 @@ def write_partitioned(
         when = datetime.fromtimestamp(int(hour) * 3600, UTC)
         # %Y does not pad years before 1000 on glibc
         relative = f"dt={when.year:04d}-{when:%m-%d}/hour={when:%H}/{name.render('parquet')}"
-        written.append(write_file(out, relative, partial(_write_parquet, part, options)))
+        written.append(write_file(out, relative, partial(write_data_file, part, options)))
     return written
-
-
-def _write_parquet(table: pa.Table, options: ParquetOptions, where: Path | pa.NativeFile) -> None:
-    pq.write_table(table, where, compression=options.compression, compression_level=options.compression_level,
-                   row_group_size=options.row_group_rows, write_page_checksum=True)
 
 
 def write_dead_letters(out: Path | S3Location, name: FileName, letters: list[DeadLetter],

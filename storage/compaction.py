@@ -20,13 +20,13 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from specmetrics.storage.files import read_bytes, remove, write_bytes, write_file
 from specmetrics.storage.layout import DEAD_LETTER_DIR, FileName
+from specmetrics.storage.parquet import ParquetOptions, write_data_file
 from specmetrics.storage.table import DataFile, ReplaceRefused, Table, TableFile
 
 logger = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class Compaction:
     merged_files: int
     new_files: int
     rows: int
-    days: tuple[str, ...] = ()
+    days: tuple[str, ...]
 
 
 def compact(table: Table, target_rows: int, compression: str = "zstd") -> Compaction:
@@ -55,7 +55,7 @@ def compact(table: Table, target_rows: int, compression: str = "zstd") -> Compac
         merged = FileName(names[0].source, names[0].partition, names[0].start, names[-1].end, os.urandom(6).hex())
         data = pa.concat_tables([table.read(file) for file in run], promote_options="default")
         relative = PurePosixPath(run[0].relative).with_name(merged.render("parquet")).as_posix()
-        written = write_file(table.root, relative, partial(_write, data, compression))
+        written = write_file(table.root, relative, partial(write_data_file, data, ParquetOptions(compression)))
         letters = [read_bytes(table.root, f"{DEAD_LETTER_DIR}/{name.render('jsonl')}") for name in names]
         lines = b"".join(letter for letter in letters if letter)
         if lines:
@@ -113,7 +113,3 @@ def _name(file: TableFile) -> FileName:
     if name is None:
         raise ValueError(f"{file.location}: a committed file without an ingester's name; not compacted")
     return name
-
-
-def _write(table: pa.Table, compression: str, where: Path | pa.NativeFile) -> None:
-    pq.write_table(table, where, compression=compression, write_page_checksum=True)

@@ -432,9 +432,10 @@ class Table:
         data = [relative for relative in unnamed if changed.get(relative, cutoff) < cutoff]
         held = self.files()
         committed = {FileName.parse(PurePosixPath(file.relative).name) for file in held}
-        letters = [file.relative for file in list_folder(self.root, DEAD_LETTER_DIR)
-                   if (name := FileName.parse(PurePosixPath(file.relative).name)) is not None and name.attempt
-                   and name not in committed and file.mtime_s < cutoff]
+        letters = [relative for relative, mtime_s in changed.items()
+                   if relative.startswith(f"{DEAD_LETTER_DIR}/") and mtime_s < cutoff
+                   and (name := FileName.parse(PurePosixPath(relative).name)) is not None and name.attempt
+                   and name not in committed]
         rolled = {f"{ROLLUP_DIR}/{file.relative}" for file in held}
         rollups = [relative for relative, mtime_s in changed.items()
                    if relative.startswith(f"{ROLLUP_DIR}/") and relative not in rolled and mtime_s < cutoff]

@@ -313,11 +313,12 @@ def test_a_crash_between_file_and_commit_keeps_the_file_and_reads_on_after_it(lo
     assert parquet_files(data_dir)[0] == durable[0] and pq.read_table(data_dir / durable[0]).equals(first)
 
 
-def test_a_request_step_costs_at_most_4_bytes_of_parquet(log_dir: Path, data_dir: Path) -> None:
+def test_a_request_step_costs_at_most_3_2_bytes_of_parquet(log_dir: Path, data_dir: Path) -> None:
+    """3.05 here, about half of it seq_len (schema 1.5)."""
     write_load(log_dir, rows=300_000, engines=2, seed=8)
     stats = ingest_once(log_dir, data_dir)
     size = sum(p.stat().st_size for p in data_dir.glob(DATA_GLOB))
-    assert size / stats.rows <= 4.0
+    assert size / stats.rows <= 3.2
 
 
 def test_a_step_sent_twice_is_stored_and_counted_once_and_the_copy_is_set_aside(
