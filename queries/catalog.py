@@ -212,13 +212,16 @@ def _text(value: object) -> str | None:
 def sql_files(layers: Sequence[str] = LAYERS) -> list[str]:
     """Names of the view files of ``layers``, ``layer/file.sql``, in the order they are run: layer
     by layer, and within a layer a view after the views of that layer it mentions (else by name)."""
+    return [name for layer in layers for name in _layer_files(layer)]
+
+
+@cache
+def _layer_files(layer: str) -> tuple[str, ...]:
+    """:func:`sql_files` of one layer (the package's files do not change while it runs)."""
     root = resources.files("specmetrics.queries") / "sql"
-    ordered: list[str] = []
-    for layer in layers:
-        texts = {entry.name.removesuffix(".sql"): entry.read_text(encoding="utf-8")
-                 for entry in (root / layer).iterdir() if entry.name.endswith(".sql")}
-        ordered += [f"{layer}/{view}.sql" for view in _dependency_order(texts)]
-    return ordered
+    texts = {entry.name.removesuffix(".sql"): entry.read_text(encoding="utf-8")
+             for entry in (root / layer).iterdir() if entry.name.endswith(".sql")}
+    return tuple(f"{layer}/{view}.sql" for view in _dependency_order(texts))
 
 
 @cache
@@ -262,20 +265,22 @@ def create_views(con: duckdb.DuckDBPyConnection, *, rollup_files: bool) -> None:
     """Run every view file over the source views; without ``rollup_files`` the empty
     :data:`ROLLUP_SOURCE_VIEW` is created once :data:`ROLLUP_LAYER` has defined its columns."""
     for layer in LAYERS:
-        for statement in view_statements(con, (layer,)):
+        for statement in view_statements((layer,)):
             con.execute(statement)
         if layer == ROLLUP_LAYER and not rollup_files:
             create_empty_rollup_source(con)
 
 
-def view_statements(con: duckdb.DuckDBPyConnection, layers: Sequence[str] = LAYERS) -> list[str]:
+def view_statements(layers: Sequence[str] = LAYERS) -> list[str]:
     """Every statement of the view files of ``layers``, in the order they are run."""
+    return [statement for layer in layers for statement in _layer_statements(layer)]
+
+
+@cache
+def _layer_statements(layer: str) -> tuple[str, ...]:
     root = resources.files("specmetrics.queries") / "sql"
-    statements: list[str] = []
-    for name in sql_files(layers):
-        text = (root / name).read_text(encoding="utf-8")
-        statements.extend(statement.query for statement in con.extract_statements(text))
-    return statements
+    return tuple(statement.query for name in _layer_files(layer)
+                 for statement in duckdb.extract_statements((root / name).read_text(encoding="utf-8")))
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import duckdb
 import pyarrow as pa
 import sqlglot
 from sqlglot import exp
@@ -102,11 +101,7 @@ def _stored_schema_json() -> dict[str, Any]:
 @cache
 def _definitions() -> tuple[dict[str, _Macro], dict[str, exp.Expr]]:
     """The macros and the views' queries of every layer, parsed from the SQL files, in file order."""
-    con = duckdb.connect()
-    try:
-        statements = view_statements(con, LAYERS)
-    finally:
-        con.close()
+    statements = view_statements(LAYERS)
     macros: dict[str, _Macro] = {}
     queries: dict[str, exp.Expr] = {}
     for statement in statements:

@@ -7,9 +7,13 @@ import json
 import os
 import subprocess
 import sys
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
+from specmetrics.queries import connect
 from tests.support.ingest import ingest_once
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +54,12 @@ class Run:
         if ingest and self.log.exists():
             ingest_once(self.log, self.data)
         self.vllm_log = (root / "vllm.log").read_text()
+
+    @cached_property
+    def views(self) -> duckdb.DuckDBPyConnection:
+        """The views over the run's table, one connection for every test that reads them (the run is
+        over: nothing writes the table any more)."""
+        return connect(self.data)
 
 
 class DemoRun(Run):

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from specmetrics.queries import connect, run_query
+from specmetrics.queries import run_query
 from specmetrics.vllm_scenarios import ENGINES
 from specmetrics.windows import window_metrics
 from tests.support.vllm import ROOT, DemoRun, Run
@@ -43,11 +43,7 @@ def run(request: pytest.FixtureRequest) -> Run:
 def scenario_numbers(run: Run, name: str) -> dict[str, Any]:
     """The views' numbers restricted to one scenario's time window."""
     scenario = run.scenarios[name]
-    con = connect(run.data)
-    try:
-        return window_metrics(con, scenario["started"], scenario["finished"], positions=3)
-    finally:
-        con.close()
+    return window_metrics(run.views, scenario["started"], scenario["finished"], positions=3)
 
 
 DRAFTING = ["draft_model", "eagle", "eagle3", "mtp"]
@@ -104,13 +100,9 @@ def test_one_long_request_turns_drafting_off_for_the_short_ones(run: Run, engine
 def scenario_rows(run: Run, name: str) -> list[dict[str, Any]]:
     """The request-steps of one scenario: request, kind and seq_len, in step order."""
     scenario = run.scenarios[name]
-    con = connect(run.data)
-    try:
-        return run_query(con, "SELECT request_id, kind, seq_len FROM request_steps_between(make_timestamp(CAST(? * 1e6 "
-                              "AS BIGINT)), make_timestamp(CAST(? * 1e6 AS BIGINT) + 1)) ORDER BY step_index",
-                         [scenario["started"], scenario["finished"]]).to_pylist()
-    finally:
-        con.close()
+    return run_query(run.views, "SELECT request_id, kind, seq_len FROM request_steps_between(make_timestamp(CAST("
+                                "? * 1e6 AS BIGINT)), make_timestamp(CAST(? * 1e6 AS BIGINT) + 1)) ORDER BY step_index",
+                     [scenario["started"], scenario["finished"]]).to_pylist()
 
 
 @pytest.mark.parametrize("engine", EXACT)
@@ -158,9 +150,7 @@ def test_ngram_without_a_match_is_k_zero_no_proposal(run: Run) -> None:
 
 
 def test_whole_run_views_equal_vllms_totals(run: Run) -> None:
-    con = connect(run.data)
-    rows = {r["method"]: r for r in run_query(con, "SELECT * FROM acceptance_vllm").to_pylist()}
-    con.close()
+    rows = {r["method"]: r for r in run_query(run.views, "SELECT * FROM acceptance_vllm").to_pylist()}
     assert set(rows) == set(ENGINES)
     for method in ENGINES:
         names = [name for name in SCENARIOS if name.startswith(f"{method}/")]
@@ -172,19 +162,15 @@ def test_whole_run_views_equal_vllms_totals(run: Run) -> None:
 
 def test_every_step_carries_vllms_own_counters_and_the_events_equal_them(run: Run) -> None:
     """Schema 1.6: the audit, step by step, on every method and story run here (with vLLM's stats on)."""
-    con = connect(run.data)
-    try:
-        audit = run_query(con, "SELECT method, steps_compared, steps_differing, steps_without_counts, "
-                               "(SELECT count(DISTINCT event_id) FROM request_steps s WHERE s.method = a.method) "
-                               "AS steps FROM vllm_audit a ORDER BY method").to_pylist()
-        drafted = con.execute("SELECT count(*) FROM vllm_audit_steps WHERE vllm_num_drafts > 0").fetchone()
-    finally:
-        con.close()
+    audit = run_query(run.views, "SELECT method, steps_compared, steps_differing, steps_without_counts, "
+                                 "(SELECT count(DISTINCT event_id) FROM request_steps s WHERE s.method = a.method) "
+                                 "AS steps FROM vllm_audit a ORDER BY method").to_pylist()
+    [drafted] = run_query(run.views, "SELECT count(*) AS n FROM vllm_audit_steps WHERE vllm_num_drafts > 0").to_pylist()
     assert [row["method"] for row in audit] == sorted(ENGINES)
     for row in audit:
         assert row["steps_compared"] == row["steps"] > 0 and row["steps_differing"] == 0, row
         assert row["steps_without_counts"] == 0, row
-    assert drafted is not None and drafted[0] > 100  # vLLM counted drafts at these steps, and they agree
+    assert drafted["n"] > 100  # vLLM counted drafts at these steps, and they agree
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
@@ -193,16 +179,12 @@ def test_each_requests_own_vllm_numbers_stand_beside_the_events_and_the_truth(ru
     in the multiprocess one), as its API returned them per request, are what the view shows as vLLM's,
     equal to the events' count as vLLM counts; the corrected numbers beside them say why they differ."""
     scenario = run.scenarios[name]
-    con = connect(run.data)
-    try:
-        rows = run_query(con, "SELECT vllm_reported_drafts, vllm_reported_draft_tokens, "
-                              "vllm_reported_accepted_tokens, len(vllm_reported_accepted_per_step) AS per_step, "
-                              "differs, num_drafts, num_draft_tokens, acceptance_rate, why "
-                              "FROM request_reconciliation_between(make_timestamp(CAST(? * 1e6 AS BIGINT)), "
-                              "make_timestamp(CAST(? * 1e6 AS BIGINT) + 1)) WHERE method = ?",
-                         [scenario["started"], scenario["finished"], name.split("/", maxsplit=1)[0]]).to_pylist()
-    finally:
-        con.close()
+    rows = run_query(run.views, "SELECT vllm_reported_drafts, vllm_reported_draft_tokens, "
+                                "vllm_reported_accepted_tokens, len(vllm_reported_accepted_per_step) AS per_step, "
+                                "differs, num_drafts, num_draft_tokens, acceptance_rate, why "
+                                "FROM request_reconciliation_between(make_timestamp(CAST(? * 1e6 AS BIGINT)), "
+                                "make_timestamp(CAST(? * 1e6 AS BIGINT) + 1)) WHERE method = ?",
+                     [scenario["started"], scenario["finished"], name.split("/", maxsplit=1)[0]]).to_pylist()
     api = sorted((m["num_spec_steps"], m["num_draft_tokens"], m["num_accepted_draft_tokens"])
                  for m in scenario["per_request"] if m is not None)
     assert sorted((r["vllm_reported_drafts"], r["vllm_reported_draft_tokens"], r["vllm_reported_accepted_tokens"])
@@ -220,12 +202,8 @@ def test_every_event_says_the_context_served_and_that_skips_could_be_seen(run: R
     """vLLM 0.32.0 on this CPU runs Model Runner V1: the context is the configured 512, never capped,
     and the worker's decision reaches the scheduler for every request verified, in one process and
     across processes (schema 1.3)."""
-    con = connect(run.data)
-    try:
-        rows = run_query(con, "SELECT DISTINCT method, max_model_len, context_cap_from, skip_check FROM request_steps "
-                              "ORDER BY ALL").to_pylist()
-    finally:
-        con.close()
+    rows = run_query(run.views, "SELECT DISTINCT method, max_model_len, context_cap_from, skip_check FROM "
+                                "request_steps ORDER BY ALL").to_pylist()
     assert [tuple(r.values()) for r in rows] == [(method, 512, None, "observed") for method in sorted(ENGINES)]
 
 

@@ -58,6 +58,22 @@ def ingest(url: str, out: Path, *extra: str) -> int:
     return main(["ingest", "--source", url, "--out", str(out), "--once", "--quiet", *extra])
 
 
+def wait_for_records(broker: TansuBroker, topic: str, timeout_s: float = 120.0) -> None:
+    """Until ``topic`` holds a record."""
+    consumer = KafkaConsumer(bootstrap_servers=[broker.bootstrap], enable_auto_commit=False,
+                             allow_auto_create_topics=False)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+            if partitions and any(consumer.end_offsets(partitions).values()):
+                return
+            time.sleep(0.1)
+    finally:
+        consumer.close()
+    raise AssertionError(f"no record reached {topic} within {timeout_s:.0f} s")
+
+
 def assert_exactly_once(out: Path, truth: Truth) -> None:
     table = read_rows(out)
     keys = pc.binary_join_element_wise(table["event_id"].cast("string"), table["request_id"], "|")
@@ -218,7 +234,7 @@ def test_steps_resent_after_a_broker_pause_are_stored_and_counted_once(tmp_path:
              "--realtime", "--step-ms", "8", "--truth", str(tmp_path / "truth.json")], cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT), "SPECMETRICS_KAFKA_REQUEST_TIMEOUT_S": "1"},
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(2.0)
+        wait_for_records(broker, "paused")  # producing (paused earlier, it may never reach the broker)
         broker.pause()
         time.sleep(4.0)  # past the delivery timeout (twice the request timeout)
         broker.resume()
