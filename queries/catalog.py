@@ -264,11 +264,13 @@ def _dependency_order(texts: dict[str, str]) -> list[str]:
 def create_views(con: duckdb.DuckDBPyConnection, *, rollup_files: bool) -> None:
     """Run every view file over the source views; without ``rollup_files`` the empty
     :data:`ROLLUP_SOURCE_VIEW` is created once :data:`ROLLUP_LAYER` has defined its columns."""
+    con.execute("BEGIN TRANSACTION")  # one commit, not one a statement: a fifth of connect()'s time
     for layer in LAYERS:
         for statement in view_statements((layer,)):
             con.execute(statement)
         if layer == ROLLUP_LAYER and not rollup_files:
             create_empty_rollup_source(con)
+    con.execute("COMMIT")
 
 
 def view_statements(layers: Sequence[str] = LAYERS) -> list[str]:

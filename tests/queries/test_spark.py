@@ -48,23 +48,19 @@ def test_spark_computes_duckdbs_numbers_from_the_same_definitions(spark: SparkSe
     write_load(log, rows=6_400, seed=32, engine_prefix="k2", num_spec_tokens=2)
     append_bad_record(log)
     ingest_once(log, data, flush_rows=5_000)
+    # seq_len: the column no view here reads, and the one an encoding other than a dictionary would pack
+    # tighter (Spark 4.0 cannot read BYTE_STREAM_SPLIT: storage.parquet).
+    lengths = "SELECT count(seq_len) AS n, sum(seq_len) AS total, max(seq_len) AS longest FROM raw_request_steps"
     con = connect(data)
     try:
         expected = {view: rows(run_query(con, f"SELECT * FROM {view}").to_pylist()) for view in SPARK_VIEWS}
+        duckdb_lengths = run_query(con, lengths).to_pylist()
     finally:
         con.close()
     create_spark_views(spark, data)
     for view in SPARK_VIEWS:
         got = rows([row.asDict() for row in spark.sql(f"SELECT * FROM {view}").collect()])
         assert got == expected[view], view
-    # The column no view here reads, and the one an encoding other than a dictionary would pack tighter
-    # (Spark 4.0 cannot read BYTE_STREAM_SPLIT: storage.parquet).
-    lengths = "SELECT count(seq_len) AS n, sum(seq_len) AS total, max(seq_len) AS longest FROM raw_request_steps"
-    con = connect(data)
-    try:
-        duckdb_lengths = run_query(con, lengths).to_pylist()
-    finally:
-        con.close()
     assert [row.asDict() for row in spark.sql(lengths).collect()] == duckdb_lengths
     assert duckdb_lengths[0]["n"] > 20_000
     kinds = {row["kind"] for row in expected["outcome_shares"]}
