@@ -82,8 +82,9 @@ def seq_len_bytes(files: list[Path], rows: int) -> dict[str, float]:
     for encoding in ("DELTA_BINARY_PACKED", "BYTE_STREAM_SPLIT"):
         sink = pa.BufferOutputStream()
         pq.write_table(column, sink, compression="zstd", use_dictionary=False, column_encoding={"seq_len": encoding})
-        sizes[encoding.lower()] = pq.read_metadata(pa.BufferReader(sink.getvalue())).row_group(0).column(0) \
-            .total_compressed_size
+        written = pq.read_metadata(pa.BufferReader(sink.getvalue()))
+        sizes[encoding.lower()] = sum(written.row_group(group).column(0).total_compressed_size
+                                      for group in range(written.num_row_groups))
     return {name: round(size / rows, 3) for name, size in sizes.items()}
 
 
