@@ -33,7 +33,7 @@ from specmetrics.queries.catalog import (
     register_storage,
     rollup_schema,
 )
-from specmetrics.storage.location import S3Location
+from specmetrics.storage.location import S3Location, address
 from specmetrics.storage.readable import select_files
 
 
@@ -56,7 +56,7 @@ def export_database(data: Path | S3Location, target: Path, *, force: bool = Fals
     files.warn()
     data_files = [file.location for file in files.files]
     rollups = [files.location(rollup) for rollup in files.rollups]
-    where = str(root) if isinstance(root, Path) else root.url
+    where = address(root)
     if not data_files:
         raise FileNotFoundError(f"no data files of the ingester under {where!r}: not written by 'specmetrics "
                                 "ingest', or not yet")

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from pyarrow.fs import FileType
 
 from specmetrics.storage.files import list_folder, read_bytes
-from specmetrics.storage.location import S3Location
+from specmetrics.storage.location import S3Location, located
 
 LOG_DIR = "_delta_log"
 _COMMIT = re.compile(r"^(\d{20})\.json$")
@@ -102,11 +102,9 @@ def _commit_problem(content: bytes) -> str | None:
 def file_damage(root: Path | S3Location, relative: str, size: int, pages: bool = True) -> str | None:
     """What is wrong with the data file ``relative`` whose commit says ``size`` bytes (None: it is there
     with that size, and :func:`parquet_damage` finds nothing)."""
-    if isinstance(root, S3Location):
-        info = root.filesystem().get_file_info(root.key(relative))
-        found = info.size if info.type == FileType.File else None
-    else:
-        found = (root / relative).stat().st_size if (root / relative).is_file() else None
+    path, filesystem = located(root, relative)
+    info = filesystem.get_file_info(path)
+    found = info.size if info.type == FileType.File else None
     return size_damage(found, size) or parquet_damage(root, relative, pages)
 
 
@@ -122,11 +120,8 @@ def parquet_damage(root: Path | S3Location, relative: str, pages: bool = True) -
     """What does not decode in the Parquet file ``relative``: its footer or, with ``pages``, a page (a
     page written with a checksum must match it); None: nothing."""
     try:
-        if isinstance(root, S3Location):
-            source: str | pa.NativeFile = root.filesystem().open_input_file(root.key(relative))
-        else:
-            source = str(root / relative)
-        parquet = pq.ParquetFile(source, page_checksum_verification=True)
+        path, filesystem = located(root, relative)
+        parquet = pq.ParquetFile(filesystem.open_input_file(path), page_checksum_verification=True)
     except (pa.ArrowException, OSError, ValueError) as exc:
         return f"its footer does not decode ({one_line(exc)})"
     for group in range(parquet.num_row_groups if pages else 0):

@@ -5,6 +5,7 @@ removed by their path under the root (``dt=…/hour=…/<name>``, ``_dead_letter
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from stat import S_ISREG
@@ -13,7 +14,7 @@ import pyarrow as pa
 from pyarrow.fs import FileSelector, FileType
 
 from specmetrics.storage.durable import write_durably
-from specmetrics.storage.location import S3Location
+from specmetrics.storage.location import S3Location, located
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,16 +68,12 @@ def write_bytes(data: bytes, where: Path | pa.NativeFile) -> None:
 
 def read_bytes(root: Path | S3Location, relative: str) -> bytes | None:
     """The contents of ``relative`` under ``root`` (None: there is no such file)."""
-    if isinstance(root, Path):
-        try:
-            return (root / relative).read_bytes()
-        except FileNotFoundError:
-            return None
-    filesystem = root.filesystem()
-    if filesystem.get_file_info(root.key(relative)).type != FileType.File:
+    path, filesystem = located(root, relative)
+    try:
+        with filesystem.open_input_stream(path) as stream:
+            data: bytes = stream.read()
+    except FileNotFoundError:
         return None
-    with filesystem.open_input_stream(root.key(relative)) as stream:
-        data: bytes = stream.read()
     return data
 
 
@@ -112,10 +109,9 @@ def _listed(root: Path, path: Path) -> ListedFile | None:
 
 def remove(root: Path | S3Location, relative: str) -> None:
     """Delete ``relative`` under ``root`` (nothing if it is gone already)."""
-    if isinstance(root, Path):
-        (root / relative).unlink(missing_ok=True)
-    elif root.filesystem().get_file_info(root.key(relative)).type == FileType.File:
-        root.filesystem().delete_file(root.key(relative))
+    path, filesystem = located(root, relative)
+    with suppress(FileNotFoundError):  # removed by another process meanwhile, or never there
+        filesystem.delete_file(path)
 
 
 def remove_written(files: list[WrittenFile]) -> list[str]:

@@ -153,6 +153,23 @@ def is_s3(target: str | Path) -> bool:
     return str(target).startswith(S3_SCHEME)
 
 
+def address(root: Path | S3Location, relative: str = "") -> str:
+    """``relative`` under ``root`` as readers (DuckDB, delta-rs) and messages name it: a local path,
+    or an ``s3://`` URL."""
+    base = root.url if isinstance(root, S3Location) else str(root)
+    return f"{base}/{relative}" if relative else base
+
+
+def located(root: Path | S3Location, relative: str) -> tuple[str, pyarrow.fs.FileSystem]:
+    """``relative`` under ``root`` for pyarrow: its path, and the file system that holds it (the local
+    one for a folder), so that one call reads a local file and an object alike."""
+    if isinstance(root, S3Location):
+        return root.key(relative), root.filesystem()
+    from pyarrow.fs import LocalFileSystem
+
+    return str(root / relative), LocalFileSystem()
+
+
 #: What the store's error codes mean, for the one line an operator reads.
 _STORE_CODES = {
     "SignatureDoesNotMatch": "wrong credentials (the store does not accept the secret key)",

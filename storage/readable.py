@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from specmetrics.schemas.version import SCHEMA_VERSION
 from specmetrics.storage.files import list_folder
 from specmetrics.storage.layout import ROLLUP_DIR
-from specmetrics.storage.location import S3Location
+from specmetrics.storage.location import S3Location, address, located
 from specmetrics.storage.table import Table, TableFile, is_table
 
 logger = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class ReadableFiles:
 
     def location(self, relative: str) -> str:
         """Where the file ``relative`` (a path under the root) is: a local path, or an ``s3://`` URL."""
-        return str(self.root / relative) if isinstance(self.root, Path) else f"{self.root.url}/{relative}"
+        return address(self.root, relative)
 
     def warn(self) -> None:
         """Log a warning for each file left out."""
@@ -131,15 +131,14 @@ def cached(cache: dict[K, T], key: K, read: Callable[[], T]) -> T:
 def _rollups(root: Path | S3Location, files: list[TableFile], schema: pa.Schema, left_out: list[LeftOut]) -> list[str]:
     """The rollups of ``files`` that have a rollup's schema; those of another go to ``left_out``."""
     present = {file.relative: file for file in list_folder(root, ROLLUP_DIR, recursive=True)}
-    where = str(root) if isinstance(root, Path) else root.url
+    where = address(root)
     rollups = []
     for file in files:
         if (listed := present.get(rollup := f"{ROLLUP_DIR}/{file.relative}")) is None:
             continue
         # A rollup is replaced whole: the same size and time, the same schema (a report selects its
         # window's files several times, and on S3 each schema read is a request to the store).
-        path, filesystem = (str(root / rollup), None) if isinstance(root, Path) else \
-            (root.key(rollup), root.filesystem())
+        path, filesystem = located(root, rollup)
         difference = cached(_ROLLUP_SCHEMAS, (where, rollup, listed.size, listed.mtime_s),
                             partial(_rollup_schema_difference, path, schema, filesystem))
         if difference is None:
@@ -149,8 +148,7 @@ def _rollups(root: Path | S3Location, files: list[TableFile], schema: pa.Schema,
     return rollups
 
 
-def _rollup_schema_difference(path: Path | str, schema: pa.Schema,
-                              filesystem: pafs.FileSystem | None = None) -> str | None:
+def _rollup_schema_difference(path: str, schema: pa.Schema, filesystem: pafs.FileSystem) -> str | None:
     try:
         stored = pq.read_schema(path, filesystem=filesystem).remove_metadata()
     except (OSError, pa.ArrowException) as exc:

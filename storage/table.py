@@ -50,7 +50,7 @@ from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
 from specmetrics.storage.damage import LOG_DIR, StoreDamaged, file_damage, log_damage, one_line, os_errno, size_damage
 from specmetrics.storage.files import list_folder, remove
 from specmetrics.storage.layout import DEAD_LETTER_DIR, ROLLUP_DIR, FileName
-from specmetrics.storage.location import S3Location, store_error
+from specmetrics.storage.location import S3Location, address, located, store_error
 
 logger = logging.getLogger(__name__)
 
@@ -376,14 +376,13 @@ class Table:
                                         actions["partition.dt"].to_pylist(), actions["partition.hour"].to_pylist(),
                                         strict=True):
             if (first is None or dt >= first) and (last is None or dt <= last):
-                files.append(TableFile(f"{self.url}/{path}", path, size, dt, hour))
+                files.append(TableFile(address(self.root, path), path, size, dt, hour))
         return files
 
     def read(self, file: TableFile, columns: list[str] | None = None) -> pa.Table:
         """The rows of one of the table's data files."""
-        if isinstance(self.root, S3Location):
-            return pq.read_table(self.root.key(file.relative), columns=columns, filesystem=self.root.filesystem())
-        return pq.read_table(file.location, columns=columns)
+        path, filesystem = located(self.root, file.relative)
+        return pq.read_table(path, columns=columns, filesystem=filesystem)
 
     def replace(self, removed: Sequence[TableFile], added: Sequence[DataFile]) -> None:
         """One commit that removes ``removed`` and adds ``added`` (data files under ``root``), the
@@ -448,9 +447,8 @@ class Table:
 
     def rows(self, file: TableFile) -> int:
         """The rows of one of the table's data files, from its footer."""
-        if isinstance(self.root, S3Location):
-            return int(pq.read_metadata(self.root.key(file.relative), filesystem=self.root.filesystem()).num_rows)
-        return int(pq.read_metadata(file.location).num_rows)
+        path, filesystem = located(self.root, file.relative)
+        return int(pq.read_metadata(path, filesystem=filesystem).num_rows)
 
     def checkpoint(self) -> int:
         """Write a checkpoint of the log at its latest version (readers then start from it, not from
