@@ -10,7 +10,8 @@ best of each is reported. Prints one JSON line.
 
 ``--s3`` also ingests into a table on S3 each round (SeaweedFS on loopback, started here).
 ``seq_len_bytes_per_row``: the costliest column as stored, and in the encodings that would pack it
-tighter (storage.parquet says why it is not).
+tighter (storage.parquet says why it is not); ``bytes_per_row_if``: the rows without it, and with it
+only where a step was skipped for length.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import uuid
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from benchmarks.args import positive_int
@@ -88,6 +90,24 @@ def seq_len_bytes(files: list[Path], rows: int) -> dict[str, float]:
     return {name: round(size / rows, 3) for name, size in sizes.items()}
 
 
+def layout_bytes(files: list[Path], rows: int, settings: IngestSettings) -> dict[str, float]:
+    """Bytes per request-step of the stored rows written again as one table (the ingester's codec and
+    row groups) without ``seq_len``, and with it only on the rows skipped for length (the one place a
+    view reads it): what issue 42's 1.5 bytes would take."""
+    table = pa.concat_tables(pq.read_table(f) for f in files)
+    skipped = pc.equal(table["kind"].cast(pa.string()), "skipped_for_length")
+    where_skipped = pc.if_else(skipped, table["seq_len"], pa.scalar(None, pa.int32()))
+    layouts = {"without_seq_len": table.drop_columns(["seq_len"]),
+               "seq_len_where_skipped": table.set_column(table.schema.get_field_index("seq_len"), "seq_len",
+                                                         where_skipped)}
+    sizes = {}
+    for name, layout in layouts.items():
+        sink = pa.BufferOutputStream()
+        pq.write_table(layout, sink, compression=settings.compression, row_group_size=settings.row_group_rows)
+        sizes[name] = round(len(sink.getvalue()) / rows, 3)
+    return sizes
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=positive_int, default=4_000_000)
@@ -128,6 +148,7 @@ def main(argv: list[str] | None = None) -> None:
             "e2e_vs_plain_write": round(e2e / ceiling, 3),
             "parquet_bytes_per_row": round(parquet_bytes / rows, 2), "log_bytes_per_row": round(log_bytes / rows, 1),
             "seq_len_bytes_per_row": seq_len_bytes(files, rows),
+            "bytes_per_row_if": layout_bytes(files, rows, settings),
             "compression": settings.compression, "flush_rows": settings.flush_rows, **s3,
         }))
 
