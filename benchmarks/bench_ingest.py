@@ -74,7 +74,7 @@ def plain_write_seconds(table: pa.Table, path: Path, settings: IngestSettings) -
     return time.perf_counter() - start
 
 
-def seq_len_bytes(files: list[Path], rows: int) -> dict[str, float]:
+def seq_len_bytes(files: list[Path], rows: int, settings: IngestSettings) -> dict[str, float]:
     """Bytes per request-step of ``seq_len`` as stored (dictionary) and in the two encodings that pack
     it tighter, the column alone written again with the same codec (storage.parquet says why not)."""
     stored = sum(metadata.row_group(group).column(metadata.schema.names.index("seq_len")).total_compressed_size
@@ -83,7 +83,8 @@ def seq_len_bytes(files: list[Path], rows: int) -> dict[str, float]:
     sizes = {"stored": stored}
     for encoding in ("DELTA_BINARY_PACKED", "BYTE_STREAM_SPLIT"):
         sink = pa.BufferOutputStream()
-        pq.write_table(column, sink, compression="zstd", use_dictionary=False, column_encoding={"seq_len": encoding})
+        pq.write_table(column, sink, compression=settings.compression, row_group_size=settings.row_group_rows,
+                       use_dictionary=False, column_encoding={"seq_len": encoding})
         written = pq.read_metadata(pa.BufferReader(sink.getvalue()))
         sizes[encoding.lower()] = sum(written.row_group(group).column(0).total_compressed_size
                                       for group in range(written.num_row_groups))
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
             "e2e_rows_per_s": round(e2e), "plain_write_rows_per_s": round(ceiling),
             "e2e_vs_plain_write": round(e2e / ceiling, 3),
             "parquet_bytes_per_row": round(parquet_bytes / rows, 2), "log_bytes_per_row": round(log_bytes / rows, 1),
-            "seq_len_bytes_per_row": seq_len_bytes(files, rows),
+            "seq_len_bytes_per_row": seq_len_bytes(files, rows, settings),
             "bytes_per_row_if": layout_bytes(files, rows, settings),
             "compression": settings.compression, "flush_rows": settings.flush_rows, **s3,
         }))

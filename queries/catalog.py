@@ -275,14 +275,14 @@ def create_views(con: duckdb.DuckDBPyConnection, *, rollup_files: bool) -> None:
 
 def view_statements(layers: Sequence[str] = LAYERS) -> list[str]:
     """Every statement of the view files of ``layers``, in the order they are run."""
-    return [statement for layer in layers for statement in _layer_statements(layer)]
+    return [statement for name in sql_files(layers) for statement in file_statements(name)]
 
 
 @cache
-def _layer_statements(layer: str) -> tuple[str, ...]:
-    root = resources.files("specmetrics.queries") / "sql"
-    return tuple(statement.query for name in _layer_files(layer)
-                 for statement in duckdb.extract_statements((root / name).read_text(encoding="utf-8")))
+def file_statements(name: str) -> tuple[str, ...]:
+    """The statements of the package's SQL file ``name`` (``layer/file.sql``), parsed once per process."""
+    text = (resources.files("specmetrics.queries") / "sql" / name).read_text(encoding="utf-8")
+    return tuple(statement.query for statement in duckdb.extract_statements(text))
 
 
 @dataclass(frozen=True)
@@ -348,10 +348,9 @@ def rollup_connection() -> duckdb.DuckDBPyConnection:
     try:
         create_empty_source(con)
         con.execute("SET TimeZone = 'UTC'")
-        root = resources.files("specmetrics.queries") / "sql"
         for name in files_needed(f"{ROLLUP_LAYER}/file_rollup.sql", LAYERS[:LAYERS.index(ROLLUP_LAYER) + 1]):
-            for statement in con.extract_statements((root / name).read_text(encoding="utf-8")):
-                con.execute(statement.query)
+            for statement in file_statements(name):
+                con.execute(statement)
     except BaseException:
         con.close()
         raise

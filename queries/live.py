@@ -10,12 +10,11 @@ them per group. So every live counter is defined where the views' numbers are, o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 
 import duckdb
 import pyarrow as pa
 
-from specmetrics.queries.catalog import sql_files
+from specmetrics.queries.catalog import file_statements, sql_files
 
 LIVE_SOURCE = "live_histogram"
 #: The table the live metrics hand over: outcome_histogram's columns, without the draft flags.
@@ -79,10 +78,9 @@ class LiveTotals:
         self._con = duckdb.connect(":memory:", config={"threads": 1, "python_enable_replacements": False})
         try:
             self._con.register(LIVE_SOURCE, LIVE_HISTOGRAM_SCHEMA.empty_table())
-            root = resources.files("specmetrics.queries") / "sql"
             for name in (*sql_files(("definitions",)), *LIVE_FILES):
-                for statement in self._con.extract_statements((root / name).read_text(encoding="utf-8")):
-                    self._con.execute(statement.query)
+                for statement in file_statements(name):
+                    self._con.execute(statement)
         except BaseException:
             self._con.close()
             raise

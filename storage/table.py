@@ -432,7 +432,7 @@ class Table:
         held = self.files()
         committed = {FileName.parse(PurePosixPath(file.relative).name) for file in held}
         letters = [relative for relative, mtime_s in changed.items()
-                   if relative.startswith(f"{DEAD_LETTER_DIR}/") and mtime_s < cutoff
+                   if PurePosixPath(relative).parent.as_posix() == DEAD_LETTER_DIR and mtime_s < cutoff
                    and (name := FileName.parse(PurePosixPath(relative).name)) is not None and name.attempt
                    and name not in committed]
         rolled = {f"{ROLLUP_DIR}/{file.relative}" for file in held}
