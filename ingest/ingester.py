@@ -81,6 +81,7 @@ class _Flush:
     dead_letters: list[DeadLetter]
     first_event_us: int | None
     written: list[WrittenFile] = field(default_factory=list)  # filled by the writer thread
+    data: list[DataFile] = field(default_factory=list)  # the data files of written, as the commit names them
     lost: LostRange | None = None  # a flush that records offsets gone from the source, and nothing else
     refused: list[CommitRefused] = field(default_factory=list)  # a table that refused the flush's commit
 
@@ -490,8 +491,7 @@ class Ingester:
         thread: a commit reads and writes the table's log)."""
         self._write_files(work)
         try:
-            self._table.commit(work.name, [DataFile(file.relative, file.size) for file in work.written
-                                           if file.suffix == ".parquet"])
+            self._table.commit(work.name, work.data)
         except CommitRefused as refused:
             remove_written(work.written)
             work.refused.append(refused)
@@ -500,8 +500,7 @@ class Ingester:
         if work.lost is not None or not work.table.num_rows:
             # Every commit names a data file of the flush's offsets: it is what makes them stored.
             at_us = work.first_event_us if work.first_event_us is not None else time.time_ns() // 1000
-            work.written.extend(write_partitioned(self.out, work.name, work.table, work.event_time_us, self._options,
-                                                  at_us))
+            self._write_data(work, at_us)
         if work.lost is not None:
             letters = write_lost_range(self.out, work.name, work.lost.reason)
             work.written.append(letters)
@@ -510,8 +509,7 @@ class Ingester:
             return
         letter_files = 1 if work.dead_letters else 0
         if work.table.num_rows:
-            work.written.extend(write_partitioned(self.out, work.name, work.table, work.event_time_us, self._options,
-                                                  work.first_event_us, other_files=letter_files))
+            self._write_data(work, work.first_event_us, other_files=letter_files)
         if work.dead_letters:
             flush_files = len(work.written) + 1
             work.written.append(write_dead_letters(self.out, work.name, work.dead_letters, flush_files))
@@ -520,6 +518,13 @@ class Ingester:
                                work.name.source, letter.partition, letter.offset, letter.reason)
             if self._dead_letter_topic is not None:
                 self._dead_letter_topic.publish(self._dead_letter_topic.address.topic, work.dead_letters)
+
+
+    def _write_data(self, work: _Flush, empty_at_us: int | None, other_files: int = 0) -> None:
+        for written, data in write_partitioned(self.out, work.name, work.table, work.event_time_us, self._options,
+                                               empty_at_us, other_files):
+            work.written.append(written)
+            work.data.append(data)
 
 
 def _open_table(out: Path | S3Location) -> Table:

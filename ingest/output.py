@@ -19,6 +19,7 @@ from specmetrics.storage.files import WrittenFile, write_bytes, write_file
 from specmetrics.storage.layout import DEAD_LETTER_DIR, FLUSH_FILES_KEY, FileName
 from specmetrics.storage.location import S3Location
 from specmetrics.storage.parquet import ParquetOptions, write_data_file
+from specmetrics.storage.table import DataFile, FileStats
 
 _HOUR_US = 3_600_000_000
 
@@ -26,11 +27,12 @@ _HOUR_US = 3_600_000_000
 def write_partitioned(
     out: Path | S3Location, name: FileName, table: pa.Table, event_time_us: np.ndarray, options: ParquetOptions,
     empty_at_us: int | None = None, other_files: int = 0,
-) -> list[WrittenFile]:
-    """Write ``table`` split by event-time hour, one durable file per hour. A table without rows
-    is written as one file without rows in the hour of ``empty_at_us`` (if given), so that its
-    name still says which offsets the flush covered. Each file records the flush's file count:
-    these files and ``other_files`` more (its dead letters, written after them)."""
+) -> list[tuple[WrittenFile, DataFile]]:
+    """Write ``table`` split by event-time hour, one durable file per hour: each as written, and as
+    its commit names it (with its statistics). A table without rows is written as one file without
+    rows in the hour of ``empty_at_us`` (if given), so that its name still says which offsets the
+    flush covered. Each file records the flush's file count: these files and ``other_files`` more
+    (its dead letters, written after them)."""
     hours = event_time_us // _HOUR_US if len(table) or empty_at_us is None else np.array([empty_at_us // _HOUR_US])
     unique_hours = np.unique(hours)
     flush_files = str(len(unique_hours) + other_files).encode()
@@ -41,7 +43,8 @@ def write_partitioned(
         when = datetime.fromtimestamp(int(hour) * 3600, UTC)
         # %Y does not pad years before 1000 on glibc
         relative = f"dt={when.year:04d}-{when:%m-%d}/hour={when:%H}/{name.render('parquet')}"
-        written.append(write_file(out, relative, partial(write_data_file, part, options)))
+        file = write_file(out, relative, partial(write_data_file, part, options))
+        written.append((file, DataFile(file.relative, file.size, FileStats.of(part))))
     return written
 
 

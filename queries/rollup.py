@@ -64,7 +64,7 @@ _ROLLUP_PARTS = ("FROM file_rollup WHERE request_id IS NULL ORDER BY ALL",
 def build_missing(data: Path | S3Location, rebuild: bool = False, since: datetime | None = None,
                   until: datetime | None = None, progress: Callable[[int, int], None] | None = None) -> list[str]:
     """Write the rollup of every data file of the table at ``data`` (a local folder or an S3
-    prefix; of the days from ``since`` to ``until``) that has none, or of all of them with
+    prefix; that may hold rows of ``since <= event_time < until``) that has none, or of all of them with
     ``rebuild``; returns the rollups written, as paths under ``data``. Only the files readers take
     are rolled up (:func:`storage.readable.select_files`); a rollup readers leave out (another
     schema) is written again. ``progress(done, total)`` after each one. A local data file that
@@ -130,15 +130,15 @@ def _read_only(con: duckdb.DuckDBPyConnection, data_file: Path | str) -> None:
 
 def window_files(data: Path | S3Location, since: datetime | None = None,
                  until: datetime | None = None) -> frozenset[str]:
-    """The data files readers take of the days from ``since`` to ``until``, as paths under
-    ``data``: compared before and after a report reads rollups, to see a file that arrived or
+    """The data files readers take that may hold rows of ``since <= event_time < until``, as paths
+    under ``data``: compared before and after a report reads rollups, to see a file that arrived or
     went meanwhile."""
     return frozenset(select_files(data, since, until).data)
 
 
 def rollups_cover(data: Path | S3Location, since: datetime | None = None, until: datetime | None = None) -> bool:
-    """Whether every data file readers take of the days from ``since`` to ``until`` has its
-    rollup (only rollups of committed files are read)."""
+    """Whether every data file readers take that may hold rows of ``since <= event_time < until``
+    has its rollup (only rollups of committed files are read)."""
     files = select_files(data, since, until, rollup_schema())
     if missing := len(files.data) - len(files.rollups):
         logger.info("rollups do not cover %s (%d data file(s) without one): reading raw rows", data, missing)

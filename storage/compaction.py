@@ -27,7 +27,7 @@ import pyarrow as pa
 from specmetrics.storage.files import read_bytes, remove, write_bytes, write_file
 from specmetrics.storage.layout import DEAD_LETTER_DIR, FileName
 from specmetrics.storage.parquet import ParquetOptions, write_data_file
-from specmetrics.storage.table import DataFile, ReplaceRefused, Table, TableFile
+from specmetrics.storage.table import DataFile, FileStats, ReplaceRefused, Table, TableFile
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ def compact(table: Table, target_rows: int, compression: str = "zstd") -> Compac
             write_file(table.root, letters_file, partial(write_bytes, lines))
             written_letters.append(letters_file)
         removed.extend(run)
-        added.append(DataFile(written.relative, written.size))
+        added.append(DataFile(written.relative, written.size, FileStats.of(data)))
         rows += data.num_rows
     if added:
         try:

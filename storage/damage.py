@@ -99,13 +99,15 @@ def _commit_problem(content: bytes) -> str | None:
     return None
 
 
-def file_damage(root: Path | S3Location, relative: str, size: int, pages: bool = True) -> str | None:
-    """What is wrong with the data file ``relative`` whose commit says ``size`` bytes (None: it is there
-    with that size, and :func:`parquet_damage` finds nothing)."""
+def file_damage(root: Path | S3Location, relative: str, size: int, pages: bool = True,
+                rows: int | None = None) -> str | None:
+    """What is wrong with the data file ``relative`` whose commit says ``size`` bytes (and ``rows``
+    rows, if it recorded them; None: it is there with that size, and :func:`parquet_damage` finds
+    nothing)."""
     path, filesystem = located(root, relative)
     info = filesystem.get_file_info(path)
     found = info.size if info.type == FileType.File else None
-    return size_damage(found, size) or parquet_damage(root, relative, pages)
+    return size_damage(found, size) or parquet_damage(root, relative, pages, rows)
 
 
 def size_damage(found: int | None, size: int) -> str | None:
@@ -116,14 +118,17 @@ def size_damage(found: int | None, size: int) -> str | None:
     return None if found == size else f"named by the table's log with {size} bytes, but has {found}"
 
 
-def parquet_damage(root: Path | S3Location, relative: str, pages: bool = True) -> str | None:
+def parquet_damage(root: Path | S3Location, relative: str, pages: bool = True, rows: int | None = None) -> str | None:
     """What does not decode in the Parquet file ``relative``: its footer or, with ``pages``, a page (a
-    page written with a checksum must match it); None: nothing."""
+    page written with a checksum must match it), or what its footer says differs from the ``rows``
+    its commit recorded; None: nothing."""
     try:
         path, filesystem = located(root, relative)
         parquet = pq.ParquetFile(filesystem.open_input_file(path), page_checksum_verification=True)
     except (pa.ArrowException, OSError, ValueError) as exc:
         return f"its footer does not decode ({one_line(exc)})"
+    if rows is not None and parquet.metadata.num_rows != rows:
+        return f"named by the table's log with {rows:,} rows, but holds {parquet.metadata.num_rows:,}"
     for group in range(parquet.num_row_groups if pages else 0):
         try:
             parquet.read_row_group(group)

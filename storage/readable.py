@@ -82,12 +82,12 @@ class NotATable(ValueError):
 
 def select_files(root: Path | S3Location, since: datetime | None = None, until: datetime | None = None,
                  rollup_schema: pa.Schema | None = None) -> ReadableFiles:
-    """The data files (of the days from ``since`` to ``until``) of the table at ``root`` (a local
-    folder or an S3 prefix), and the rollups when ``rollup_schema`` is given (see the module
-    docstring). A local file missing, or not of its committed size, is left out (on S3 ``verify``
-    finds it: a listing per query would cost a request). Nothing of a local folder that is missing
-    or holds no data folder yet; :class:`NotATable` for a tree; FileNotFoundError for an S3 prefix
-    without a table."""
+    """The data files of the table at ``root`` (a local folder or an S3 prefix) that may hold rows
+    of ``since <= event_time < until`` (:meth:`storage.table.Table.files`), and the rollups when
+    ``rollup_schema`` is given (see the module docstring). A local file missing, or not of its
+    committed size, is left out (on S3 ``verify`` finds it: a listing per query would cost a
+    request). Nothing of a local folder that is missing or holds no data folder yet;
+    :class:`NotATable` for a tree; FileNotFoundError for an S3 prefix without a table."""
     if not is_table(root):
         if isinstance(root, S3Location):
             raise FileNotFoundError(f"{root.url} holds no table: point at the output of 'specmetrics ingest --out "

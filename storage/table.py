@@ -18,7 +18,9 @@ lie in a tree. What differs is the truth:
   writers of one partition cannot both commit the same offsets, and the writer that resumes
   reads where to from the log, never from file names;
 * a dead-letter file counts when the commit of its flush names a data file of the same offsets
-  (every flush of a table commits at least one data file, without rows where it had none).
+  (every flush of a table commits at least one data file, without rows where it had none);
+* each add action carries the file's statistics (:class:`FileStats`: rows, and the bounds of its
+  event times and offsets), by which readers skip files outside a time window unopened.
 
 ``deltalake`` (delta-rs) writes and reads the log; Spark, Trino, DuckDB or Polars read the
 table as any Delta table (``dt`` and ``hour`` are its partition columns).
@@ -27,14 +29,17 @@ table as any Delta table (``dt`` and ``hour`` are its partition columns).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema
 from deltalake.exceptions import CommitFailedError, DeltaError
@@ -82,28 +87,93 @@ IN_FLIGHT_HOURS = 1.0
 REPLACE_ATTEMPTS = 20
 
 
+#: The columns whose least and greatest values each commit records per data file (Delta's file
+#: statistics, with its row count): Delta readers (delta-rs, Polars, Spark, Trino) and
+#: :meth:`Table.files` skip the files outside a time window by them without opening one.
+STATS_COLUMNS = ("event_time", "log_partition", "log_offset")
+_MS = timedelta(milliseconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class FileStats:
+    """A data file's rows and, when it has any (and they are known), the least (``low``) and greatest
+    (``high``) value of each of :data:`STATS_COLUMNS`."""
+
+    rows: int
+    low: tuple[object, ...] = ()
+    high: tuple[object, ...] = ()
+
+    @classmethod
+    def of(cls, data: pa.Table) -> FileStats:
+        if not data.num_rows:
+            return cls(0)
+        bounds = [pc.min_max(data[column]) for column in STATS_COLUMNS]
+        return cls(data.num_rows, tuple(bound["min"].as_py() for bound in bounds),
+                   tuple(bound["max"].as_py() for bound in bounds))
+
+    def json(self) -> str:
+        """As an add action's ``stats``. Delta keeps times to the millisecond: the least is
+        rounded down and the greatest up (left out where that passes the year 9999), so that no
+        reader skips a file holding a row it wants."""
+        stats: dict[str, object] = {"numRecords": self.rows}
+        if self.low:
+            stats["minValues"] = {column: _stat(value, up=False) for column, value in zip(STATS_COLUMNS, self.low,
+                                                                                          strict=True)}
+            stats["maxValues"] = {column: stat for column, value in zip(STATS_COLUMNS, self.high, strict=True)
+                                  if (stat := _stat(value, up=True)) is not None}
+            stats["nullCount"] = dict.fromkeys(STATS_COLUMNS, 0)
+        return json.dumps(stats)
+
+
+def _stat(value: object, up: bool) -> object:
+    if not isinstance(value, datetime):
+        return value
+    below = value - timedelta(microseconds=value.microsecond % 1000)
+    if not up or below == value:
+        return below.isoformat(timespec="milliseconds")
+    return None if below > datetime.max - _MS else (below + _MS).isoformat(timespec="milliseconds")
+
+
 @dataclass(frozen=True, slots=True)
 class DataFile:
-    """A data file to commit: its path under the table's root (``dt=…/hour=…/<name>``) and size."""
+    """A data file to commit: its path under the table's root (``dt=…/hour=…/<name>``), size and
+    statistics."""
 
     relative: str
     size: int
+    stats: FileStats
 
     @classmethod
     def local(cls, root: Path, path: Path) -> DataFile:
-        return cls(path.relative_to(root).as_posix(), path.stat().st_size)
+        """A data file written under the local folder ``root``, its statistics read from it."""
+        return cls(path.relative_to(root).as_posix(), path.stat().st_size,
+                   FileStats.of(pq.read_table(path, columns=list(STATS_COLUMNS))))
 
 
 @dataclass(frozen=True, slots=True)
 class TableFile:
     """A data file a commit names: where it is (an absolute path, or an ``s3://`` URL), its path
-    under the table's root, size in bytes and partition values."""
+    under the table's root, size in bytes, partition values and, when its commit recorded them,
+    its rows and the first and last ``event_time`` (to the millisecond, as Delta keeps them)."""
 
     location: str
     relative: str
     size: int
     dt: str
     hour: str
+    rows: int | None = None
+    first_event: datetime | None = None
+    last_event: datetime | None = None
+
+    def may_hold(self, since: datetime | None, until: datetime | None) -> bool:
+        """Whether rows of the file may lie in ``since <= event_time < until``, as its statistics
+        tell (without them: yes). A writer other than specmetrics may have rounded the last time
+        down to the millisecond, so a millisecond is added to it. Times without a zone are UTC."""
+        if self.first_event is None or self.last_event is None:
+            return True
+        since, until = (t if t is None or t.tzinfo is None else t.astimezone(UTC).replace(tzinfo=None)
+                        for t in (since, until))
+        return (since is None or since - self.last_event < _MS) and (until is None or self.first_event < until)
 
     @property
     def path(self) -> Path:
@@ -158,7 +228,7 @@ def create_table(root: Path, files: Sequence[DataFile], positions: dict[tuple[st
 def _add(file: DataFile, now_ms: int, data_change: bool = True) -> AddAction:
     """The action that adds ``file``; ``data_change`` False: rows that were in the table already (a compaction)."""
     dt, hour = (part.split("=", 1)[1] for part in file.relative.split("/")[:2])
-    return AddAction(file.relative, file.size, {"dt": dt, "hour": hour}, now_ms, data_change, "{}")
+    return AddAction(file.relative, file.size, {"dt": dt, "hour": hour}, now_ms, data_change, file.stats.json())
 
 
 class Table:
@@ -259,7 +329,7 @@ class Table:
         files = self.files()
         for check_pages in (False, True) if pages else (False,):  # footers first: they are cheap
             for file in files:
-                damage = file_damage(self.root, file.relative, file.size, check_pages)
+                damage = file_damage(self.root, file.relative, file.size, check_pages, file.rows)
                 if damage is not None:
                     return f"{file.location}: {damage}; restore it from a copy of the table"
         return None
@@ -366,17 +436,25 @@ class Table:
             raise self._failed(exc) from None
 
     def files(self, since: datetime | None = None, until: datetime | None = None) -> list[TableFile]:
-        """The data files the latest commit holds, of the days from ``since`` to ``until``."""
+        """The data files the latest commit holds that may have rows in ``since <= event_time < until``:
+        of the days from ``since`` to ``until``, and by their statistics where their commits recorded
+        them (:meth:`TableFile.may_hold`)."""
         self._refresh()
         actions = pa.table(self._delta.get_add_actions(flatten=True))
+
+        def column(name: str) -> list[Any]:
+            return actions[name].to_pylist() if name in actions.column_names else [None] * actions.num_rows
+
         first = None if since is None else f"{since:%Y-%m-%d}"
         last = None if until is None else f"{until:%Y-%m-%d}"
         files = []
-        for path, size, dt, hour in zip(actions["path"].to_pylist(), actions["size_bytes"].to_pylist(),
-                                        actions["partition.dt"].to_pylist(), actions["partition.hour"].to_pylist(),
-                                        strict=True):
+        for path, size, dt, hour, rows, low, high in zip(
+                column("path"), column("size_bytes"), column("partition.dt"), column("partition.hour"),
+                column("num_records"), column("min.event_time"), column("max.event_time"), strict=True):
             if (first is None or dt >= first) and (last is None or dt <= last):
-                files.append(TableFile(address(self.root, path), path, size, dt, hour))
+                file = TableFile(address(self.root, path), path, size, dt, hour, rows, low, high)
+                if file.may_hold(since, until):
+                    files.append(file)
         return files
 
     def read(self, file: TableFile, columns: list[str] | None = None) -> pa.Table:
@@ -446,7 +524,9 @@ class Table:
         return files
 
     def rows(self, file: TableFile) -> int:
-        """The rows of one of the table's data files, from its footer."""
+        """The rows of one of the table's data files: as its commit recorded them, else from its footer."""
+        if file.rows is not None:
+            return file.rows
         path, filesystem = located(self.root, file.relative)
         return int(pq.read_metadata(path, filesystem=filesystem).num_rows)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "optimize":
         merged = compact(table, args.target_rows)
         days = [datetime.fromisoformat(day) for day in merged.days]
-        rolled = build_missing(root, since=min(days), until=max(days)) if days else []
+        rolled = build_missing(root, since=min(days), until=max(days) + timedelta(days=1)) if days else []
         print(f"merged {merged.merged_files:,} file(s) into {merged.new_files:,} ({merged.rows:,} rows), rolled up "
               f"{len(rolled):,} file(s) of their days; the files merged stay on disk until 'specmetrics table vacuum'")
         return 0

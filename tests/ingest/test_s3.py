@@ -23,7 +23,7 @@ from specmetrics.cli import main
 from specmetrics.queries.verify import verify_table
 from specmetrics.storage.layout import FileName
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.table import DataFile, Table, is_table
+from specmetrics.storage.table import DataFile, FileStats, Table, is_table
 from specmetrics.transport.log.directory import ID_FILE
 from tests.support.ingest import append_bad_record, ingest_once, ingest_to_s3, rows_once
 from tests.support.loadgen import write_load
@@ -94,7 +94,7 @@ def test_verify_finds_rows_a_table_on_s3_counts_twice(s3_url: str, tmp_path: Pat
     again = FileName(name.source, name.partition, name.start, name.end, "0" * 12)
     copy = f"{PurePosixPath(first.relative).parent}/{again.render('parquet')}"
     location.filesystem().copy_file(location.key(first.relative), location.key(copy))
-    table.replace([], [DataFile(copy, first.size)])
+    table.replace([], [DataFile(copy, first.size, FileStats(3_200))])
     checked = verify_table(location)
     assert checked.rows_twice == table.rows(first) == 3_200 and not checked.clean
     assert main(["verify", "--data", s3_url]) == 1

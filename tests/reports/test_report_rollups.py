@@ -138,6 +138,17 @@ def test_the_report_command_builds_the_rollups_it_lacks_and_reads_them_only_when
     assert "(58 request-steps)" in report()
 
 
+def test_a_report_of_a_window_rolls_up_only_the_files_that_may_hold_rows_of_it(
+        tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """By the event times each commit records: the file of the rows before 11:00 is neither opened nor rolled up."""
+    rollups = sorted((tree / ROLLUP_DIR).glob(DATA_GLOB))
+    shutil.rmtree(tree / ROLLUP_DIR)
+    assert main(["report", "--data", str(tree), "--out", str(tmp_path / "r"), "--format", "md", "--bucket", "1m",
+                 "--since", "2025-01-01T11:00"]) == 0
+    assert "(22 request-steps)" in capsys.readouterr().out
+    assert sorted((tree / ROLLUP_DIR).glob(DATA_GLOB)) == rollups[1:]
+
+
 def test_a_rollup_written_before_the_audit_verdict_is_left_out_then_written_again(tree: Path) -> None:
     rollups = sorted((tree / ROLLUP_DIR).glob(DATA_GLOB))
     for rollup in rollups:  # the shape before vllm_counts_differ, counts doubled to tell it apart

@@ -17,7 +17,7 @@ from specmetrics.cli import main
 from specmetrics.storage.damage import LOG_DIR, StoreDamaged
 from specmetrics.storage.layout import FileName
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.table import Table
+from specmetrics.storage.table import DataFile, FileStats, Table
 from tests.support.ingest import ingest_once, ingest_to_s3
 from tests.support.loadgen import write_load
 
@@ -120,6 +120,24 @@ def test_verify_finds_a_page_whose_checksum_does_not_match(
            "checksum verification failed" in out
     name = FileName.parse(file.path.name)
     assert name is not None and f"gap: log partition 0 offsets {name.start}-{name.end} are missing" in out  # not read
+
+
+def test_verify_finds_a_file_whose_commit_records_other_rows(
+        clean_table: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A commit's statistics that do not match its file (another writer's, or a file swapped for one of
+    the same size): the count readers of the log take without opening the file is wrong."""
+    data = tmp_path / "data"
+    shutil.copytree(clean_table[1], data)
+    table = Table(data)
+    file = table.files()[1]
+    name = FileName.parse(file.path.name)
+    assert name is not None and file.rows
+    copy = file.path.with_name(FileName(name.source, name.partition, name.start, name.end, "0" * 12).render("parquet"))
+    shutil.copyfile(file.path, copy)
+    table.replace([file], [DataFile(copy.relative_to(data).as_posix(), file.size, FileStats(file.rows + 64))])
+    assert main(["verify", "--data", str(data)]) == 4
+    assert f"damaged: {copy.relative_to(data)}: named by the table's log with {file.rows + 64:,} rows, but holds " \
+           f"{file.rows:,}" in capsys.readouterr().out
 
 
 def test_damage_on_s3_is_named_in_one_line(s3_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,18 +3,24 @@ partition's next offset; a commit from where the table does not end is refused."
 
 from __future__ import annotations
 
-from datetime import datetime
+import json
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
+from deltalake.transaction import AddAction
 
 from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA, schema_before
 from specmetrics.storage.layout import FileName
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.table import TABLE_SCHEMA, CommitRefused, DataFile, Table, app_id, is_table
+from specmetrics.storage.table import TABLE_SCHEMA, CommitRefused, DataFile, FileStats, Table, app_id, is_table
+from tests.support.events import T0
+from tests.support.ingest import ingest_once
+from tests.support.loadgen import write_load
 
 
 def flush_file(root: Path, name: FileName, dt: str = "2026-12-01", hour: str = "07",
@@ -118,7 +124,7 @@ def test_the_tables_columns_are_the_stored_steps_and_the_partition_keys(tmp_path
 def s3_flush_file(location: S3Location, name: FileName) -> DataFile:
     relative = f"dt=2026-12-01/hour=07/{name.render('parquet')}"
     pq.write_table(REQUEST_STEP_SCHEMA.empty_table(), location.key(relative), filesystem=location.filesystem())
-    return DataFile(relative, location.filesystem().get_file_info(location.key(relative)).size)
+    return DataFile(relative, location.filesystem().get_file_info(location.key(relative)).size, FileStats(0))
 
 
 def test_a_table_on_s3_commits_and_refuses_as_a_local_one(s3_url: str) -> None:
@@ -175,3 +181,64 @@ def test_another_applications_delta_table_is_refused_in_one_line(
         assert f"{foreign} holds a Delta table another application wrote ({what}): not a table of step events" in err
         assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert DeltaTable(str(foreign)).version() == 0  # nothing written to it
+
+
+def test_each_commit_records_its_files_rows_and_bounds_and_readers_skip_files_by_them(tmp_path: Path) -> None:
+    """Delta's file statistics: the rows, and the least and greatest event time (to the millisecond:
+    rounded down and up), partition and offset of each data file, as an ingester commits them."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    # steps 25 ms apart with 750 µs past the millisecond, across an hour: files in two hour folders
+    write_load(log, rows=64 * 40, seed=5, step_ms=25.0, start_time=T0 - timedelta(milliseconds=500, microseconds=250))
+    ingest_once(log, data, flush_rows=64 * 10)
+    actions = pa.table(DeltaTable(str(data)).get_add_actions(flatten=True)).to_pylist()
+    assert len(actions) == 5  # four flushes, one of them in two hours
+    for action in actions:
+        rows = pq.read_table(data / action["path"], columns=["event_time", "log_partition", "log_offset"])
+        first, last = (value.as_py() for value in pc.min_max(rows["event_time"]).values())
+        assert first.microsecond % 1000 == 750
+        assert action["num_records"] == rows.num_rows > 0
+        assert (action["min.event_time"], action["max.event_time"]) == (
+            first - timedelta(microseconds=750), last + timedelta(microseconds=250))
+        assert (action["min.log_offset"], action["max.log_offset"]) == \
+            tuple(value.as_py() for value in pc.min_max(rows["log_offset"]).values())
+        assert action["min.log_partition"] == action["max.log_partition"] == 0
+
+    table = Table(data)
+    since, until = T0 + timedelta(milliseconds=100), T0 + timedelta(milliseconds=400)
+    assert [(file.rows, file.first_event, file.last_event) for file in table.files()] == [
+        (action["num_records"], action["min.event_time"], action["max.event_time"]) for action in actions]
+    window = table.files(since, until)
+    assert 0 < len(window) < len(actions)
+    in_window = (pc.field("event_time") >= pa.scalar(since.replace(tzinfo=None), pa.timestamp("us"))) & \
+        (pc.field("event_time") < pa.scalar(until.replace(tzinfo=None), pa.timestamp("us")))
+    wanted = sum(pq.read_table(file.path, filters=in_window).num_rows for file in table.files())
+    assert wanted == sum(pq.read_table(file.path, filters=in_window).num_rows for file in window) == 64 * 12
+    # delta-rs (and Polars, which reads through it) skip the same files by the same statistics
+    fragments = DeltaTable(str(data)).to_pyarrow_dataset().get_fragments(filter=in_window)
+    assert sorted(Path(fragment.path).name for fragment in fragments) == sorted(file.path.name for file in window)
+    assert table.rows(window[0]) == window[0].rows
+
+
+def test_a_file_committed_without_statistics_is_in_every_window(tmp_path: Path) -> None:
+    """Files of tables committed before their commits carried statistics, or by other writers."""
+    Table(tmp_path, create=True)
+    name = FileName("log", 0, 0, 9, "0123456789ab")
+    path = flush_file(tmp_path, name)
+    DeltaTable(str(tmp_path)).create_write_transaction(
+        [AddAction(path.relative_to(tmp_path).as_posix(), path.stat().st_size, {"dt": "2026-12-01", "hour": "07"},
+                   0, True, "{}")], "append", TABLE_SCHEMA, partition_by=["dt", "hour"])
+    table = Table(tmp_path)
+    [file] = table.files(datetime(2026, 12, 1, 9), datetime(2026, 12, 1, 10))
+    assert (file.rows, file.first_event, file.last_event) == (None, None, None)
+    assert table.rows(file) == 0  # from the footer
+    assert table.files(datetime(2026, 12, 2), None) == []  # a day outside the window: still skipped
+
+
+def test_times_are_rounded_outwards_to_the_millisecond_and_none_past_the_year_9999() -> None:
+    late = datetime(9999, 12, 31, 23, 59, 59, 999_999)
+    stats = json.loads(FileStats(2, (datetime(2026, 12, 1, 7, 0, 0, 1), 0, 5), (late, 0, 6)).json())
+    assert stats == {"numRecords": 2, "minValues": {"event_time": "2026-12-01T07:00:00.000", "log_partition": 0,
+                                                    "log_offset": 5},
+                     "maxValues": {"log_partition": 0, "log_offset": 6},
+                     "nullCount": {"event_time": 0, "log_partition": 0, "log_offset": 0}}
+    assert json.loads(FileStats(0).json()) == {"numRecords": 0}
