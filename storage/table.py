@@ -111,6 +111,21 @@ class FileStats:
         return cls(data.num_rows, tuple(bound["min"].as_py() for bound in bounds),
                    tuple(bound["max"].as_py() for bound in bounds))
 
+    @classmethod
+    def read(cls, path: Path) -> FileStats:
+        """Of a local data file, from its footer (its row groups' statistics; the rows alone where
+        a row group has none)."""
+        metadata = pq.read_metadata(path)
+        groups = [metadata.row_group(group) for group in range(metadata.num_row_groups)]
+        where = {groups[0].column(i).path_in_schema: i for i in range(metadata.num_columns)} if groups else {}
+        if not metadata.num_rows or any(column not in where for column in STATS_COLUMNS):
+            return cls(metadata.num_rows)
+        stats = [[group.column(where[column]).statistics for group in groups] for column in STATS_COLUMNS]
+        if not all(stat is not None and stat.has_min_max for column in stats for stat in column):
+            return cls(metadata.num_rows)
+        return cls(metadata.num_rows, tuple(min(stat.min for stat in column) for column in stats),
+                   tuple(max(stat.max for stat in column) for column in stats))
+
     def json(self) -> str:
         """As an add action's ``stats``. Delta keeps times to the millisecond: the least is
         rounded down and the greatest up (left out where that passes the year 9999), so that no
@@ -145,9 +160,8 @@ class DataFile:
 
     @classmethod
     def local(cls, root: Path, path: Path) -> DataFile:
-        """A data file written under the local folder ``root``, its statistics read from it."""
-        return cls(path.relative_to(root).as_posix(), path.stat().st_size,
-                   FileStats.of(pq.read_table(path, columns=list(STATS_COLUMNS))))
+        """A data file written under the local folder ``root``, its statistics read from its footer."""
+        return cls(path.relative_to(root).as_posix(), path.stat().st_size, FileStats.read(path))
 
 
 @dataclass(frozen=True, slots=True)

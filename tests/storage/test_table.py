@@ -202,6 +202,7 @@ def test_each_commit_records_its_files_rows_and_bounds_and_readers_skip_files_by
         assert (action["min.log_offset"], action["max.log_offset"]) == \
             tuple(value.as_py() for value in pc.min_max(rows["log_offset"]).values())
         assert action["min.log_partition"] == action["max.log_partition"] == 0
+        assert FileStats.read(data / action["path"]) == FileStats.of(rows)  # what convert takes from the footer
 
     table = Table(data)
     since, until = T0 + timedelta(milliseconds=100), T0 + timedelta(milliseconds=400)
@@ -242,3 +243,17 @@ def test_times_are_rounded_outwards_to_the_millisecond_and_none_past_the_year_99
                      "maxValues": {"log_partition": 0, "log_offset": 6},
                      "nullCount": {"event_time": 0, "log_partition": 0, "log_offset": 0}}
     assert json.loads(FileStats(0).json()) == {"numRecords": 0}
+
+
+def test_a_footer_gives_the_bounds_over_every_row_group_or_the_rows_alone(tmp_path: Path) -> None:
+    """What convert commits for a file of a tree: the footer's statistics, never the rows read again."""
+    rows = pa.table({"event_time": pa.array([datetime(2026, 12, 1, 7, 0, 2), datetime(2026, 12, 1, 7, 0, 1),
+                                             datetime(2026, 12, 1, 7, 0, 3)], pa.timestamp("us")),
+                     "log_partition": pa.array([3, 3, 3], pa.int32()), "log_offset": [7, 9, 8]})
+    pq.write_table(rows, tmp_path / "groups.parquet", row_group_size=2)
+    assert FileStats.read(tmp_path / "groups.parquet") == FileStats.of(rows) == FileStats(
+        3, (datetime(2026, 12, 1, 7, 0, 1), 3, 7), (datetime(2026, 12, 1, 7, 0, 3), 3, 9))
+    pq.write_table(rows, tmp_path / "bare.parquet", write_statistics=False)
+    assert FileStats.read(tmp_path / "bare.parquet") == FileStats(3)
+    pq.write_table(rows.slice(0, 0), tmp_path / "empty.parquet")
+    assert FileStats.read(tmp_path / "empty.parquet") == FileStats(0)
