@@ -40,6 +40,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema
 from deltalake.exceptions import CommitFailedError, DeltaError
@@ -112,10 +113,10 @@ class FileStats:
                    tuple(bound["max"].as_py() for bound in bounds))
 
     @classmethod
-    def read(cls, path: Path) -> FileStats:
-        """Of a local data file, from its footer (its row groups' statistics; the rows alone where
-        a row group has none)."""
-        metadata = pq.read_metadata(path)
+    def read(cls, path: Path | str, filesystem: pafs.FileSystem | None = None) -> FileStats:
+        """Of a data file, from its footer (its row groups' statistics; the rows alone where a row
+        group has none)."""
+        metadata = pq.read_metadata(path, filesystem=filesystem)
         groups = [metadata.row_group(group) for group in range(metadata.num_row_groups)]
         where = {groups[0].column(i).path_in_schema: i for i in range(metadata.num_columns)} if groups else {}
         if not metadata.num_rows or any(column not in where for column in STATS_COLUMNS):
@@ -484,15 +485,33 @@ class Table:
             RemoveAction(file.relative, False, now_ms, file.size, {"dt": file.dt, "hour": file.hour})
             for file in removed]
         actions.extend(_add(file, now_ms, data_change=False) for file in added)
+        self._commit_while_held(actions, [file.relative for file in removed], "to merge")
+
+    def add_missing_statistics(self) -> int:
+        """Give the data files committed without statistics (by a specmetrics before them, or another
+        writer) theirs, read from their footers: one commit that adds each again, rows unchanged, as
+        Spark's ``ANALYZE TABLE ... COMPUTE DELTA STATISTICS`` does. How many files it gave them."""
+        bare = [file for file in self.files() if file.rows is None]
+        files = [DataFile(file.relative, file.size, FileStats.read(*located(self.root, file.relative)))
+                 for file in bare]
+        if files:
+            now_ms = time.time_ns() // 1_000_000
+            self._commit_while_held([_add(file, now_ms, data_change=False) for file in files],
+                                    [file.relative for file in files], "to add statistics to")
+        return len(files)
+
+    def _commit_while_held(self, actions: list[AddAction | RemoveAction], held: list[str], purpose: str) -> None:
+        """Commit ``actions`` while the table still holds the files ``held`` (paths under the root);
+        :class:`ReplaceRefused` when it does not, or other writers keep committing first."""
         # Built on the version whose files were checked, and committed as the next version or not at all:
         # delta-rs's own retry would commit on top of another writer's commit without checking that the
-        # files removed are still there (two optimizes at once would each add their merged copy of them).
+        # files are still there (two optimizes at once would each add their merged copy of them).
         once = CommitProperties(max_commit_retries=0)
         for _ in range(REPLACE_ATTEMPTS):
             present = {file.relative for file in self.files()}
-            gone = [file.relative for file in removed if file.relative not in present]
+            gone = [relative for relative in held if relative not in present]
             if gone:
-                raise ReplaceRefused(f"{self.url}: {len(gone)} of the {len(removed)} file(s) to merge are no longer in "
+                raise ReplaceRefused(f"{self.url}: {len(gone)} of the {len(held)} file(s) {purpose} are no longer in "
                                      f"the table (another 'table optimize' merged them, or a writer removed them; "
                                      f"{gone[0]}, ...): nothing was committed")
             try:

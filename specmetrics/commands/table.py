@@ -33,7 +33,9 @@ def add_parser(subparsers: Any) -> None:
     optimize = actions.add_parser(
         "optimize", help="Merge runs of small committed files (per hour folder and source partition, offsets "
                          "following each other) into files of up to --target-rows rows, in one commit, and roll up "
-                         "the merged files (as a report would); ingesters may run meanwhile.")
+                         "the merged files (as a report would); first give files committed without statistics "
+                         "(rows, event-time and offset bounds) theirs, from their footers. Ingesters may run "
+                         "meanwhile.")
     optimize.add_argument("--target-rows", type=int, default=TARGET_ROWS,
                           help=f"Rows per merged file at most (default {TARGET_ROWS:,}: the ingester's flush).")
     vacuum = actions.add_parser(
@@ -81,11 +83,13 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.data} is not a table ('specmetrics table convert' makes a tree one)")
     table = Table(root)
     if args.action == "optimize":
+        stated = table.add_missing_statistics()
         merged = compact(table, args.target_rows)
         days = [datetime.fromisoformat(day) for day in merged.days]
         rolled = build_missing(root, since=min(days), until=max(days) + timedelta(days=1)) if days else []
         print(f"merged {merged.merged_files:,} file(s) into {merged.new_files:,} ({merged.rows:,} rows), rolled up "
-              f"{len(rolled):,} file(s) of their days; the files merged stay on disk until 'specmetrics table vacuum'")
+              f"{len(rolled):,} file(s) of their days; the files merged stay on disk until 'specmetrics table vacuum'"
+              + (f"; {stated:,} file(s) committed without statistics have them now" if stated else ""))
         return 0
     if args.action == "vacuum":
         if args.retention_hours < MIN_RETENTION_HOURS and not args.force:

@@ -18,7 +18,7 @@ from specmetrics.storage.compaction import compact
 from specmetrics.storage.files import list_folder
 from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, ROLLUP_DIR, FileName
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.table import LOG_DIR, DataFile, ReplaceRefused, Table, TableFile
+from specmetrics.storage.table import LOG_DIR, DataFile, FileStats, ReplaceRefused, Table, TableFile
 from tests.support.events import T0
 from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once, ingest_to_s3, rows_once
 from tests.support.loadgen import write_load
@@ -79,11 +79,13 @@ def test_a_run_is_cut_at_the_target_and_at_a_gap(tmp_path: Path) -> None:
 
 
 def test_optimize_vacuum_and_checkpoint_keep_a_table_on_s3(
-        s3_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        s3_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     log, state, location = tmp_path / "log", tmp_path / "state", S3Location.parse(s3_url)
     write_load(log, rows=64 * 60, seed=31)
     append_bad_record(log)
-    ingest_to_s3(log, s3_url, state, flush_rows=64 * 10)  # 6 flushes of 10 steps, and one of the dead letter
+    with monkeypatch.context() as old:  # as an older specmetrics committed them: no statistics
+        old.setattr(FileStats, "json", lambda self: "{}")
+        ingest_to_s3(log, s3_url, state, flush_rows=64 * 10)  # 6 flushes of 10 steps, and one of the dead letter
     before = numbers(s3_url)  # type: ignore[arg-type]
     first = Table(location).files()[0]
     stray = first.relative.replace(".parquet", "0.parquet")  # no commit names it
@@ -91,7 +93,10 @@ def test_optimize_vacuum_and_checkpoint_keep_a_table_on_s3(
     assert main(["rollup", "--data", s3_url]) == 0
 
     assert main(["table", "optimize", "--data", s3_url, "--target-rows", str(64 * 40)]) == 0
-    assert "merged 7 file(s) into 2 (3,840 rows), rolled up 2 file(s)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "merged 7 file(s) into 2 (3,840 rows), rolled up 2 file(s)" in out
+    assert "; 7 file(s) committed without statistics have them now" in out  # their footers read from S3
+    assert [file.rows for file in Table(location).files()] == [64 * 40, 64 * 20]
     assert check_rollups(location) == RollupCheck([], [])
     spans = sorted((name.start, name.end) for file in Table(location).files()
                    if (name := FileName.parse(PurePosixPath(file.relative).name)))
@@ -221,3 +226,56 @@ def test_two_optimizes_at_once_on_s3_merge_each_file_once(s3_url: str, tmp_path:
         compact(second, target_rows=64 * 7)
     assert rows_once(s3_url) == 64 * 30
     assert len(Table(location).files()) == 5
+
+
+def test_optimize_gives_files_committed_without_statistics_theirs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A table an older specmetrics wrote (add actions without statistics): optimize reads each file's
+    footer and adds the file again with them, once; the rows stay what they were."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=64 * 30, seed=33, step_ms=25.0)
+    with monkeypatch.context() as old:
+        old.setattr(FileStats, "json", lambda self: "{}")
+        ingest_once(log, data, flush_rows=64 * 10)
+    table = Table(data)
+    assert [file.rows for file in table.files()] == [None] * 3
+    since, until = T0 + timedelta(milliseconds=300), T0 + timedelta(milliseconds=400)
+    assert len(table.files(since, until)) == 3  # without statistics every file may hold the window
+    version = table.version()
+    capsys.readouterr()
+    assert main(["table", "optimize", "--data", str(data), "--target-rows", "1"]) == 0  # nothing to merge
+    assert "merged 0 file(s) into 0 (0 rows)" in (out := capsys.readouterr().out)
+    assert "; 3 file(s) committed without statistics have them now" in out
+    files = table.files()
+    assert table.version() == version + 1 and len(files) == 3
+    assert [(file.rows, file.first_event, file.last_event) for file in files] == [
+        (stats.rows, stats.low[0], stats.high[0]) for stats in (FileStats.read(file.path) for file in files)]
+    assert [file.rows for file in files] == [640] * 3
+    assert len(table.files(since, until)) == 1
+    assert_rows_once(data, 64 * 30)
+    assert main(["verify", "--data", str(data)]) == 0
+    assert main(["table", "optimize", "--data", str(data), "--target-rows", "1"]) == 0
+    assert "without statistics" not in capsys.readouterr().out and table.version() == version + 1
+
+
+def test_statistics_are_not_added_to_files_another_optimize_merged_meanwhile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adding a file again that the table no longer holds would count its rows twice, beside its merged copy."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=64 * 30, seed=34)
+    with monkeypatch.context() as old:
+        old.setattr(FileStats, "json", lambda self: "{}")
+        ingest_once(log, data, flush_rows=64 * 10)
+    read = FileStats.read
+    merged: list[int] = []
+
+    def while_another_optimize_runs(*args: object) -> FileStats:
+        if not merged:
+            merged.append(compact(Table(data), target_rows=64 * 30).merged_files)
+        return read(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(FileStats, "read", while_another_optimize_runs)
+    with pytest.raises(ReplaceRefused, match=r"3 of the 3 file\(s\) to add statistics to are no longer in the table"):
+        Table(data).add_missing_statistics()
+    assert merged == [3]
+    assert_rows_once(data, 64 * 30)
