@@ -138,10 +138,10 @@ class PartitionBuffer:
         packed = np.frombuffer(b"".join([s.outcomes for s in steps]), dtype=OUTCOME_DTYPE)
         cols = {name: np.ascontiguousarray(packed[name]) for name in OUTCOME_COLUMNS}
         cols["seq_len"] = seq_len_column(steps)
-        cols["vllm_only"] = np.fromiter((s.vllm_only is not None for s in steps), dtype=bool,
-                                         count=len(steps))[step_of_row]
+        cols["vllm_only"] = np.repeat(np.fromiter((s.vllm_only is not None for s in steps), dtype=bool,
+                                                  count=len(steps)), n)
         k = np.fromiter((s.context.num_spec_tokens for s in steps), dtype=np.int64, count=len(steps))
-        _, reasons = invalid_outcome_rows(cols, k[step_of_row])
+        _, reasons = invalid_outcome_rows(cols, np.repeat(k, n))
         first_row = np.concatenate(([0], np.cumsum(n)[:-1]))
         bad_steps: dict[int, str] = {}
         for row, why in reasons.items():
@@ -154,18 +154,18 @@ class PartitionBuffer:
                 self.dead_letters.append(DeadLetter(self.partition, int(offsets[index]), why, payloads[index]))
             keep_step = np.ones(len(steps), dtype=bool)
             keep_step[list(bad_steps)] = False
-            keep_row = keep_step[step_of_row]
+            keep_row = np.repeat(keep_step, n)
             steps = [s for s, keep in zip(steps, keep_step, strict=True) if keep]
             offsets = offsets[keep_step]
             n = n[keep_step]
             step_of_row = np.repeat(np.arange(len(steps)), n)
             cols = {name: values[keep_row] for name, values in cols.items()}
             request_ids = request_ids.filter(pa.array(keep_row))
-        times = np.fromiter((s.event_time_us for s in steps), dtype=np.int64, count=len(steps))[step_of_row]
+        times = np.repeat(np.fromiter((s.event_time_us for s in steps), dtype=np.int64, count=len(steps)), n)
         self._times.append(times)
         if not steps:
             return [], offsets, None
-        return steps, offsets, _record_batch(steps, offsets, self.partition, step_of_row, cols, request_ids, times)
+        return steps, offsets, _record_batch(steps, offsets, self.partition, n, step_of_row, cols, request_ids, times)
 
 
 def _request_ids(steps: list[WireStep], n: np.ndarray) -> tuple[pa.StringArray, np.ndarray]:
@@ -247,42 +247,48 @@ def _duplicate_request_steps(request_ids: pa.StringArray, step_of_row: np.ndarra
             " appears twice in one step" for key in repeats}
 
 
-def _repeat_strings(per_step: list[str], step_of_row: np.ndarray) -> pa.DictionaryArray:
+# The helpers below repeat each step's value on each of its rows (``rows``: how many each step has);
+# np.repeat, not a gather by each row's step: 8x faster, and the conversion runs on the polling thread.
+
+
+def _repeat_strings(per_step: list[str], rows: np.ndarray) -> pa.DictionaryArray:
     encoded = pa.array(per_step, type=pa.string()).dictionary_encode()
-    return pa.DictionaryArray.from_arrays(encoded.indices.to_numpy()[step_of_row], encoded.dictionary)
+    return pa.DictionaryArray.from_arrays(np.repeat(encoded.indices.to_numpy(), rows), encoded.dictionary)
 
 
-def _repeat_optional_strings(per_step: list[str | None], step_of_row: np.ndarray) -> pa.DictionaryArray:
+def _repeat_optional_strings(per_step: list[str | None], rows: np.ndarray) -> pa.DictionaryArray:
     """Per-step strings repeated per row; ``None`` becomes null."""
     if None not in per_step:
-        return _repeat_strings(per_step, step_of_row)  # type: ignore[arg-type]
+        return _repeat_strings(per_step, rows)  # type: ignore[arg-type]
     encoded = pa.array(per_step, type=pa.string()).dictionary_encode()
-    return pa.DictionaryArray.from_arrays(encoded.indices.take(pa.array(step_of_row)), encoded.dictionary)
+    nulls = np.repeat(encoded.indices.is_null().to_numpy(zero_copy_only=False), rows)
+    indices = np.repeat(encoded.indices.fill_null(0).to_numpy(), rows)
+    return pa.DictionaryArray.from_arrays(pa.array(indices, mask=nulls), encoded.dictionary)
 
 
-def _repeat_ints(per_step: Sequence[int | None] | np.ndarray, dtype: type, step_of_row: np.ndarray) -> pa.Array:
+def _repeat_ints(per_step: Sequence[int | None] | np.ndarray, dtype: type, rows: np.ndarray) -> pa.Array:
     """Per-step integers repeated per row; ``None`` becomes null."""
     if isinstance(per_step, np.ndarray) or None not in per_step:
-        return pa.array(np.asarray(per_step, dtype=dtype)[step_of_row])
+        return pa.array(np.repeat(np.asarray(per_step, dtype=dtype), rows))
     if per_step.count(None) == len(per_step):
-        return pa.nulls(len(step_of_row), pa.from_numpy_dtype(dtype))
+        return pa.nulls(int(rows.sum()), pa.from_numpy_dtype(dtype))
     nulls = np.array([v is None for v in per_step])
     values: np.ndarray = np.array([0 if v is None else v for v in per_step], dtype=dtype)
-    return pa.array(values[step_of_row], mask=nulls[step_of_row])
+    return pa.array(np.repeat(values, rows), mask=np.repeat(nulls, rows))
 
 
-def _repeat_lists(per_step: list[Sequence[int] | None], step_of_row: np.ndarray) -> pa.ListArray:
+def _repeat_lists(per_step: list[Sequence[int] | None], rows: np.ndarray) -> pa.ListArray:
     """Per-step lists of int32 repeated per row; ``None`` becomes null. Built from offsets: a ``take``
     of a list array per row costs twice as much."""
     lists = pa.array(per_step, type=pa.list_(pa.int32()))
     offsets = lists.offsets.to_numpy()
-    row_lengths = np.diff(offsets)[step_of_row]
-    row_offsets = np.zeros(len(step_of_row) + 1, dtype=np.int32)
+    row_lengths = np.repeat(np.diff(offsets), rows)
+    row_offsets = np.zeros(len(row_lengths) + 1, dtype=np.int32)
     np.cumsum(row_lengths, out=row_offsets[1:])
     # each row's values: its step's, from where the step's list starts in the flat values
-    flat = np.repeat(offsets[:-1][step_of_row] - row_offsets[:-1], row_lengths) + np.arange(row_offsets[-1],
-                                                                                             dtype=np.int32)
-    valid = lists.is_valid().to_numpy(zero_copy_only=False)[step_of_row]
+    flat = np.repeat(np.repeat(offsets[:-1], rows) - row_offsets[:-1], row_lengths) + np.arange(row_offsets[-1],
+                                                                                                 dtype=np.int32)
+    valid = np.repeat(lists.is_valid().to_numpy(zero_copy_only=False), rows)
     return pa.ListArray.from_arrays(pa.array(row_offsets), lists.values.take(pa.array(flat)),
                                     mask=None if valid.all() else pa.array(~valid))
 
@@ -291,6 +297,7 @@ def _record_batch(
     steps: list[WireStep],
     offsets: np.ndarray,
     partition: int,
+    rows: np.ndarray,
     step_of_row: np.ndarray,
     cols: dict[str, np.ndarray],
     request_ids: pa.StringArray,
@@ -298,10 +305,10 @@ def _record_batch(
 ) -> pa.RecordBatch:
     contexts = [s.context for s in steps]
     columns: dict[str, pa.Array] = {
-        name: _repeat_strings([getattr(c, name) for c in contexts], step_of_row) for name in _STEP_STRING_COLUMNS
+        name: _repeat_strings([getattr(c, name) for c in contexts], rows) for name in _STEP_STRING_COLUMNS
     }
-    columns["engine_id"] = _repeat_strings([c.engine_id for c in contexts], step_of_row)
-    columns["event_id"] = _repeat_strings([s.event_id for s in steps], step_of_row)
+    columns["engine_id"] = _repeat_strings([c.engine_id for c in contexts], rows)
+    columns["event_id"] = _repeat_strings([s.event_id for s in steps], rows)
     for name, values, dtype in (
         ("dp_rank", [c.dp_rank for c in contexts], np.int16),
         ("num_spec_tokens", [c.num_spec_tokens for c in contexts], np.int16),
@@ -313,8 +320,8 @@ def _record_batch(
         ("context_cap_from", [c.context_cap_from for c in contexts], np.int32),
         ("log_offset", offsets, np.int64),
     ):
-        columns[name] = _repeat_ints(values, dtype, step_of_row)
-    columns["skip_check"] = _repeat_optional_strings([s.skip_check for s in steps], step_of_row)
+        columns[name] = _repeat_ints(values, dtype, rows)
+    columns["skip_check"] = _repeat_optional_strings([s.skip_check for s in steps], rows)
     columns["event_time"] = pa.array(times, type=pa.timestamp("us"))
     columns["log_partition"] = pa.array(np.full(len(step_of_row), partition, dtype=np.int32))
     columns["request_id"] = request_ids
@@ -328,9 +335,9 @@ def _record_batch(
     unknown = cols["seq_len"] == UNKNOWN_SEQ_LEN
     columns["seq_len"] = (pa.nulls(len(unknown), pa.int32()) if unknown.all()
                           else pa.array(cols["seq_len"], mask=unknown if unknown.any() else None))
-    columns.update(_vllm_counts([s.vllm_counts for s in steps], step_of_row))
+    columns.update(_vllm_counts([s.vllm_counts for s in steps], rows))
     columns.update(_vllm_finished(steps, step_of_row, request_ids))
-    columns["vllm_only"] = _repeat_optional_strings([s.vllm_only for s in steps], step_of_row)
+    columns["vllm_only"] = _repeat_optional_strings([s.vllm_only for s in steps], rows)
     return pa.RecordBatch.from_arrays([columns[f.name] for f in REQUEST_STEP_SCHEMA], schema=REQUEST_STEP_SCHEMA)
 
 
@@ -362,13 +369,13 @@ def _vllm_finished(steps: list[WireStep], step_of_row: np.ndarray, request_ids: 
             for name, field, kind in _VLLM_REQUEST_COLUMNS}
 
 
-def _vllm_counts(per_step: list[VllmCountTuple | VllmCountsMissing | None], step_of_row: np.ndarray
+def _vllm_counts(per_step: list[VllmCountTuple | VllmCountsMissing | None], rows: np.ndarray
                  ) -> dict[str, pa.Array]:
     """vLLM's own counters of each step, repeated per row (schema 1.6), and why a step has none."""
     counts = [None if value is None or isinstance(value, VllmCountsMissing) else value for value in per_step]
-    columns = {name: _repeat_ints([None if c is None else c[:3][i] for c in counts], np.int32, step_of_row)
+    columns = {name: _repeat_ints([None if c is None else c[:3][i] for c in counts], np.int32, rows)
                for i, name in enumerate(("vllm_num_drafts", "vllm_num_draft_tokens", "vllm_num_accepted_tokens"))}
-    columns["vllm_accepted_per_pos"] = _repeat_lists([None if c is None else c[3] for c in counts], step_of_row)
+    columns["vllm_accepted_per_pos"] = _repeat_lists([None if c is None else c[3] for c in counts], rows)
     columns["vllm_counts_missing"] = _repeat_optional_strings(
-        [value.value if isinstance(value, VllmCountsMissing) else None for value in per_step], step_of_row)
+        [value.value if isinstance(value, VllmCountsMissing) else None for value in per_step], rows)
     return columns
