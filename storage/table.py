@@ -33,6 +33,7 @@ import json
 import logging
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
@@ -86,6 +87,8 @@ IN_FLIGHT_HOURS = 1.0
 
 #: How often a replacement is tried again when another writer committed first (ingesters commit often).
 REPLACE_ATTEMPTS = 20
+#: Footers read at once where the log lacks a file's statistics.
+FOOTER_THREADS = 8
 
 
 #: The columns whose least and greatest values each commit records per data file (Delta's file
@@ -492,8 +495,9 @@ class Table:
         writer) theirs, read from their footers: one commit that adds each again, rows unchanged, as
         Spark's ``ANALYZE TABLE ... COMPUTE DELTA STATISTICS`` does. How many files it gave them."""
         bare = [file for file in self.files() if file.rows is None]
-        files = [DataFile(file.relative, file.size, FileStats.read(*located(self.root, file.relative)))
-                 for file in bare]
+        with ThreadPoolExecutor(FOOTER_THREADS) as pool:  # on S3 each footer is a request: overlap them
+            stats = list(pool.map(lambda file: FileStats.read(*located(self.root, file.relative)), bare))
+        files = [DataFile(file.relative, file.size, file_stats) for file, file_stats in zip(bare, stats, strict=True)]
         if files:
             now_ms = time.time_ns() // 1_000_000
             self._commit_while_held([_add(file, now_ms, data_change=False) for file in files],
