@@ -313,12 +313,6 @@ class Table:
             except CommitFailedError:
                 self._delta.update_incremental()
 
-    def local_root(self) -> Path:
-        """The folder of a local table; an error for one on S3, for what is done on local ones only."""
-        if not isinstance(self.root, Path):
-            raise ValueError(f"{self.url}: not done yet for a table on S3")
-        return self.root
-
     def _refresh(self) -> None:
         """Read the log's entries since the last read."""
         try:
