@@ -490,13 +490,22 @@ class Table:
         Spark's ``ANALYZE TABLE ... COMPUTE DELTA STATISTICS`` does. How many files it gave them."""
         bare = [file for file in self.files() if file.rows is None]
         with ThreadPoolExecutor(FOOTER_THREADS) as pool:  # on S3 each footer is a request: overlap them
-            stats = list(pool.map(lambda file: FileStats.read(*located(self.root, file.relative)), bare))
+            stats = list(pool.map(self._footer_statistics, bare))
         files = [DataFile(file.relative, file.size, file_stats) for file, file_stats in zip(bare, stats, strict=True)]
         if files:
             now_ms = time.time_ns() // 1_000_000
             self._commit_while_held([_add(file, now_ms, data_change=False) for file in files],
                                     [file.relative for file in files], "to add statistics to")
         return len(files)
+
+    def _footer_statistics(self, file: TableFile) -> FileStats:
+        try:
+            return FileStats.read(*located(self.root, file.relative))
+        except (OSError, pa.ArrowException):
+            damage = file_damage(self.root, file.relative, file.size, pages=False)
+            if damage is None:  # the file is whole: the store failed (the error says how)
+                raise
+            raise StoreDamaged(f"{file.location}: {damage}; restore it from a copy of the table") from None
 
     def _commit_while_held(self, actions: list[AddAction | RemoveAction], held: list[str], purpose: str) -> None:
         """Commit ``actions`` while the table still holds the files ``held`` (paths under the root);

@@ -282,3 +282,25 @@ def test_statistics_are_not_added_to_files_another_optimize_merged_meanwhile(
         Table(data).add_missing_statistics()
     assert merged == [3]
     assert_rows_once(data, 64 * 30)
+
+
+def test_optimize_names_a_file_without_statistics_that_is_missing_or_damaged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=64 * 30, seed=35)
+    with monkeypatch.context() as old:
+        old.setattr(FileStats, "json", lambda self: "{}")
+        ingest_once(log, data, flush_rows=64 * 10)
+    first, second = Table(data).files()[:2]
+    content = first.path.read_bytes()
+    first.path.unlink()
+    version = Table(data).version()
+    capsys.readouterr()
+    assert main(["table", "optimize", "--data", str(data)]) == 4
+    assert capsys.readouterr().err == (f"specmetrics table: error: {first.location}: named by the table's log, but "
+                                       "missing; restore it from a copy of the table\n")
+    first.path.write_bytes(content)
+    second.path.write_bytes(second.path.read_bytes()[:-100] + bytes(100))  # the footer's end zeroed, same size
+    assert main(["table", "optimize", "--data", str(data)]) == 4
+    assert f"{second.location}: its footer does not decode" in capsys.readouterr().err
+    assert Table(data).version() == version  # nothing committed
