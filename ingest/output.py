@@ -18,8 +18,8 @@ from specmetrics.ingest.batch import DeadLetter
 from specmetrics.storage.files import WrittenFile, write_bytes, write_file
 from specmetrics.storage.layout import DEAD_LETTER_DIR, FLUSH_FILES_KEY, FileName
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.parquet import ParquetOptions, write_data_file
-from specmetrics.storage.table import DataFile, FileStats
+from specmetrics.storage.parquet import FileStats, ParquetOptions, write_data_file
+from specmetrics.storage.table import DataFile
 
 _HOUR_US = 3_600_000_000
 

@@ -127,7 +127,7 @@ def verify_table(data: Path | S3Location, examples: int = 10) -> VerifyReport:
     for file in files.files:
         if (wrong_size := size_damage(found.size if (found := listed.get(file.relative)) else None, file.size)):
             left_out.append(LeftOut(file.relative, wrong_size))
-        elif (problem := parquet_damage(data, file.relative, rows=file.rows)) is None:
+        elif (problem := parquet_damage(data, file.relative, recorded=file.recorded)) is None:
             present.append(file)
         else:
             damaged.append(LeftOut(file.relative, problem))

@@ -26,8 +26,8 @@ import pyarrow as pa
 
 from specmetrics.storage.files import read_bytes, remove, write_bytes, write_file
 from specmetrics.storage.layout import DEAD_LETTER_DIR, FileName
-from specmetrics.storage.parquet import ParquetOptions, write_data_file
-from specmetrics.storage.table import DataFile, FileStats, ReplaceRefused, Table, TableFile
+from specmetrics.storage.parquet import FileStats, ParquetOptions, write_data_file
+from specmetrics.storage.table import DataFile, ReplaceRefused, Table, TableFile
 
 logger = logging.getLogger(__name__)
 

@@ -1,12 +1,14 @@
 """What is damaged in a store: the table's log (a commit missing, truncated or garbage, a checkpoint
 missing or unreadable) or a data file (missing, another size than its commit says, a footer or a
-page that does not decode, a page whose checksum does not match). Readers fail with the text of
-the library that tripped (delta-rs, DuckDB), naming no file; these checks name it, in one line."""
+page that does not decode, a page whose checksum does not match, other rows or event times than
+its commit recorded). Readers fail with the text of the library that tripped (delta-rs, DuckDB),
+naming no file; these checks name it, in one line."""
 
 from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,8 +17,12 @@ from pyarrow.fs import FileType
 
 from specmetrics.storage.files import list_folder, read_bytes
 from specmetrics.storage.location import S3Location, located
+from specmetrics.storage.parquet import MS, FileStats
 
 LOG_DIR = "_delta_log"
+#: What a commit recorded of a data file: its rows and its first and last event time (each None where
+#: it did not).
+Recorded = tuple[int | None, datetime | None, datetime | None] | None
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.\d+\.\d+)?\.parquet$")
 
@@ -100,14 +106,13 @@ def _commit_problem(content: bytes) -> str | None:
 
 
 def file_damage(root: Path | S3Location, relative: str, size: int, pages: bool = True,
-                rows: int | None = None) -> str | None:
-    """What is wrong with the data file ``relative`` whose commit says ``size`` bytes (and ``rows``
-    rows, if it recorded them; None: it is there with that size, and :func:`parquet_damage` finds
-    nothing)."""
+                recorded: Recorded = None) -> str | None:
+    """What is wrong with the data file ``relative`` whose commit says ``size`` bytes (and what
+    ``recorded`` says; None: it is there with that size, and :func:`parquet_damage` finds nothing)."""
     path, filesystem = located(root, relative)
     info = filesystem.get_file_info(path)
     found = info.size if info.type == FileType.File else None
-    return size_damage(found, size) or parquet_damage(root, relative, pages, rows)
+    return size_damage(found, size) or parquet_damage(root, relative, pages, recorded)
 
 
 def size_damage(found: int | None, size: int) -> str | None:
@@ -118,20 +123,36 @@ def size_damage(found: int | None, size: int) -> str | None:
     return None if found == size else f"named by the table's log with {size} bytes, but has {found}"
 
 
-def parquet_damage(root: Path | S3Location, relative: str, pages: bool = True, rows: int | None = None) -> str | None:
+def parquet_damage(root: Path | S3Location, relative: str, pages: bool = True, recorded: Recorded = None
+                   ) -> str | None:
     """What does not decode in the Parquet file ``relative``: its footer or, with ``pages``, a page (a
-    page written with a checksum must match it), or what its footer says differs from the ``rows``
-    its commit recorded; None: nothing."""
+    page written with a checksum must match it); or where its footer contradicts what its commit
+    ``recorded``; None: nothing."""
     try:
         path, filesystem = located(root, relative)
         parquet = pq.ParquetFile(filesystem.open_input_file(path), page_checksum_verification=True)
     except (pa.ArrowException, OSError, ValueError) as exc:
         return f"its footer does not decode ({one_line(exc)})"
-    if rows is not None and parquet.metadata.num_rows != rows:
-        return f"named by the table's log with {rows:,} rows, but holds {parquet.metadata.num_rows:,}"
+    if recorded is not None and (wrong := recorded_damage(FileStats.footer(parquet.metadata), *recorded)):
+        return wrong
     for group in range(parquet.num_row_groups if pages else 0):
         try:
             parquet.read_row_group(group)
         except (pa.ArrowException, OSError, ValueError) as exc:
             return f"a page of row group {group} does not decode ({one_line(exc)})"
+    return None
+
+
+def recorded_damage(footer: FileStats, rows: int | None, first: datetime | None, last: datetime | None) -> str | None:
+    """Where a file's footer contradicts what its commit recorded: its rows, or event times outside
+    the first and last its commit gave (to the millisecond), by which readers of a window would
+    skip rows of it."""
+    if rows is not None and footer.rows != rows:
+        return f"named by the table's log with {rows:,} rows, but holds {footer.rows:,}"
+    if first is None or last is None or not footer.low:
+        return None
+    low, high = footer.low[0], footer.high[0]
+    if low < first or high - last >= MS:  # type: ignore[operator]
+        return (f"its rows' event times ({low} to {high}) lie outside those its commit recorded ({first} to "
+                f"{last}): readers of a time window would skip rows of it")
     return None

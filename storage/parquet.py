@@ -1,5 +1,6 @@
-"""How the table's data files are written: one writer for the ingester's flushes and the files
-``table optimize`` merges, so both encode alike.
+"""How the table's data files are written, and what their commits record of them: one writer for
+the ingester's flushes and the files ``table optimize`` merges, so both encode alike, and each
+file's statistics (:class:`FileStats`).
 
 Every column is dictionary-encoded, the Parquet writer's default. Encodings that pack a request's
 own length (``seq_len``, 1.47 of 3.0 bytes a row) tighter exist, but Spark's vectorized reader
@@ -8,10 +9,14 @@ own length (``seq_len``, 1.47 of 3.0 bytes a row) tighter exist, but Spark's vec
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 
@@ -26,3 +31,70 @@ def write_data_file(table: pa.Table, options: ParquetOptions, where: Path | pa.N
     """Write ``table`` as one Parquet file (with page checksums, which ``verify --pages`` checks)."""
     pq.write_table(table, where, compression=options.compression, compression_level=options.compression_level,
                    row_group_size=options.row_group_rows, write_page_checksum=True)
+
+
+#: The columns whose least and greatest values each commit records per data file (Delta's file
+#: statistics, with its row count): Delta readers (delta-rs, Polars, Spark, Trino) and
+#: :meth:`storage.table.Table.files` skip the files outside a time window by them unopened.
+STATS_COLUMNS = ("event_time", "log_partition", "log_offset")
+#: Delta keeps times to the millisecond.
+MS = timedelta(milliseconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class FileStats:
+    """A data file's rows and, when it has any (and they are known), the least (``low``) and greatest
+    (``high``) value of each of :data:`STATS_COLUMNS`."""
+
+    rows: int
+    low: tuple[object, ...] = ()
+    high: tuple[object, ...] = ()
+
+    @classmethod
+    def of(cls, data: pa.Table) -> FileStats:
+        if not data.num_rows:
+            return cls(0)
+        bounds = [pc.min_max(data[column]) for column in STATS_COLUMNS]
+        return cls(data.num_rows, tuple(bound["min"].as_py() for bound in bounds),
+                   tuple(bound["max"].as_py() for bound in bounds))
+
+    @classmethod
+    def read(cls, path: Path | str, filesystem: pafs.FileSystem | None = None) -> FileStats:
+        """Of a data file, from its footer."""
+        return cls.footer(pq.read_metadata(path, filesystem=filesystem))
+
+    @classmethod
+    def footer(cls, metadata: pq.FileMetaData) -> FileStats:
+        """From a data file's footer: its row groups' statistics (the rows alone where a row group
+        has none)."""
+        groups = [metadata.row_group(group) for group in range(metadata.num_row_groups)]
+        where = {groups[0].column(i).path_in_schema: i for i in range(metadata.num_columns)} if groups else {}
+        if not metadata.num_rows or any(column not in where for column in STATS_COLUMNS):
+            return cls(metadata.num_rows)
+        stats = [[group.column(where[column]).statistics for group in groups] for column in STATS_COLUMNS]
+        if not all(stat is not None and stat.has_min_max for column in stats for stat in column):
+            return cls(metadata.num_rows)
+        return cls(metadata.num_rows, tuple(min(stat.min for stat in column) for column in stats),
+                   tuple(max(stat.max for stat in column) for column in stats))
+
+    def json(self) -> str:
+        """As an add action's ``stats``. Delta keeps times to the millisecond: the least is
+        rounded down and the greatest up (left out where that passes the year 9999), so that no
+        reader skips a file holding a row it wants."""
+        stats: dict[str, object] = {"numRecords": self.rows}
+        if self.low:
+            stats["minValues"] = {column: _stat(value, up=False) for column, value in zip(STATS_COLUMNS, self.low,
+                                                                                          strict=True)}
+            stats["maxValues"] = {column: stat for column, value in zip(STATS_COLUMNS, self.high, strict=True)
+                                  if (stat := _stat(value, up=True)) is not None}
+            stats["nullCount"] = dict.fromkeys(STATS_COLUMNS, 0)
+        return json.dumps(stats)
+
+
+def _stat(value: object, up: bool) -> object:
+    if not isinstance(value, datetime):
+        return value
+    below = value - timedelta(microseconds=value.microsecond % 1000)
+    if not up or below == value:
+        return below.isoformat(timespec="milliseconds")
+    return None if below > datetime.max - MS else (below + MS).isoformat(timespec="milliseconds")

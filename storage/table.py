@@ -29,19 +29,16 @@ table as any Delta table (``dt`` and ``hour`` are its partition columns).
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema
 from deltalake.exceptions import CommitFailedError, DeltaError
@@ -58,6 +55,7 @@ from specmetrics.storage.damage import LOG_DIR, StoreDamaged, file_damage, log_d
 from specmetrics.storage.files import list_folder, remove
 from specmetrics.storage.layout import DEAD_LETTER_DIR, ROLLUP_DIR, FileName
 from specmetrics.storage.location import S3Location, address, located, store_error
+from specmetrics.storage.parquet import MS, FileStats
 
 logger = logging.getLogger(__name__)
 
@@ -91,68 +89,6 @@ REPLACE_ATTEMPTS = 20
 FOOTER_THREADS = 8
 
 
-#: The columns whose least and greatest values each commit records per data file (Delta's file
-#: statistics, with its row count): Delta readers (delta-rs, Polars, Spark, Trino) and
-#: :meth:`Table.files` skip the files outside a time window by them without opening one.
-STATS_COLUMNS = ("event_time", "log_partition", "log_offset")
-_MS = timedelta(milliseconds=1)
-
-
-@dataclass(frozen=True, slots=True)
-class FileStats:
-    """A data file's rows and, when it has any (and they are known), the least (``low``) and greatest
-    (``high``) value of each of :data:`STATS_COLUMNS`."""
-
-    rows: int
-    low: tuple[object, ...] = ()
-    high: tuple[object, ...] = ()
-
-    @classmethod
-    def of(cls, data: pa.Table) -> FileStats:
-        if not data.num_rows:
-            return cls(0)
-        bounds = [pc.min_max(data[column]) for column in STATS_COLUMNS]
-        return cls(data.num_rows, tuple(bound["min"].as_py() for bound in bounds),
-                   tuple(bound["max"].as_py() for bound in bounds))
-
-    @classmethod
-    def read(cls, path: Path | str, filesystem: pafs.FileSystem | None = None) -> FileStats:
-        """Of a data file, from its footer (its row groups' statistics; the rows alone where a row
-        group has none)."""
-        metadata = pq.read_metadata(path, filesystem=filesystem)
-        groups = [metadata.row_group(group) for group in range(metadata.num_row_groups)]
-        where = {groups[0].column(i).path_in_schema: i for i in range(metadata.num_columns)} if groups else {}
-        if not metadata.num_rows or any(column not in where for column in STATS_COLUMNS):
-            return cls(metadata.num_rows)
-        stats = [[group.column(where[column]).statistics for group in groups] for column in STATS_COLUMNS]
-        if not all(stat is not None and stat.has_min_max for column in stats for stat in column):
-            return cls(metadata.num_rows)
-        return cls(metadata.num_rows, tuple(min(stat.min for stat in column) for column in stats),
-                   tuple(max(stat.max for stat in column) for column in stats))
-
-    def json(self) -> str:
-        """As an add action's ``stats``. Delta keeps times to the millisecond: the least is
-        rounded down and the greatest up (left out where that passes the year 9999), so that no
-        reader skips a file holding a row it wants."""
-        stats: dict[str, object] = {"numRecords": self.rows}
-        if self.low:
-            stats["minValues"] = {column: _stat(value, up=False) for column, value in zip(STATS_COLUMNS, self.low,
-                                                                                          strict=True)}
-            stats["maxValues"] = {column: stat for column, value in zip(STATS_COLUMNS, self.high, strict=True)
-                                  if (stat := _stat(value, up=True)) is not None}
-            stats["nullCount"] = dict.fromkeys(STATS_COLUMNS, 0)
-        return json.dumps(stats)
-
-
-def _stat(value: object, up: bool) -> object:
-    if not isinstance(value, datetime):
-        return value
-    below = value - timedelta(microseconds=value.microsecond % 1000)
-    if not up or below == value:
-        return below.isoformat(timespec="milliseconds")
-    return None if below > datetime.max - _MS else (below + _MS).isoformat(timespec="milliseconds")
-
-
 @dataclass(frozen=True, slots=True)
 class DataFile:
     """A data file to commit: its path under the table's root (``dt=…/hour=…/<name>``), size and
@@ -183,6 +119,11 @@ class TableFile:
     first_event: datetime | None = None
     last_event: datetime | None = None
 
+    @property
+    def recorded(self) -> tuple[int | None, datetime | None, datetime | None]:
+        """What its commit recorded of it: rows, first and last event time."""
+        return self.rows, self.first_event, self.last_event
+
     def may_hold(self, since: datetime | None, until: datetime | None) -> bool:
         """Whether rows of the file may lie in ``since <= event_time < until``, as its statistics
         tell (without them: yes). A writer other than specmetrics may have rounded the last time
@@ -191,7 +132,7 @@ class TableFile:
             return True
         since, until = (t if t is None or t.tzinfo is None else t.astimezone(UTC).replace(tzinfo=None)
                         for t in (since, until))
-        return (since is None or since - self.last_event < _MS) and (until is None or self.first_event < until)
+        return (since is None or since - self.last_event < MS) and (until is None or self.first_event < until)
 
     @property
     def path(self) -> Path:
@@ -341,7 +282,7 @@ class Table:
         files = self.files()
         for check_pages in (False, True) if pages else (False,):  # footers first: they are cheap
             for file in files:
-                damage = file_damage(self.root, file.relative, file.size, check_pages, file.rows)
+                damage = file_damage(self.root, file.relative, file.size, check_pages, file.recorded)
                 if damage is not None:
                     return f"{file.location}: {damage}; restore it from a copy of the table"
         return None

@@ -15,8 +15,7 @@ import pyarrow.parquet as pq
 from specmetrics.ingest.batch import DeadLetter
 from specmetrics.ingest.output import write_dead_letters, write_lost_range, write_partitioned
 from specmetrics.storage.layout import FLUSH_FILES_KEY, FileName
-from specmetrics.storage.parquet import ParquetOptions
-from specmetrics.storage.table import FileStats
+from specmetrics.storage.parquet import FileStats, ParquetOptions
 
 HOUR_US = 3_600_000_000
 

@@ -23,7 +23,8 @@ from specmetrics.cli import main
 from specmetrics.queries.verify import verify_table
 from specmetrics.storage.layout import FileName
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.table import DataFile, FileStats, Table, is_table
+from specmetrics.storage.parquet import FileStats
+from specmetrics.storage.table import DataFile, Table, is_table
 from specmetrics.transport.log.directory import ID_FILE
 from tests.support.ingest import append_bad_record, ingest_once, ingest_to_s3, rows_once
 from tests.support.loadgen import write_load

@@ -19,7 +19,8 @@ from specmetrics.storage.compaction import compact
 from specmetrics.storage.files import list_folder
 from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, ROLLUP_DIR, FileName
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.table import LOG_DIR, DataFile, FileStats, ReplaceRefused, Table, TableFile
+from specmetrics.storage.parquet import FileStats
+from specmetrics.storage.table import LOG_DIR, DataFile, ReplaceRefused, Table, TableFile
 from tests.support.events import T0
 from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once, ingest_to_s3, rows_once
 from tests.support.loadgen import write_load

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -17,7 +18,8 @@ from specmetrics.cli import main
 from specmetrics.storage.damage import LOG_DIR, StoreDamaged
 from specmetrics.storage.layout import FileName
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.table import DataFile, FileStats, Table
+from specmetrics.storage.parquet import FileStats
+from specmetrics.storage.table import DataFile, Table
 from tests.support.ingest import ingest_once, ingest_to_s3
 from tests.support.loadgen import write_load
 
@@ -138,6 +140,30 @@ def test_verify_finds_a_file_whose_commit_records_other_rows(
     assert main(["verify", "--data", str(data)]) == 4
     assert f"damaged: {copy.relative_to(data)}: named by the table's log with {file.rows + 64:,} rows, but holds " \
            f"{file.rows:,}" in capsys.readouterr().out
+
+
+def test_verify_finds_a_file_whose_commit_records_other_event_times(
+        clean_table: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Statistics that place a file's rows an hour later than they are (another writer's): a report of
+    the rows' own window skips the file. Readers trust the log; verify checks it against the footer."""
+    data = tmp_path / "data"
+    shutil.copytree(clean_table[1], data)
+    table = Table(data)
+    file = table.files()[1]
+    name = FileName.parse(file.path.name)
+    assert name is not None
+    copy = file.path.with_name(FileName(name.source, name.partition, name.start, name.end, "0" * 12).render("parquet"))
+    shutil.copyfile(file.path, copy)
+    stats = FileStats.read(copy)
+    later = FileStats(stats.rows, (stats.low[0] + timedelta(hours=1), *stats.low[1:]),  # type: ignore[operator]
+                      (stats.high[0] + timedelta(hours=1), *stats.high[1:]))  # type: ignore[operator]
+    table.replace([file], [DataFile(copy.relative_to(data).as_posix(), file.size, later)])
+    # a reader of the rows' own window skips the file
+    assert copy.relative_to(data).as_posix() not in [f.relative for f in table.files(stats.low[0], stats.high[0])]
+    assert main(["verify", "--data", str(data)]) == 4
+    out = capsys.readouterr().out
+    assert f"damaged: {copy.relative_to(data)}: its rows' event times ({stats.low[0]} to {stats.high[0]}) lie " \
+           "outside those its commit recorded" in out and "readers of a time window would skip rows of it" in out
 
 
 def test_damage_on_s3_is_named_in_one_line(s3_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,7 +17,8 @@ from deltalake.transaction import AddAction
 from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA, schema_before
 from specmetrics.storage.layout import FileName
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.table import TABLE_SCHEMA, CommitRefused, DataFile, FileStats, Table, app_id, is_table
+from specmetrics.storage.parquet import FileStats
+from specmetrics.storage.table import TABLE_SCHEMA, CommitRefused, DataFile, Table, app_id, is_table
 from tests.support.events import T0
 from tests.support.ingest import ingest_once
 from tests.support.loadgen import write_load
