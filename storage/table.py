@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -425,13 +425,18 @@ class Table:
         actions.extend(_add(file, now_ms, data_change=False) for file in added)
         self._commit_while_held(actions, [file.relative for file in removed], "to merge")
 
-    def add_missing_statistics(self) -> int:
+    def add_missing_statistics(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Give the data files committed without statistics (by a specmetrics before them, or another
         writer) theirs, read from their footers: one commit that adds each again, rows unchanged, as
-        Spark's ``ANALYZE TABLE ... COMPUTE DELTA STATISTICS`` does. How many files it gave them."""
+        Spark's ``ANALYZE TABLE ... COMPUTE DELTA STATISTICS`` does. How many files it gave them;
+        ``progress(done, total)`` after each footer read."""
         bare = [file for file in self.files() if file.rows is None]
+        stats = []
         with ThreadPoolExecutor(FOOTER_THREADS) as pool:  # on S3 each footer is a request: overlap them
-            stats = list(pool.map(self._footer_statistics, bare))
+            for done, file_stats in enumerate(pool.map(self._footer_statistics, bare), 1):
+                stats.append(file_stats)
+                if progress:
+                    progress(done, len(bare))
         files = [DataFile(file.relative, file.size, file_stats) for file, file_stats in zip(bare, stats, strict=True)]
         if files:
             now_ms = time.time_ns() // 1_000_000

@@ -10,6 +10,7 @@ from typing import Any
 
 from specmetrics.ingest.convert import convert_tree
 from specmetrics.ingest.settings import IngestSettings
+from specmetrics.progress import Progress
 from specmetrics.queries.rollup import build_missing
 from specmetrics.storage.compaction import compact
 from specmetrics.storage.location import S3Location, is_s3
@@ -83,10 +84,16 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.data} is not a table ('specmetrics table convert' makes a tree one)")
     table = Table(root)
     if args.action == "optimize":
-        stated = table.add_missing_statistics()
+        footers = Progress("statistics from footers", unit="files")
+        if stated := table.add_missing_statistics(footers.update):
+            footers.finish()
         merged = compact(table, args.target_rows)
         days = [datetime.fromisoformat(day) for day in merged.days]
-        rolled = build_missing(root, since=min(days), until=max(days) + timedelta(days=1)) if days else []
+        rollups = Progress("rollup", unit="files")
+        rolled = build_missing(root, since=min(days), until=max(days) + timedelta(days=1),
+                               progress=rollups.update) if days else []
+        if rolled:
+            rollups.finish()
         print(f"merged {merged.merged_files:,} file(s) into {merged.new_files:,} ({merged.rows:,} rows), rolled up "
               f"{len(rolled):,} file(s) of their days; the files merged stay on disk until 'specmetrics table vacuum'"
               + (f"; {stated:,} file(s) committed without statistics have them now" if stated else ""))
