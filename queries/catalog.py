@@ -38,6 +38,7 @@ import re
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -107,13 +108,17 @@ _CODE_ONLY = re.compile(r"--[^\n]*|'(?:[^']|'')*'")
 Params = Sequence[object] | Mapping[str, object]
 
 
-def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
+def connect(data_dir: Path | str, since: datetime | None = None, until: datetime | None = None
+            ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with every view over the table in the folder ``data_dir``
     (or at ``s3://bucket/prefix``).
 
-    The sources read the files :func:`storage.readable.select_files` takes. :func:`run_query`
-    looks at the table's log (and the rollups) again before each query and, when they changed,
-    selects again, so what the ingester commits later is seen.
+    The sources read the files :func:`storage.readable.select_files` takes; with ``since`` or
+    ``until``, only those that may hold rows of ``since <= event_time < until`` by the statistics
+    their commits recorded (a report of an hour opens the hour's files, not every file of the table;
+    rows outside the window may then be missing). :func:`run_query` looks at the table's log (and
+    the rollups) again before each query and, when they changed, selects again, so what the
+    ingester commits later is seen.
     """
     root: Path | S3Location
     if is_s3(str(data_dir)):
@@ -138,7 +143,7 @@ def connect(data_dir: Path | str) -> duckdb.DuckDBPyConnection:
         # reads it, and binding over the files opens every one (11.2 s of 11.9 s at 1,000 files).
         create_empty_source(con)
         create_views(con, rollup_files=False)
-        _SOURCES[con], _ = _create_sources(con, root)
+        _SOURCES[con], _ = _create_sources(con, root, since, until)
         con.execute("SET TimeZone = 'UTC'")  # event times are UTC; so are naive window bounds
         con.execute("SET allowed_directories = ?", [[allowed]])
         con.execute("SET enable_external_access = false")
@@ -291,6 +296,8 @@ class _Sources:
 
     root: Path | S3Location
     listing: frozenset[Path] | int | None
+    since: datetime | None
+    until: datetime | None
 
 
 #: The sources of each connection made by :func:`connect`.
@@ -305,12 +312,14 @@ def _listing(root: Path | S3Location) -> frozenset[Path] | int | None:
     return frozenset([*(root / LOG_DIR).glob("*.json"), *partition_files(root / ROLLUP_DIR, None, None)])
 
 
-def _create_sources(con: duckdb.DuckDBPyConnection, root: Path | S3Location) -> tuple[_Sources, bool]:
-    """Create (or replace) :data:`SOURCE_VIEW` over the data files readers take (or empty), and
-    :data:`ROLLUP_SOURCE_VIEW` over the rollups readers take if there are any (else the caller
-    makes an empty one once file_rollup exists); what was listed, and whether it has rollups."""
+def _create_sources(con: duckdb.DuckDBPyConnection, root: Path | S3Location, since: datetime | None,
+                    until: datetime | None) -> tuple[_Sources, bool]:
+    """Create (or replace) :data:`SOURCE_VIEW` over the data files readers take (of the window
+    ``since``, ``until``, or empty), and :data:`ROLLUP_SOURCE_VIEW` over the rollups readers take
+    if there are any (else the caller makes an empty one once file_rollup exists); what was
+    listed, and whether it has rollups."""
     listing = _listing(root)
-    files = select_files(root, rollup_schema=rollup_schema())
+    files = select_files(root, since, until, rollup_schema())
     files.warn()
     data = [file.location for file in files.files]
     rollups = [files.location(rollup) for rollup in files.rollups]
@@ -322,14 +331,14 @@ def _create_sources(con: duckdb.DuckDBPyConnection, root: Path | S3Location) -> 
     if rollups:
         _create_files_view(con, rollups, ROLLUP_SOURCE_VIEW)
         comment_rollup_source(con)
-    return _Sources(root, listing), bool(rollups)
+    return _Sources(root, listing, since, until), bool(rollups)
 
 
 def _refresh_sources(con: duckdb.DuckDBPyConnection) -> None:
     """Make the sources again when the table's log or its rollups changed since they were made."""
     sources = _SOURCES.get(con)
     if sources is not None and _listing(sources.root) != sources.listing:
-        _SOURCES[con], has_rollups = _create_sources(con, sources.root)
+        _SOURCES[con], has_rollups = _create_sources(con, sources.root, sources.since, sources.until)
         if not has_rollups:
             create_empty_rollup_source(con)
 

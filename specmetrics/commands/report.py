@@ -99,7 +99,7 @@ def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timede
     root = S3Location.parse(args.data) if is_s3(args.data) else Path(args.data)
     files = frozenset() if args.raw else window_files(root, window.since, window.until)
     stored_rollups = not args.raw and _update_rollups(root, window)  # before connect()
-    con = connect(args.data)
+    con = connect(args.data, window.since, window.until)  # the window's files only
     try:
         data = collect(con, window, bucket=bucket, context_tokens=args.context_tokens, stored_rollups=stored_rollups,
                        requests=args.requests)

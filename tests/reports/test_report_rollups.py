@@ -149,6 +149,22 @@ def test_a_report_of_a_window_rolls_up_only_the_files_that_may_hold_rows_of_it(
     assert sorted((tree / ROLLUP_DIR).glob(DATA_GLOB)) == rollups[1:]
 
 
+def test_a_report_of_a_window_opens_no_data_file_outside_it(
+        tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The file of the rows before 11:00, its bytes garbled (its size kept): a report of the hour from
+    11:00 reads the raw rows of that hour's file alone; the whole table's report names the damage."""
+    [before, _] = sorted(tree.glob(DATA_GLOB))
+    before.write_bytes(bytes(len(before.read_bytes())))
+
+    def report(*extra: str) -> int:
+        return main(["report", "--data", str(tree), "--out", str(tmp_path / "r"), "--format", "md", "--raw", *extra])
+
+    assert report("--since", "2025-01-01T11:00") == 0
+    assert "(22 request-steps)" in capsys.readouterr().out
+    assert report() == 4
+    assert f"{before.relative_to(tree)}" in capsys.readouterr().err
+
+
 def test_a_rollup_written_before_the_audit_verdict_is_left_out_then_written_again(tree: Path) -> None:
     rollups = sorted((tree / ROLLUP_DIR).glob(DATA_GLOB))
     for rollup in rollups:  # the shape before vllm_counts_differ, counts doubled to tell it apart
