@@ -18,7 +18,7 @@ from specmetrics.storage.layout import DATA_GLOB, FileName
 from specmetrics.storage.table import DataFile, Table
 from specmetrics.transport.log import LocalLogWriter
 from tests.support.events import T0, step_event
-from tests.support.ingest import ingest_once, rollup_path
+from tests.support.ingest import copy_under_another_attempt, ingest_once, rollup_path
 from tests.support.loadgen import write_load
 
 
@@ -149,10 +149,7 @@ def test_rows_a_table_counts_twice_are_found(log_dir: Path, data_dir: Path, caps
     ingest_once(log_dir, data_dir, flush_rows=1_600)
     table = Table(data_dir)
     first = table.files()[0]
-    name = FileName.parse(first.path.name)
-    assert name is not None
-    copy = first.path.with_name(FileName(name.source, name.partition, name.start, name.end, "0" * 12).render("parquet"))
-    shutil.copy(first.path, copy)
+    copy = copy_under_another_attempt(first.path)
     table.replace([], [DataFile.local(data_dir, copy)])
     report = verify_table(data_dir)
     assert report.rows_twice == pq.read_metadata(first.path).num_rows == 1_600

@@ -20,7 +20,7 @@ from specmetrics.storage.layout import FileName
 from specmetrics.storage.location import S3Location
 from specmetrics.storage.parquet import FileStats
 from specmetrics.storage.table import DataFile, Table
-from tests.support.ingest import ingest_once, ingest_to_s3
+from tests.support.ingest import copy_under_another_attempt, ingest_once, ingest_to_s3
 from tests.support.loadgen import write_load
 
 COMMANDS = ("sql", "verify", "report", "ingest", "table optimize", "table checkpoint")
@@ -132,10 +132,8 @@ def test_verify_finds_a_file_whose_commit_records_other_rows(
     shutil.copytree(clean_table[1], data)
     table = Table(data)
     file = table.files()[1]
-    name = FileName.parse(file.path.name)
-    assert name is not None and file.rows
-    copy = file.path.with_name(FileName(name.source, name.partition, name.start, name.end, "0" * 12).render("parquet"))
-    shutil.copyfile(file.path, copy)
+    assert file.rows
+    copy = copy_under_another_attempt(file.path)
     table.replace([file], [DataFile(copy.relative_to(data).as_posix(), file.size, FileStats(file.rows + 64))])
     assert main(["verify", "--data", str(data)]) == 4
     assert f"damaged: {copy.relative_to(data)}: named by the table's log with {file.rows + 64:,} rows, but holds " \
@@ -150,10 +148,7 @@ def test_verify_finds_a_file_whose_commit_records_other_event_times(
     shutil.copytree(clean_table[1], data)
     table = Table(data)
     file = table.files()[1]
-    name = FileName.parse(file.path.name)
-    assert name is not None
-    copy = file.path.with_name(FileName(name.source, name.partition, name.start, name.end, "0" * 12).render("parquet"))
-    shutil.copyfile(file.path, copy)
+    copy = copy_under_another_attempt(file.path)
     stats = FileStats.read(copy)
     later = FileStats(stats.rows, (stats.low[0] + timedelta(hours=1), *stats.low[1:]),  # type: ignore[operator]
                       (stats.high[0] + timedelta(hours=1), *stats.high[1:]))  # type: ignore[operator]

@@ -147,3 +147,13 @@ def main_query(url: str, sql: str) -> list[tuple[object, ...]]:
         return [tuple(row.values()) for row in run_query(con, sql).to_pylist()]
     finally:
         con.close()
+
+
+def copy_under_another_attempt(path: Path) -> Path:
+    """A copy of the local data file ``path`` beside it, named for the same flush with another
+    attempt token: a file no commit names yet."""
+    name = FileName.parse(path.name)
+    assert name is not None
+    copy = path.with_name(FileName(name.source, name.partition, name.start, name.end, "0" * 12).render("parquet"))
+    shutil.copyfile(path, copy)
+    return copy
