@@ -10,9 +10,11 @@ own length (``seq_len``, 1.47 of 3.0 bytes a row) tighter exist, but Spark's vec
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -67,15 +69,11 @@ class FileStats:
     def footer(cls, metadata: pq.FileMetaData) -> FileStats:
         """From a data file's footer: its row groups' statistics (the rows alone where a row group
         has none)."""
-        groups = [metadata.row_group(group) for group in range(metadata.num_row_groups)]
-        where = {groups[0].column(i).path_in_schema: i for i in range(metadata.num_columns)} if groups else {}
-        if not metadata.num_rows or any(column not in where for column in STATS_COLUMNS):
+        ranges = column_ranges(metadata, STATS_COLUMNS)
+        if not metadata.num_rows or len(ranges) < len(STATS_COLUMNS):
             return cls(metadata.num_rows)
-        stats = [[group.column(where[column]).statistics for group in groups] for column in STATS_COLUMNS]
-        if not all(stat is not None and stat.has_min_max for column in stats for stat in column):
-            return cls(metadata.num_rows)
-        return cls(metadata.num_rows, tuple(min(stat.min for stat in column) for column in stats),
-                   tuple(max(stat.max for stat in column) for column in stats))
+        return cls(metadata.num_rows, tuple(ranges[column][0] for column in STATS_COLUMNS),
+                   tuple(ranges[column][1] for column in STATS_COLUMNS))
 
     def json(self) -> str:
         """As an add action's ``stats``. Delta keeps times to the millisecond: the least is
@@ -89,6 +87,22 @@ class FileStats:
                                   if (stat := _stat(value, up=True)) is not None}
             stats["nullCount"] = dict.fromkeys(STATS_COLUMNS, 0)
         return json.dumps(stats)
+
+
+def column_ranges(metadata: pq.FileMetaData, columns: Sequence[str]) -> dict[str, tuple[Any, Any]]:
+    """The least and greatest value of each of ``columns`` over a file's row groups, from its
+    footer, where every row group has them."""
+    groups = [metadata.row_group(group) for group in range(metadata.num_row_groups)]
+    if not groups:
+        return {}
+    where = {groups[0].column(i).path_in_schema: i for i in range(metadata.num_columns)}
+    ranges = {}
+    for column in (column for column in columns if column in where):
+        stats = [group.column(where[column]).statistics for group in groups]
+        bounds = [(stat.min, stat.max) for stat in stats if stat is not None and stat.has_min_max]
+        if len(bounds) == len(groups):
+            ranges[column] = (min(low for low, _ in bounds), max(high for _, high in bounds))
+    return ranges
 
 
 def _stat(value: object, up: bool) -> object:

@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 
 from specmetrics.schemas.arrow import ADDED_COLUMNS, REQUEST_STEP_SCHEMA, schema_before
 from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, FileName
+from specmetrics.storage.parquet import column_ranges
 from specmetrics.storage.readable import LeftOut, cached, partition_files, schema_difference
 
 T = TypeVar("T")
@@ -140,7 +141,7 @@ def _read_footer(root: Path, path: Path) -> _Footer | str:
         return f"not a readable Parquet file ({exc})"
     if difference is not None:
         return f"not the stored table's schema: {difference}"
-    ranges = _column_ranges(metadata)
+    ranges = column_ranges(metadata, _STATS_COLUMNS)
     if metadata.num_rows and len(ranges) < len(_STATS_COLUMNS):
         return "its footer has no statistics of " + ", ".join(c for c in _STATS_COLUMNS if c not in ranges)
     footer = _Footer(path, name, hour, metadata.num_rows, ranges)
@@ -164,17 +165,6 @@ def _difference(schema: pa.Schema) -> str | None:
     if any(schema.equals(expected) for expected in DATA_SCHEMAS):
         return None
     return schema_difference(schema, DATA_SCHEMAS[0])
-
-
-def _column_ranges(metadata: pq.FileMetaData) -> dict[str, tuple[object, object]]:
-    """Minimum and maximum of each checked column over all row groups, where every row group has them."""
-    names = metadata.schema.names
-    ranges: dict[str, tuple[object, object]] = {}
-    for column in _STATS_COLUMNS:
-        stats = [metadata.row_group(g).column(names.index(column)).statistics for g in range(metadata.num_row_groups)]
-        if all(s is not None and s.has_min_max for s in stats):
-            ranges[column] = (min(s.min for s in stats), max(s.max for s in stats))
-    return ranges
 
 
 def _misplaced(footer: _Footer) -> str | None:
