@@ -437,7 +437,7 @@ class Ingester:
                 self._stop_storing(next_offsets, "the flush is committed to the table")
             if work.name.partition not in self._refused:
                 self._next.update(next_offsets)
-            self.stats.files += sum(file.suffix == ".parquet" for file in work.written)
+            self.stats.files += len(work.data)
             self.stats.rows += work.table.num_rows
             self.stats.dead_letters += len(work.dead_letters)
             self.stats.lost_offsets += work.name.end - work.name.start + 1 if work.lost else 0
@@ -518,7 +518,6 @@ class Ingester:
                                work.name.source, letter.partition, letter.offset, letter.reason)
             if self._dead_letter_topic is not None:
                 self._dead_letter_topic.publish(self._dead_letter_topic.address.topic, work.dead_letters)
-
 
     def _write_data(self, work: _Flush, empty_at_us: int | None, other_files: int = 0) -> None:
         for written, data in write_partitioned(self.out, work.name, work.table, work.event_time_us, self._options,
