@@ -30,7 +30,7 @@ from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
 from specmetrics.storage.durable import write_durably
 from specmetrics.storage.layout import DEAD_LETTER_DIR, STATE_DIR, FileName
 from specmetrics.storage.table import DataFile, create_table, is_table
-from specmetrics.storage.tree import stored_flushes, tree_files
+from specmetrics.storage.tree import footer_stats, stored_flushes, tree_files
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,9 @@ def convert_tree(data: Path) -> Conversion:
             assert name is not None  # readers take only files with an ingester's name
             key = (name.source, name.partition)
             positions[key] = max(positions.get(key, 0), name.end + 1)
-        create_table(data, [DataFile.local(data, path) for path in committed], positions)
+        files = [DataFile(path.relative_to(data).as_posix(), path.stat().st_size, footer_stats(data, path))
+                 for path in committed]  # the footers the tree's rules read
+        create_table(data, files, positions)
     return Conversion(len(committed), len(rowless), len(left_out), positions)
 
 

@@ -10,7 +10,7 @@ own length (``seq_len``, 1.47 of 3.0 bytes a row) tighter exist, but Spark's vec
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -69,10 +69,15 @@ class FileStats:
     def footer(cls, metadata: pq.FileMetaData) -> FileStats:
         """From a data file's footer: its row groups' statistics (the rows alone where a row group
         has none)."""
-        ranges = column_ranges(metadata, STATS_COLUMNS)
-        if not metadata.num_rows or len(ranges) < len(STATS_COLUMNS):
-            return cls(metadata.num_rows)
-        return cls(metadata.num_rows, tuple(ranges[column][0] for column in STATS_COLUMNS),
+        return cls.bounded(metadata.num_rows, column_ranges(metadata, STATS_COLUMNS))
+
+    @classmethod
+    def bounded(cls, rows: int, ranges: Mapping[str, tuple[Any, Any]]) -> FileStats:
+        """Of a file of ``rows`` rows whose columns lie in ``ranges`` (:func:`column_ranges`; the
+        rows alone where a column of :data:`STATS_COLUMNS` has none)."""
+        if not rows or any(column not in ranges for column in STATS_COLUMNS):
+            return cls(rows)
+        return cls(rows, tuple(ranges[column][0] for column in STATS_COLUMNS),
                    tuple(ranges[column][1] for column in STATS_COLUMNS))
 
     def json(self) -> str:

@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 
 from specmetrics.schemas.arrow import ADDED_COLUMNS, REQUEST_STEP_SCHEMA, schema_before
 from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, FileName
-from specmetrics.storage.parquet import column_ranges
+from specmetrics.storage.parquet import FileStats, column_ranges
 from specmetrics.storage.readable import LeftOut, cached, partition_files, schema_difference
 
 T = TypeVar("T")
@@ -107,6 +107,13 @@ def tree_files(root: Path) -> tuple[list[Path], list[LeftOut]]:
     footers = _read_footers(root, partition_files(root, None, None), left_out)
     data = _without_copies(root, footers, left_out)
     return sorted(data), sorted(left_out, key=lambda f: f.path)
+
+
+def footer_stats(root: Path, path: Path) -> FileStats:
+    """The statistics of a data file of the tree ``root``, from the footer :func:`tree_files` read
+    (read now where it has not)."""
+    footer = _footer(root, path)
+    return FileStats.bounded(footer.rows, footer.ranges) if isinstance(footer, _Footer) else FileStats.read(path)
 
 
 def _read_footers(root: Path, paths: list[Path], left_out: list[LeftOut]) -> list[_Footer]:

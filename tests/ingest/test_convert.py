@@ -13,6 +13,7 @@ import pytest
 from specmetrics.cli import main
 from specmetrics.ingest.sources import LocalLogSource
 from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR, FileName
+from specmetrics.storage.parquet import FileStats
 from specmetrics.storage.table import LOG_DIR, Table, is_table
 from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once, ingest_tree_once
 from tests.support.loadgen import write_load
@@ -40,6 +41,11 @@ def test_a_converted_tree_reads_as_before_and_ingesting_goes_on_into_the_table(
            "out not committed" in out
     assert "log partition 0: next offset 61" in out
     assert is_table(data)
+    committed = Table(data).files()
+    assert [(file.rows, file.first_event, file.last_event) for file in committed] == [  # each file's statistics
+        (stats.rows, *((stats.low[0], stats.high[0]) if stats.rows else (None, None)))
+        for stats in (FileStats.read(file.path) for file in committed)]
+    assert sorted(file.rows for file in committed) == [0, 64 * 10, 64 * 25, 64 * 25]
     assert numbers(data) == before
     assert report(data, tmp_path / "after") == before_report
     assert main(["verify", "--data", str(data)]) == 3  # clean but for the dead letter, which stays set aside
