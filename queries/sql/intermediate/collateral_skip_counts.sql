@@ -6,7 +6,7 @@
 -- Each request's acceptance rate, which estimates what its collateral skips would have accepted,
 -- is taken over the whole window t0 <= event_time < t1 (NULL: open end), not per bucket.
 -- collateral_skips_between and collateral_skips_timeline select from it. With source, the counts
--- per request are the rows of the table so named (request_counts_or_table), in one bucket.
+-- per request are the rows of the table so named (request_counts_of_table), in one bucket.
 --
 -- Example:
 --   SELECT bucket_index, engine_id, collateral_skips FROM collateral_skip_counts(60000000, NULL, NULL)
@@ -19,7 +19,8 @@
 --   num_draft_tokens, num_accepted_tokens, acceptance_rate, mean_acceptance_length,
 --   acceptance_rate_had_drafted, mean_acceptance_length_had_drafted   as in collateral_skips
 CREATE OR REPLACE MACRO collateral_skip_counts(width_us, t0, t1, source := NULL) AS TABLE
-WITH per_request AS (FROM request_counts_or_table(width_us, t0, t1, source)),
+WITH counted AS (FROM request_counts(width_us, t0, t1) WHERE source IS NULL),
+per_request AS NOT MATERIALIZED (FROM counted UNION ALL FROM request_counts_of_table(source)),
 -- Each request's rate over the whole window: with one bucket (a NULL width), its row's own, so
 -- no second grouping by request is needed (the costly part with millions of requests).
 request_rates AS (

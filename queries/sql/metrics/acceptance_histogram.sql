@@ -19,28 +19,28 @@
 --
 -- acceptance_histogram_between(t0, t1, buckets := 10, source := NULL) is the same over
 -- t0 <= event_time < t1 (NULL: open end) with that many buckets, or over the counts per request of
--- the table named source (request_counts_or_table: how `specmetrics report` computes its chart);
+-- the table named source (request_counts_of_table: how `specmetrics report` computes its chart);
 -- the view acceptance_histogram is it over all time with 10 buckets.
 CREATE OR REPLACE MACRO acceptance_histogram_between(t0, t1, buckets := 10, source := NULL) AS TABLE
-WITH rates AS (
+WITH counted AS (FROM request_counts(NULL, t0, t1) WHERE source IS NULL),
+per_request AS NOT MATERIALIZED (FROM counted UNION ALL FROM request_counts_of_table(source)),
+counts AS (
     SELECT
         engine_id,
         model,
         method,
         num_spec_tokens,
-        rate_bucket(acceptance_rate(num_accepted_tokens, num_draft_tokens), buckets) AS bucket
-    FROM request_counts_or_table(NULL, t0, t1, source)
+        rate_bucket(acceptance_rate(num_accepted_tokens, num_draft_tokens), buckets) AS bucket,
+        CAST(count(*) AS BIGINT) AS requests
+    FROM per_request
     WHERE num_draft_tokens > 0
+    GROUP BY ALL
 ),
+-- from the buckets' counts, so that the requests are read once
 groups AS (
-    SELECT engine_id, model, method, num_spec_tokens, CAST(count(*) AS BIGINT) AS with_drafts
-    FROM rates
+    SELECT engine_id, model, method, num_spec_tokens, CAST(sum(requests) AS BIGINT) AS with_drafts
+    FROM counts
     GROUP BY engine_id, model, method, num_spec_tokens
-),
-counts AS (
-    SELECT engine_id, model, method, num_spec_tokens, bucket, CAST(count(*) AS BIGINT) AS requests
-    FROM rates
-    GROUP BY engine_id, model, method, num_spec_tokens, bucket
 )
 SELECT
     g.engine_id,

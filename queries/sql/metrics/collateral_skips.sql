@@ -36,7 +36,7 @@
 --   mean_acceptance_length_had_drafted    the same for the mean acceptance length (DOUBLE)
 --
 -- collateral_skips_between(t0, t1, source := NULL) is the same over t0 <= event_time < t1 (NULL:
--- open end), or over the counts per request of the table named source (request_counts_or_table:
+-- open end), or over the counts per request of the table named source (request_counts_of_table:
 -- how `specmetrics report` computes its section); the view collateral_skips is it over all time;
 -- collateral_skips_timeline the same per time bucket.
 CREATE OR REPLACE MACRO collateral_skips_between(t0, t1, source := NULL) AS TABLE

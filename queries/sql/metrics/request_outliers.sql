@@ -22,10 +22,11 @@
 --
 -- request_outliers_between(t0, t1, margin := 0.3, min_drafts := 8, source := NULL) is the same
 -- over t0 <= event_time < t1 (NULL: open end) with those thresholds, or over the counts per request
--- of the table named source (request_counts_or_table: how `specmetrics report` finds its
+-- of the table named source (request_counts_of_table: how `specmetrics report` finds its
 -- outliers); the view request_outliers is it over all time with the defaults.
 CREATE OR REPLACE MACRO request_outliers_between(t0, t1, margin := 0.3, min_drafts := 8, source := NULL) AS TABLE
-WITH per_request AS (FROM request_counts_or_table(NULL, t0, t1, source)),
+WITH counted AS (FROM request_counts(NULL, t0, t1) WHERE source IS NULL),
+per_request AS NOT MATERIALIZED (FROM counted UNION ALL FROM request_counts_of_table(source)),
 -- each group's pooled rate, joined: a window over millions of requests is several times slower
 group_rates AS (
     SELECT
