@@ -20,6 +20,10 @@ views on top of it, and a read-only way to query them.
 Both sources read only the files :func:`storage.readable.select_files` takes; each file it
 leaves out is logged as a warning with the reason.
 
+Creating the views and macros takes DuckDB 0.3 s (it binds each one), so they are made once per
+version into a DuckDB file in the user's cache (:func:`catalog_file`) and each connection copies
+them from it (25 ms); where no such file can be made, each connection creates them.
+
 Each view ``name`` past staging is its table macro ``name_between(t0, t1)`` over all time, so any
 metric can be asked for a time window (``FROM acceptance_between(?, ?)``, parameters bound);
 ``acceptance_timeline(bucket, t0, t1)`` is a macro only.
@@ -34,7 +38,12 @@ database is always writable, so :func:`run_query` also admits only single read-o
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import logging
+import os
 import re
+import uuid
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -50,11 +59,13 @@ from fsspec.implementations.arrow import ArrowFSWrapper
 
 from specmetrics.queries.guard import check_read_only
 from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
-from specmetrics.storage.damage import LOG_DIR
+from specmetrics.storage.damage import LOG_DIR, one_line
 from specmetrics.storage.layout import DATA_GLOB, ROLLUP_DIR
 from specmetrics.storage.location import S3Location, is_s3
 from specmetrics.storage.readable import partition_files, select_files
 from specmetrics.storage.table import Table
+
+logger = logging.getLogger(__name__)
 
 SOURCE_VIEW = "raw_request_steps"
 ROLLUP_SOURCE_VIEW = "raw_rollups"
@@ -106,6 +117,8 @@ _DEFINITION = re.compile(r"CREATE OR REPLACE (?:VIEW|MACRO) (\w+)")
 _CODE_ONLY = re.compile(r"--[^\n]*|'(?:[^']|'')*'")
 
 Params = Sequence[object] | Mapping[str, object]
+#: The folder of the catalog files (default ``~/.cache/specmetrics/catalog``).
+CATALOG_CACHE_ENV = "SPECMETRICS_CATALOG_CACHE"
 
 
 def connect(data_dir: Path | str, since: datetime | None = None, until: datetime | None = None
@@ -138,11 +151,10 @@ def connect(data_dir: Path | str, since: datetime | None = None, until: datetime
     con = duckdb.connect(":memory:", config={"python_enable_replacements": False})
     try:
         register_storage(con, root)
-        # The views are created over empty sources of the same columns, then the sources are
+        # The views are made over empty sources of the same columns, then the sources are
         # pointed at the files: DuckDB binds a view when it is created and again when a query
         # reads it, and binding over the files opens every one (11.2 s of 11.9 s at 1,000 files).
-        create_empty_source(con)
-        create_views(con, rollup_files=False)
+        load_catalog(con)
         _SOURCES[con], _ = _create_sources(con, root, since, until)
         con.execute("SET TimeZone = 'UTC'")  # event times are UTC; so are naive window bounds
         con.execute("SET allowed_directories = ?", [[allowed]])
@@ -229,21 +241,6 @@ def _layer_files(layer: str) -> tuple[str, ...]:
     return tuple(f"{layer}/{view}.sql" for view in _dependency_order(texts))
 
 
-@cache
-def files_needed(file: str, layers: tuple[str, ...] = LAYERS) -> tuple[str, ...]:
-    """``file`` (``layer/name.sql``) and the view files of ``layers`` it reads, directly or through
-    others, in the order :func:`sql_files` runs them."""
-    root = resources.files("specmetrics.queries") / "sql"
-    ordered = sql_files(layers)
-    needs = _needs({name: (root / name).read_text(encoding="utf-8") for name in ordered})
-    needed, pending = set(), [file]
-    while pending:
-        if (name := pending.pop()) not in needed:
-            needed.add(name)
-            pending.extend(needs[name])
-    return tuple(name for name in ordered if name in needed)
-
-
 def _needs(texts: dict[str, str]) -> dict[str, set[str]]:
     """Per file, the other files defining views and macros its code mentions."""
     code = {file: _CODE_ONLY.sub(" ", body) for file, body in texts.items()}
@@ -264,6 +261,75 @@ def _dependency_order(texts: dict[str, str]) -> list[str]:
             raise ValueError(f"circular references between view files: {sorted(set(texts) - set(done))}")
         done.append(ready[0])
     return done
+
+
+def load_catalog(con: duckdb.DuckDBPyConnection) -> None:
+    """Every view and macro over empty sources, in ``con``: copied from this version's catalog file
+    (:func:`catalog_file`; 25 ms), or created where there is none (0.3 s: DuckDB binds each one)."""
+    path = catalog_file()
+    if path is not None:
+        try:
+            con.execute("ATTACH ? AS catalog_file (READ_ONLY)", [str(path)])
+            try:
+                con.execute("COPY FROM DATABASE catalog_file TO memory")
+                return
+            finally:
+                con.execute("DETACH catalog_file")
+        except duckdb.Error as exc:  # created below (replacing what was copied); made again next time
+            logger.warning("catalog file %s cannot be read (%s); removing it", path, one_line(exc))
+            path.unlink(missing_ok=True)
+    create_catalog(con)
+
+
+def create_catalog(con: duckdb.DuckDBPyConnection) -> None:
+    """Create every view and macro over empty sources."""
+    create_empty_source(con)
+    create_views(con, rollup_files=False)
+
+
+def catalog_file() -> Path | None:
+    """This version's catalog as a DuckDB file in the user's cache (:data:`CATALOG_CACHE_ENV`), made
+    on first use; None where it cannot be made (readers then create the views)."""
+    try:
+        folder = Path(os.environ.get(CATALOG_CACHE_ENV) or Path.home() / ".cache" / "specmetrics" / "catalog")
+    except RuntimeError as exc:  # no home folder
+        logger.debug("no catalog file: %s", exc)
+        return None
+    path = folder / f"catalog-{catalog_version()}.duckdb"
+    return path if path.is_file() or _make_catalog_file(path) else None
+
+
+def _make_catalog_file(path: Path) -> bool:
+    """Make the catalog file ``path``, under a name of its own first, so that no reader sees it half
+    written."""
+    made = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        con = duckdb.connect(str(made))
+        try:
+            create_catalog(con)
+        finally:
+            con.close()
+        os.replace(made, path)
+    except (OSError, duckdb.Error) as exc:
+        logger.debug("no catalog file: %s", exc)
+        for leftover in (made, made.with_name(f"{made.name}.wal")):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+        return False
+    return True
+
+
+@cache
+def catalog_version() -> str:
+    """What the catalog is made of: DuckDB's version, the view files, the stored columns and this
+    module (the empty sources and their comments)."""
+    digest = hashlib.sha256(duckdb.__version__.encode())
+    root = resources.files("specmetrics.queries") / "sql"
+    files = [entry.read_bytes() for layer in LAYERS for entry in sorted((root / layer).iterdir(), key=str)]
+    for part in (*files, str(REQUEST_STEP_SCHEMA).encode(), Path(__file__).read_bytes()):
+        digest.update(part)
+    return digest.hexdigest()[:20]
 
 
 def create_views(con: duckdb.DuckDBPyConnection, *, rollup_files: bool) -> None:
@@ -351,15 +417,12 @@ def _create_files_view(con: duckdb.DuckDBPyConnection, files: Sequence[Path | st
 
 
 def rollup_connection() -> duckdb.DuckDBPyConnection:
-    """A connection with file_rollup and the view files it reads over an empty source view (which
+    """A connection with the catalog (file_rollup among it) over an empty source view (which
     :mod:`queries.rollup` points at one data file at a time)."""
     con = duckdb.connect()
     try:
-        create_empty_source(con)
+        load_catalog(con)
         con.execute("SET TimeZone = 'UTC'")
-        for name in files_needed(f"{ROLLUP_LAYER}/file_rollup.sql", LAYERS[:LAYERS.index(ROLLUP_LAYER) + 1]):
-            for statement in file_statements(name):
-                con.execute(statement)
     except BaseException:
         con.close()
         raise

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import re
+import shutil
 from importlib import resources
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import duckdb
@@ -13,6 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from specmetrics.queries import PUBLIC_MACROS, PUBLIC_VIEWS, SOURCE_VIEW, connect, describe_views, run_query, sql_files
+from specmetrics.queries import catalog as catalog_module
+from specmetrics.queries.catalog import CATALOG_CACHE_ENV, catalog_file, catalog_version, create_catalog, load_catalog
 
 
 def test_missing_data_dir_is_a_clear_error(tmp_path: Path) -> None:
@@ -165,3 +170,85 @@ def test_views_still_work_after_the_lockdown(locked: Any) -> None:
         "SELECT name, value FROM duckdb_settings() WHERE name IN ('enable_external_access', 'lock_configuration')"
     ).fetchall())
     assert settings == {"enable_external_access": "false", "lock_configuration": "true"}
+
+
+#: What a connection's catalog holds: each view with its query and comment, each macro with its
+#: parameters and comment.
+CATALOG = """
+SELECT view_name AS name, 'view' AS kind, comment, sql AS body FROM duckdb_views() WHERE NOT internal
+UNION ALL
+SELECT function_name, function_type, comment, array_to_string(parameters, ',')
+FROM duckdb_functions() WHERE NOT internal
+ORDER BY ALL
+"""
+
+
+@pytest.fixture
+def catalog_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(CATALOG_CACHE_ENV, str(folder))
+    return folder
+
+
+def drafts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    try:
+        return run_query(con, "SELECT engine_id, num_drafts, num_accepted_tokens FROM acceptance").to_pylist()
+    finally:
+        con.close()
+
+
+def test_connections_copy_the_views_from_one_catalog_file_made_once(catalog_cache: Path, tmp_path: Path,
+                                                                     outcomes: Any) -> None:
+    root = outcomes.write_table(tmp_path / "data", [outcomes.drafted(3, 2), outcomes.drafted(3, 0)])
+    con = connect(root)
+    [made] = catalog_cache.iterdir()  # nothing left beside it
+    assert re.fullmatch(r"catalog-[0-9a-f]{20}\.duckdb", made.name)
+    copied, created = duckdb.connect(), duckdb.connect()
+    load_catalog(copied)
+    create_catalog(created)
+    assert copied.sql(CATALOG).fetchall() == created.sql(CATALOG).fetchall()
+    assert len(copied.sql(CATALOG).fetchall()) > 100
+    assert drafts(con) == [{"engine_id": "a/dp0", "num_drafts": 2, "num_accepted_tokens": 2}]
+    first = made.stat()
+    assert drafts(connect(root)) == [{"engine_id": "a/dp0", "num_drafts": 2, "num_accepted_tokens": 2}]
+    again = made.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)  # read, not made again
+
+
+def test_a_damaged_catalog_file_is_removed_and_made_again(catalog_cache: Path, tmp_path: Path, outcomes: Any,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    root = outcomes.write_table(tmp_path / "data", [outcomes.drafted(3, 1)])
+    connect(root).close()
+    [made] = catalog_cache.iterdir()
+    made.write_bytes(b"not a DuckDB file" * 1000)
+    with caplog.at_level(logging.WARNING, logger="specmetrics.queries.catalog"):
+        assert drafts(connect(root)) == [{"engine_id": "a/dp0", "num_drafts": 1, "num_accepted_tokens": 1}]
+    assert f"catalog file {made} cannot be read" in caplog.text
+    assert not made.exists()
+    assert drafts(connect(root)) == [{"engine_id": "a/dp0", "num_drafts": 1, "num_accepted_tokens": 1}]
+    assert made.read_bytes()[8:12] == b"DUCK"  # a DuckDB file again
+
+
+def test_without_a_cache_folder_each_connection_creates_the_views(tmp_path: Path, outcomes: Any,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "file").write_text("a file where the cache folder would go")
+    monkeypatch.setenv(CATALOG_CACHE_ENV, str(tmp_path / "file" / "catalog"))
+    assert catalog_file() is None
+    root = outcomes.write_table(tmp_path / "data", [outcomes.drafted(3, 3)])
+    assert drafts(connect(root)) == [{"engine_id": "a/dp0", "num_drafts": 1, "num_accepted_tokens": 3}]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data", "file"]
+
+
+def test_another_duckdb_or_another_view_file_gives_another_catalog_file(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    ours = catalog_version.__wrapped__()
+    monkeypatch.setattr(duckdb, "__version__", "0.0.1")
+    assert catalog_version.__wrapped__() != ours
+    monkeypatch.undo()
+    package = tmp_path / "queries"
+    shutil.copytree(Path(str(resources.files("specmetrics.queries") / "sql")), package / "sql")
+    monkeypatch.setattr(catalog_module, "resources", SimpleNamespace(files=lambda name: package))
+    assert catalog_version.__wrapped__() == ours
+    view = package / "sql" / "metrics" / "acceptance.sql"
+    view.write_text(view.read_text() + "\n")
+    assert catalog_version.__wrapped__() != ours
