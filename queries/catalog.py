@@ -14,8 +14,8 @@ views on top of it, and a read-only way to query them.
                                     request_acceptance, vllm_audit_steps, ...
     sql/rollup/*.sql                file_rollup: the rows of a stored rollup
     sql/metrics/*.sql               the metrics users read (PUBLIC_VIEWS, PUBLIC_MACROS)
-    sql/report/*.sql                report_counts, report_counts_from_rollups, request_counts_from_rollups:
-                                    the scans of a report
+    sql/report/*.sql                report_counts, report_parts_from_rollups, report_counts_from_rollups,
+                                    request_counts_from_rollups: the scans of a report
 
 Both sources read only the files :func:`storage.readable.select_files` takes; each file it
 leaves out is logged as a warning with the reason.

@@ -37,11 +37,10 @@ _SPAN = """
 SELECT min(event_time) AS first, max(event_time) AS last
 FROM request_steps_between($t0, $t1)
 """
-#: The same from the rollups, in one time bucket and one context bucket: the fewest groups to count (half the
-#: time of the default widths at 10M request-steps).
+#: The same from the rollups' pieces of the window, not added up (0.077 -> 0.033 s at 6.4M request-steps).
 _STORED_SPAN = """
 SELECT min(first_event) AS first, max(last_event) AS last
-FROM report_counts_from_rollups(t0 := $t0, t1 := $t1, bucket := INTERVAL 36500 DAY, context_tokens := 1073741824)
+FROM report_parts_from_rollups(t0 := $t0, t1 := $t1)
 """
 #: The one scan of a report: report_counts's rows (or report_counts_from_rollups's), kept for the queries below.
 _ROLLUP = ("CREATE TEMP TABLE {table} AS "

@@ -5,7 +5,8 @@
 -- shape, queries/rollup.py: request-steps per minute and 256-token context bucket), instead of from every raw row. The whole
 -- minutes of the window come from the rollups (their dt and hour partitions pruned), the partial
 -- first and last minute (bounds that are not whole minutes) from the raw rows through
--- report_counts. bucket must be a whole number of minutes and context_tokens a multiple of 256.
+-- report_counts (report_parts_from_rollups reads the pieces, this adds them up). bucket must be a
+-- whole number of minutes and context_tokens a multiple of 256.
 -- It is right only when every data file of the window has its rollup (a file without one is
 -- missing from the whole minutes): `specmetrics report` checks that before and after it reads;
 -- elsewhere use report_counts. `specmetrics verify` checks the rollups equal the raw rows, and
@@ -25,37 +26,6 @@
 --   request_steps                               request-steps in the row (BIGINT)
 --   first_event, last_event                     the first and last event_time among them
 CREATE OR REPLACE MACRO report_counts_from_rollups(t0 := NULL, t1 := NULL, bucket := INTERVAL 1 MINUTE, context_tokens := 256) AS TABLE
-WITH parts AS (
-    SELECT
-        engine_id, model, method, num_spec_tokens,
-        make_timestamp(
-            epoch_us(minute) // CASE WHEN epoch_us(CAST(bucket AS INTERVAL)) % 60000000 = 0
-                                          AND epoch_us(CAST(bucket AS INTERVAL)) > 0
-                                     THEN epoch_us(CAST(bucket AS INTERVAL))
-                                     ELSE error('report_counts_from_rollups: bucket must be a positive whole number of minutes') END
-            * epoch_us(CAST(bucket AS INTERVAL))) AS bucket_start,
-        CAST(context_start // CASE WHEN CAST(context_tokens AS INTEGER) % 256 = 0 AND CAST(context_tokens AS INTEGER) > 0
-                                   THEN CAST(context_tokens AS INTEGER)
-                                   ELSE error('report_counts_from_rollups: context_tokens must be a positive multiple of 256') END
-             * CAST(context_tokens AS INTEGER) AS INTEGER) AS context_start,
-        kind, k_zero_reason, k_sched, k_valid, k_invalid, accepted, vllm_counts_differ, request_steps, first_event,
-        last_event
-    FROM raw_rollups
-    -- the whole minutes: from the first at or after t0 to the last before the one holding t1
-    WHERE request_id IS NULL AND in_window(minute, dt, hour, whole_minutes_start(t0), whole_minutes_end(t1))
-    UNION ALL
-    -- the partial first minute, [t0, the next whole minute); nothing (no file read) without t0
-    SELECT engine_id, model, method, num_spec_tokens, bucket_start, context_start, kind, k_zero_reason,
-           k_sched, k_valid, k_invalid, accepted, vllm_counts_differ, request_steps, first_event, last_event
-    FROM report_counts(t0 := first_part_start(t0), t1 := first_part_end(t0, t1), bucket := bucket,
-                       context_tokens := context_tokens)
-    UNION ALL
-    -- the partial last minute, [the last whole minute, t1), unless the first minute holds it
-    SELECT engine_id, model, method, num_spec_tokens, bucket_start, context_start, kind, k_zero_reason,
-           k_sched, k_valid, k_invalid, accepted, vllm_counts_differ, request_steps, first_event, last_event
-    FROM report_counts(t0 := last_part_start(t0, t1), t1 := last_part_end(t1), bucket := bucket,
-                       context_tokens := context_tokens)
-)
 SELECT
     engine_id, model, method, num_spec_tokens, bucket_start, context_start,
     CAST(context_start + CAST(context_tokens AS BIGINT) AS BIGINT) AS context_end,
@@ -64,7 +34,7 @@ SELECT
     is_vllm_draft(k_sched) AS is_vllm_draft,
     vllm_counts_differ,
     CAST(sum(request_steps) AS BIGINT) AS request_steps, min(first_event) AS first_event, max(last_event) AS last_event
-FROM parts
+FROM report_parts_from_rollups(t0 := t0, t1 := t1, bucket := bucket, context_tokens := context_tokens)
 GROUP BY ALL;
 
 COMMENT ON MACRO TABLE report_counts_from_rollups IS 'report_counts read from the stored per-file rollups (whole minutes) and the raw rows (partial first and last minute); right only when every data file of the window has its rollup; bucket in whole minutes, context_tokens a multiple of 256.';
