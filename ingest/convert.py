@@ -69,9 +69,8 @@ def convert_tree(data: Path) -> Conversion:
             assert name is not None  # readers take only files with an ingester's name
             key = (name.source, name.partition)
             positions[key] = max(positions.get(key, 0), name.end + 1)
-        files = [DataFile(path.relative_to(data).as_posix(), path.stat().st_size, footer_stats(data, path))
-                 for path in committed]  # the footers the tree's rules read
-        create_table(data, files, positions)
+        # the statistics from the footers the tree's rules read
+        create_table(data, [DataFile.local(data, path, footer_stats(data, path)) for path in committed], positions)
     return Conversion(len(committed), len(rowless), len(left_out), positions)
 
 

@@ -99,9 +99,11 @@ class DataFile:
     stats: FileStats
 
     @classmethod
-    def local(cls, root: Path, path: Path) -> DataFile:
-        """A data file written under the local folder ``root``, its statistics read from its footer."""
-        return cls(path.relative_to(root).as_posix(), path.stat().st_size, FileStats.read(path))
+    def local(cls, root: Path, path: Path, stats: FileStats | None = None) -> DataFile:
+        """A data file written under the local folder ``root``, with ``stats`` (read from its footer
+        where not given)."""
+        return cls(path.relative_to(root).as_posix(), path.stat().st_size,
+                   FileStats.read(path) if stats is None else stats)
 
 
 @dataclass(frozen=True, slots=True)
