@@ -395,7 +395,8 @@ class Table:
         of the days from ``since`` to ``until``, and by their statistics where their commits recorded
         them (:meth:`TableFile.may_hold`)."""
         self._refresh()
-        actions = pa.table(self._delta.get_add_actions(flatten=True))
+        # Through the Arrow stream interface: pa.table() of a foreign table imports pandas (0.3 s).
+        actions = pa.RecordBatchReader.from_stream(self._delta.get_add_actions(flatten=True)).read_all()
 
         def column(name: str) -> list[Any]:
             return actions[name].to_pylist() if name in actions.column_names else [None] * actions.num_rows

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import re
 import shutil
+import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 from types import SimpleNamespace
@@ -74,6 +76,18 @@ def test_files_added_after_connect_are_seen(tmp_path: Path, outcomes: Any) -> No
         assert run_query(con, "SELECT num_drafts FROM acceptance").to_pylist() == [{"num_drafts": 2}]
     finally:
         con.close()
+
+
+def test_a_reader_of_a_table_does_not_import_pandas(tmp_path: Path, outcomes: Any) -> None:
+    # pandas costs a fresh process 0.3 s (pa.table() of delta-rs's add actions imported it): what a
+    # scheduled report or `specmetrics sql` pays before its first query.
+    root = outcomes.write_table(tmp_path / "data", [outcomes.drafted(3, 2)])
+    program = ("import sys; from pathlib import Path; from specmetrics.queries import connect, run_query; "
+               "from specmetrics.queries.rollup import rollups_cover; root = Path(sys.argv[1]); rollups_cover(root); "
+               "con = connect(root); print(run_query(con, 'SELECT num_drafts FROM acceptance').to_pylist(), "
+               "'pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", program, str(root)], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["[{'num_drafts':", "1}]", "False"]
 
 
 def test_describe_views_lists_public_views_with_comments(connect_rows: Any, outcomes: Any) -> None:
