@@ -6,7 +6,9 @@ lacks them), with its sections about single requests (from the rollups' rows per
 without them (``--no-requests``); the same report over the raw rows is timed too. pandas and
 polars compute the same aggregations and the same per-request sections (each request's counts,
 the collateral skips per group, the histogram of request rates, the outliers). Best of
-``--rounds`` each; page cache warm (a first untimed scan). Checks that the rollups equal their
+``--rounds`` each, every timing in a fresh process (as a scheduled ``specmetrics report`` runs), the
+ways taking turns round by round so that a slower minute of this shared machine falls on all of
+them alike; page cache warm (a first untimed scan). Checks that the rollups equal their
 recomputation from the raw rows (``specmetrics verify``'s check) and that the ways agree on the
 headline and per-group numbers, on the sections about single requests, and (the report's ways) on
 its audit line (every row of the table carries vLLM's own counters), then prints one JSON line.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -195,14 +198,36 @@ def polars_report(root: Path) -> dict[str, Any]:
                                       [per_bucket.get(b, 0) for b in range(HISTOGRAM_BUCKETS)], outliers.height)}
 
 
-def best(fn: Callable[[Path], dict[str, Any]], root: Path, rounds: int) -> tuple[float, dict[str, Any]]:
-    times, result = [], {}
+#: The ways timed, by the name a timing process is given.
+WAYS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "floor": floor, "report": report, "report_without_requests": report_without_requests, "report_raw": report_raw,
+    "polars": polars_report, "pandas": pandas_report}
+
+
+def time_one(way: str, root: Path) -> None:
+    """One timing of ``way`` in this process: prints its seconds and its result as one JSON line."""
+    gc.collect()
+    start = time.perf_counter()
+    result = WAYS[way](root)
+    print(json.dumps({"seconds": time.perf_counter() - start, "result": result}))
+
+
+def best_of(root: Path, rounds: int) -> dict[str, tuple[float, dict[str, Any]]]:
+    """Each way's best time of ``rounds`` and its result (as JSON gave it back), each timing in a
+    process of its own, the ways in turn round after round."""
+    times: dict[str, list[float]] = {way: [] for way in WAYS}
+    results: dict[str, dict[str, Any]] = {}
     for _ in range(rounds):
-        gc.collect()
-        start = time.perf_counter()
-        result = fn(root)
-        times.append(time.perf_counter() - start)
-    return min(times), result
+        for way in WAYS:
+            command = [sys.executable, "-m", "benchmarks.bench_report", "--time", way, "--table", str(root)]
+            done = subprocess.run(command,
+                                  capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"timing {way} failed:\n{done.stderr}")
+            timing = json.loads(done.stdout.splitlines()[-1])
+            times[way].append(timing["seconds"])
+            results[way] = timing["result"]
+    return {way: (min(times[way]), results[way]) for way in WAYS}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -211,7 +236,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=positive_int, default=2)
     parser.add_argument("--dir", type=Path, default=Path("/var/tmp/specmetrics-bench"),
                         help="Where the generated table is kept between runs (~1 GB at 100M rows).")
+    parser.add_argument("--time", choices=WAYS, help=argparse.SUPPRESS)  # one timing, in a process of its own
+    parser.add_argument("--table", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.time:
+        time_one(args.time, args.table)
+        return
     rows = whole_steps(args.rows)
     if rows == 0:
         parser.error(f"--rows must be at least {FILES * BATCH:,}: {FILES} files of whole {BATCH}-request steps")
@@ -228,12 +258,13 @@ def main(argv: list[str] | None = None) -> None:
     if not check.clean or not rollups_cover(root):
         raise SystemExit(f"the rollups do not match the raw rows: {check}")
     floor(root)  # warm the page cache
-    floor_s, _ = best(floor, root, args.rounds)
-    report_s, got = best(report, root, args.rounds)
-    without_requests_s, by_rollups = best(report_without_requests, root, args.rounds)
-    raw_s, by_raw = best(report_raw, root, args.rounds)
-    polars_s, by_polars = best(polars_report, root, args.rounds)
-    pandas_s, by_pandas = best(pandas_report, root, args.rounds)
+    timed = best_of(root, args.rounds)
+    floor_s, _ = timed["floor"]
+    report_s, got = timed["report"]
+    without_requests_s, by_rollups = timed["report_without_requests"]
+    raw_s, by_raw = timed["report_raw"]
+    polars_s, by_polars = timed["polars"]
+    pandas_s, by_pandas = timed["pandas"]
     audits = [result.pop(AUDIT) for result in (got, by_rollups, by_raw)]
     requests = [result.pop(REQUESTS) for result in (got, by_raw, by_polars, by_pandas)]
     agree = got == by_rollups == by_raw == by_polars == by_pandas and audits[0] == audits[1] == audits[2] \
