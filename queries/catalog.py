@@ -45,7 +45,7 @@ import os
 import re
 import uuid
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -62,8 +62,8 @@ from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
 from specmetrics.storage.damage import LOG_DIR, one_line
 from specmetrics.storage.layout import DATA_GLOB, ROLLUP_DIR
 from specmetrics.storage.location import S3Location, is_s3
-from specmetrics.storage.readable import partition_files, select_files
-from specmetrics.storage.table import Table
+from specmetrics.storage.readable import remember, select_files
+from specmetrics.storage.table import Table, TableFile
 
 logger = logging.getLogger(__name__)
 
@@ -361,21 +361,38 @@ class _Sources:
     """The table a connection reads, and its log and rollups as listed when the sources were made."""
 
     root: Path | S3Location
-    listing: frozenset[Path] | int | None
+    listing: frozenset[str] | int | None
     since: datetime | None
     until: datetime | None
 
 
+#: The columns (names and types) of the data files read, by location and size (a committed data file does not change).
+_FILE_COLUMNS: dict[tuple[str, int], tuple[str, ...]] = {}
 #: The sources of each connection made by :func:`connect`.
 _SOURCES: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, _Sources] = weakref.WeakKeyDictionary()
 
 
-def _listing(root: Path | S3Location) -> frozenset[Path] | int | None:
+def _listing(root: Path | S3Location) -> frozenset[str] | int | None:
     """The files whose coming or going changes what readers take: the table's commits and the rollups
-    (on S3: the table's version)."""
+    (on S3: the table's version). Looked at before every query, so by directory entries alone
+    (no stat of each file): 4 ms at 2,000 files, against 40 ms through pathlib."""
     if isinstance(root, S3Location):
         return Table(root).version()
-    return frozenset([*(root / LOG_DIR).glob("*.json"), *partition_files(root / ROLLUP_DIR, None, None)])
+    return frozenset([*_file_paths(str(root / LOG_DIR), ".json", 0),
+                      *_file_paths(str(root / ROLLUP_DIR), ".parquet", 2)])
+
+
+def _file_paths(folder: str, suffix: str, depth: int) -> Iterator[str]:
+    """The paths of the files named ``*suffix`` ``depth`` folders below ``folder`` (``dt=``/``hour=``)."""
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if depth == 0 and entry.name.endswith(suffix) and entry.is_file():
+                    yield entry.path
+                elif depth > 0 and entry.name.startswith(("dt=", "hour=")) and entry.is_dir():
+                    yield from _file_paths(entry.path, suffix, depth - 1)
+    except (FileNotFoundError, NotADirectoryError):
+        return
 
 
 def _create_sources(con: duckdb.DuckDBPyConnection, root: Path | S3Location, since: datetime | None,
@@ -387,17 +404,38 @@ def _create_sources(con: duckdb.DuckDBPyConnection, root: Path | S3Location, sin
     listing = _listing(root)
     files = select_files(root, since, until, rollup_schema())
     files.warn()
-    data = [file.location for file in files.files]
     rollups = [files.location(rollup) for rollup in files.rollups]
-    if data:
-        _create_files_view(con, data, SOURCE_VIEW)
+    if files.files:
+        groups = _column_groups(con, files.files)
+        _create_files_view(con, groups or [[file.location for file in files.files]], SOURCE_VIEW, by_name=not groups)
         comment_source(con)
     else:
         create_empty_source(con)
     if rollups:
-        _create_files_view(con, rollups, ROLLUP_SOURCE_VIEW)
+        _create_files_view(con, [rollups], ROLLUP_SOURCE_VIEW)  # all of a rollup's schema (select_files)
         comment_rollup_source(con)
     return _Sources(root, listing, since, until), bool(rollups)
+
+
+def _column_groups(con: duckdb.DuckDBPyConnection, files: Sequence[TableFile]) -> list[list[str]] | None:
+    """The locations of ``files`` grouped by the columns (names and types) the files hold: one group
+    unless some were written by an older minor version of the schema (fewer columns); None where DuckDB did not name
+    a file back as given. The columns of a file are read once per process (a committed file does
+    not change), all unread footers in one DuckDB call."""
+    columns = {file.location: _FILE_COLUMNS.get((file.location, file.size)) for file in files}
+    if unread := [location for location, held in columns.items() if held is None]:
+        found = dict(con.execute(
+            "SELECT file_name, list(concat_ws(' ', name, type, converted_type, logical_type) ORDER BY name) "
+            "FROM parquet_schema(?) GROUP BY file_name", [unread]).fetchall())
+        for file in files:
+            if (names := found.get(file.location)) is not None:
+                columns[file.location] = remember(_FILE_COLUMNS, (file.location, file.size), tuple(names))
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for location, held in columns.items():
+        if held is None:
+            return None
+        groups.setdefault(held, []).append(location)
+    return list(groups.values())
 
 
 def _refresh_sources(con: duckdb.DuckDBPyConnection) -> None:
@@ -409,11 +447,40 @@ def _refresh_sources(con: duckdb.DuckDBPyConnection) -> None:
             create_empty_rollup_source(con)
 
 
-def _create_files_view(con: duckdb.DuckDBPyConnection, files: Sequence[Path | str], view: str) -> None:
-    """Create or replace ``view`` over the hive-partitioned ``files``."""
+def _create_files_view(con: duckdb.DuckDBPyConnection, groups: Sequence[Sequence[Path | str]], view: str,
+                       by_name: bool = False) -> None:
+    """Create or replace ``view`` over the hive-partitioned files of ``groups``, each group's files
+    holding the same columns (unless ``by_name``: their columns unknown); a column a group lacks is
+    NULL in its rows.
+
+    Each group is read without DuckDB's ``union_by_name``, which reads every file's footer whenever
+    a query binds the view (0.37 s a query at 1,000 files, against 0.03 s); the groups are put
+    together by name here, once. Where two groups disagree on a column's type, ``union_by_name``
+    over all of them decides it."""
     # The paths travel as values, never pasted into SQL.
-    relation = con.read_parquet([str(path) for path in files], hive_partitioning=True, union_by_name=True)
-    relation.project(f"* REPLACE ({partition_casts()})").create_view(view, replace=True)
+    relations = [] if by_name else [con.read_parquet([str(path) for path in group], hive_partitioning=True)
+                                    for group in groups]
+    types: dict[str, str] = {}
+    for relation in sorted(relations, key=lambda relation: -len(relation.columns)):  # the newest columns' order
+        for name, dtype in zip(relation.columns, relation.types, strict=True):
+            if types.setdefault(name, str(dtype)) != str(dtype):
+                relations = []
+    if not relations:
+        whole = con.read_parquet([str(path) for group in groups for path in group], hive_partitioning=True,
+                                 union_by_name=True)
+    elif len(relations) == 1:
+        whole = relations[0]
+    else:
+        def every_column(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
+            held = set(relation.columns)
+            return relation.project(", ".join(
+                _quote(name) if name in held else f"CAST(NULL AS {dtype}) AS {_quote(name)}"
+                for name, dtype in types.items()))
+
+        whole = every_column(relations[0])
+        for relation in relations[1:]:
+            whole = whole.union(every_column(relation))
+    whole.project(f"* REPLACE ({partition_casts()})").create_view(view, replace=True)
 
 
 def rollup_connection() -> duckdb.DuckDBPyConnection:

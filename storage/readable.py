@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -21,14 +22,13 @@ from pathlib import Path
 from typing import TypeVar
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from specmetrics.schemas.version import SCHEMA_VERSION
 from specmetrics.storage.files import list_folder
 from specmetrics.storage.layout import ROLLUP_DIR
 from specmetrics.storage.location import S3Location, address, located
-from specmetrics.storage.table import Table, TableFile, is_table
+from specmetrics.storage.table import FOOTER_THREADS, Table, TableFile, is_table
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -121,26 +121,33 @@ def partition_files(root: Path, since: datetime | None, until: datetime | None) 
 
 def cached(cache: dict[K, T], key: K, read: Callable[[], T]) -> T:
     """``cache[key]``, from ``read()`` the first time."""
-    if key not in cache:
-        if len(cache) >= _CACHED_FILES:  # a long-running process: files removed since stay here
-            cache.clear()
-        cache[key] = read()
-    return cache[key]
+    return cache[key] if key in cache else remember(cache, key, read())
+
+
+def remember(cache: dict[K, T], key: K, value: T) -> T:
+    """``value``, kept as ``cache[key]``."""
+    if len(cache) >= _CACHED_FILES:  # a long-running process: files removed since stay here
+        cache.clear()
+    cache[key] = value
+    return value
 
 
 def _rollups(root: Path | S3Location, files: list[TableFile], schema: pa.Schema, left_out: list[LeftOut]) -> list[str]:
     """The rollups of ``files`` that have a rollup's schema; those of another go to ``left_out``."""
     present = {file.relative: file for file in list_folder(root, ROLLUP_DIR, recursive=True)}
     where = address(root)
+    # A rollup is replaced whole: the same size and time, the same schema (a report selects its
+    # window's files several times, and on S3 each schema read is a request to the store).
+    keys = {rollup: (where, rollup, listed.size, listed.mtime_s) for file in files
+            if (listed := present.get(rollup := f"{ROLLUP_DIR}/{file.relative}")) is not None}
+    differences = {rollup: _ROLLUP_SCHEMAS[key] for rollup, key in keys.items() if key in _ROLLUP_SCHEMAS}
+    if unread := [rollup for rollup in keys if rollup not in differences]:
+        with ThreadPoolExecutor(FOOTER_THREADS) as pool:  # footers read side by side: S3 requests, local I/O
+            for rollup, difference in zip(unread, pool.map(partial(_rollup_schema_difference, root, schema), unread),
+                                          strict=True):
+                differences[rollup] = remember(_ROLLUP_SCHEMAS, keys[rollup], difference)
     rollups = []
-    for file in files:
-        if (listed := present.get(rollup := f"{ROLLUP_DIR}/{file.relative}")) is None:
-            continue
-        # A rollup is replaced whole: the same size and time, the same schema (a report selects its
-        # window's files several times, and on S3 each schema read is a request to the store).
-        path, filesystem = located(root, rollup)
-        difference = cached(_ROLLUP_SCHEMAS, (where, rollup, listed.size, listed.mtime_s),
-                            partial(_rollup_schema_difference, path, schema, filesystem))
+    for rollup, difference in sorted(differences.items()):
         if difference is None:
             rollups.append(rollup)
         else:
@@ -148,7 +155,8 @@ def _rollups(root: Path | S3Location, files: list[TableFile], schema: pa.Schema,
     return rollups
 
 
-def _rollup_schema_difference(path: str, schema: pa.Schema, filesystem: pafs.FileSystem) -> str | None:
+def _rollup_schema_difference(root: Path | S3Location, schema: pa.Schema, rollup: str) -> str | None:
+    path, filesystem = located(root, rollup)
     try:
         stored = pq.read_schema(path, filesystem=filesystem).remove_metadata()
     except (OSError, pa.ArrowException) as exc:
