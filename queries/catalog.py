@@ -62,7 +62,7 @@ from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
 from specmetrics.storage.damage import LOG_DIR, one_line
 from specmetrics.storage.layout import DATA_GLOB, ROLLUP_DIR
 from specmetrics.storage.location import S3Location, is_s3
-from specmetrics.storage.readable import remember, select_files
+from specmetrics.storage.readable import ReadableFiles, remember, select_files
 from specmetrics.storage.table import Table, TableFile
 
 logger = logging.getLogger(__name__)
@@ -397,24 +397,28 @@ def _file_paths(folder: str, suffix: str, depth: int) -> Iterator[str]:
 
 def _create_sources(con: duckdb.DuckDBPyConnection, root: Path | S3Location, since: datetime | None,
                     until: datetime | None) -> tuple[_Sources, bool]:
-    """Create (or replace) :data:`SOURCE_VIEW` over the data files readers take (of the window
-    ``since``, ``until``, or empty), and :data:`ROLLUP_SOURCE_VIEW` over the rollups readers take
-    if there are any (else the caller makes an empty one once file_rollup exists); what was
-    listed, and whether it has rollups."""
+    """Create (or replace) the source views over the files readers take of the window ``since``,
+    ``until`` (:func:`create_source_views`); what was listed, and whether it has rollups."""
     listing = _listing(root)
     files = select_files(root, since, until, rollup_schema())
     files.warn()
-    rollups = [files.location(rollup) for rollup in files.rollups]
+    return _Sources(root, listing, since, until), create_source_views(con, files)
+
+
+def create_source_views(con: duckdb.DuckDBPyConnection, files: ReadableFiles) -> bool:
+    """Create (or replace) :data:`SOURCE_VIEW` over the data files of ``files`` (empty without any),
+    and :data:`ROLLUP_SOURCE_VIEW` over its rollups if there are any (else the caller makes an empty
+    one once file_rollup exists); whether it has rollups."""
     if files.files:
         groups = _column_groups(con, files.files)
         _create_files_view(con, groups or [[file.location for file in files.files]], SOURCE_VIEW, by_name=not groups)
         comment_source(con)
     else:
         create_empty_source(con)
-    if rollups:
-        _create_files_view(con, [rollups], ROLLUP_SOURCE_VIEW)  # all of a rollup's schema (select_files)
+    if files.rollups:  # all of a rollup's schema (select_files)
+        _create_files_view(con, [[files.location(rollup) for rollup in files.rollups]], ROLLUP_SOURCE_VIEW)
         comment_rollup_source(con)
-    return _Sources(root, listing, since, until), bool(rollups)
+    return bool(files.rollups)
 
 
 def _column_groups(con: duckdb.DuckDBPyConnection, files: Sequence[TableFile]) -> list[list[str]] | None:

@@ -17,19 +17,14 @@ credential.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
 
 from specmetrics.queries.catalog import (
     GLOB_CHARS,
-    ROLLUP_SOURCE_VIEW,
-    SOURCE_VIEW,
-    comment_rollup_source,
-    comment_source,
+    create_source_views,
     create_views,
-    partition_casts,
     register_storage,
     rollup_schema,
 )
@@ -54,10 +49,8 @@ def export_database(data: Path | S3Location, target: Path, *, force: bool = Fals
                              "read as a pattern: move or link it to a plain path")
     files = select_files(root, rollup_schema=rollup_schema() if isinstance(root, Path) else None)
     files.warn()
-    data_files = [file.location for file in files.files]
-    rollups = [files.location(rollup) for rollup in files.rollups]
     where = address(root)
-    if not data_files:
+    if not files.files:
         raise FileNotFoundError(f"no data files of the ingester under {where!r}: not written by 'specmetrics "
                                 "ingest', or not yet")
     tmp = target.with_name(f".{target.name}.tmp")
@@ -65,15 +58,7 @@ def export_database(data: Path | S3Location, target: Path, *, force: bool = Fals
     con = duckdb.connect(str(tmp))
     try:
         register_storage(con, root)  # the views are bound now, so the objects are read
-        # A view definition cannot take a bound parameter: the paths are quoted SQL string literals.
-        con.execute(f"CREATE VIEW {SOURCE_VIEW} AS SELECT * REPLACE ({partition_casts()}) "
-                    f"FROM read_parquet({_list(data_files)}, hive_partitioning = true, union_by_name = true)")
-        comment_source(con)
-        rollup_files = bool(rollups)
-        if rollup_files:
-            con.execute(f"CREATE VIEW {ROLLUP_SOURCE_VIEW} AS SELECT * REPLACE ({partition_casts()}) "
-                        f"FROM read_parquet({_list(rollups)}, hive_partitioning = true)")
-            comment_rollup_source(con)
+        rollup_files = create_source_views(con, files)
         create_views(con, rollup_files=rollup_files)
         con.execute("CHECKPOINT")
     except BaseException:
@@ -84,10 +69,3 @@ def export_database(data: Path | S3Location, target: Path, *, force: bool = Fals
     os.replace(tmp, target)
     return target
 
-
-def _list(paths: Sequence[str]) -> str:
-    return "[" + ", ".join(_literal(path) for path in paths) + "]"
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
