@@ -54,11 +54,15 @@ logger = logging.getLogger(__name__)
 ROLLUP_CONTEXT_TOKENS = 256
 #: Width of the stored time buckets (file_rollup's minute).
 ROLLUP_BUCKET = timedelta(minutes=1)
+#: The rows of file_rollup over one data file, computed once (a query of file_rollup costs as much
+#: over 64 rows as the two below together: 0.06 s a file) and read as :data:`_ROLLUP_PARTS`.
+_ROLLED = "rolled_up"
+_ROLL_UP = f"CREATE OR REPLACE TEMP TABLE {_ROLLED} AS FROM file_rollup"
 #: A rollup's two kinds of rows (file_rollup), each in a stable order (the keys come first, and each
 #: key set is one row) and in row groups of its own: a reader of one kind (request_id IS NULL or IS
 #: NOT NULL) skips the other's by their statistics.
-_ROLLUP_PARTS = ("FROM file_rollup WHERE request_id IS NULL ORDER BY ALL",
-                 "FROM file_rollup WHERE request_id IS NOT NULL ORDER BY ALL")
+_ROLLUP_PARTS = (f"FROM {_ROLLED} WHERE request_id IS NULL ORDER BY ALL",
+                 f"FROM {_ROLLED} WHERE request_id IS NOT NULL ORDER BY ALL")
 
 
 def build_missing(data: Path | S3Location, rebuild: bool = False, since: datetime | None = None,
@@ -100,6 +104,7 @@ def _write_rollup(con: duckdb.DuckDBPyConnection, files: ReadableFiles, relative
     source, target = files.location(relative), f"{ROLLUP_DIR}/{relative}"
     try:
         _read_only(con, source)
+        con.execute(_ROLL_UP)
         write = partial(_write_parts, [con.sql(part).to_arrow_table() for part in _ROLLUP_PARTS])
     except (duckdb.IOException, FileNotFoundError):
         if isinstance(files.root, Path) and not Path(source).exists():
