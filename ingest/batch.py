@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 import pyarrow as pa
@@ -34,9 +35,20 @@ from specmetrics.schemas.wire import VllmCountTuple, VllmRequestTuple, WireStep,
 #: (``ingest.settings.IngestSettings.dedupe_steps``).
 DUPLICATE_STEP = ("duplicate step: its event id was read at an earlier offset of this partition (the producer "
                   "sent it again); the first copy is stored")
-_KIND_NAMES = pa.array([k.value for k in KIND_CODES])
-_K_ZERO_REASON_NAMES = pa.array([str(r) if r else "" for r in K_ZERO_REASON_CODES])
 _STEP_STRING_COLUMNS = ("schema_version", "engine_instance", "model", "vllm_version", "method")
+
+
+@cache
+def _kind_names() -> pa.Array:
+    """The stored dictionary of ``kind``, indexed by code; made on first use, since pa.array imports
+    pandas (0.2 s of every command's start, the ones that never ingest too)."""
+    return pa.array([k.value for k in KIND_CODES])
+
+
+@cache
+def _k_zero_reason_names() -> pa.Array:
+    """The stored dictionary of ``k_zero_reason``, indexed by code ("" for none)."""
+    return pa.array([str(r) if r else "" for r in K_ZERO_REASON_CODES])
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,10 +337,10 @@ def _record_batch(
     columns["event_time"] = pa.array(times, type=pa.timestamp("us"))
     columns["log_partition"] = pa.array(np.full(len(step_of_row), partition, dtype=np.int32))
     columns["request_id"] = request_ids
-    columns["kind"] = pa.DictionaryArray.from_arrays(pa.array(cols["kind"].astype(np.int32)), _KIND_NAMES)
+    columns["kind"] = pa.DictionaryArray.from_arrays(pa.array(cols["kind"].astype(np.int32)), _kind_names())
     k_zero_reason = cols["k_zero_reason"].astype(np.int32)
     columns["k_zero_reason"] = pa.DictionaryArray.from_arrays(
-        pa.array(k_zero_reason, mask=k_zero_reason == KZeroReasonCode.NONE.value), _K_ZERO_REASON_NAMES
+        pa.array(k_zero_reason, mask=k_zero_reason == KZeroReasonCode.NONE.value), _k_zero_reason_names()
     )
     for name in ("k_sched", "k_valid", "k_invalid", "accepted", "emitted"):
         columns[name] = pa.array(cols[name])
