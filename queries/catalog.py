@@ -18,7 +18,9 @@ views on top of it, and a read-only way to query them.
                                     request_counts_from_rollups: the scans of a report
 
 Both sources read only the files :func:`storage.readable.select_files` takes; each file it
-leaves out is logged as a warning with the reason.
+leaves out is logged as a warning with the reason. Files with the same columns are read as one
+scan; files of an older minor version of the schema (fewer columns) as a scan of their own, NULL in
+the columns they lack (:func:`create_source_views`).
 
 Creating the views and macros takes DuckDB 0.3 s (it binds each one), so they are made once per
 version into a DuckDB file in the user's cache (:func:`catalog_file`) and each connection copies
