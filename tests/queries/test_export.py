@@ -92,6 +92,9 @@ def test_a_table_on_s3_is_exported_with_its_objects_and_read_where_s3_is_reachab
     con = connect(s3_url)
     try:
         expected = run_query(con, query).to_pylist()
+        # its objects' columns read once, in one scan per group, not by name at each query's bind
+        [(source,)] = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'raw_request_steps'").fetchall()
+        assert "union_by_name := false" in source and "union_by_name := true" not in source
     finally:
         con.close()
     exported = duckdb.connect(str(db), read_only=True)
