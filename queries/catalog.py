@@ -467,11 +467,11 @@ def _create_files_view(con: duckdb.DuckDBPyConnection, groups: Sequence[Sequence
     relations = [] if by_name else [con.read_parquet([str(path) for path in group], hive_partitioning=True)
                                     for group in groups]
     types: dict[str, str] = {}
+    agree = True
     for relation in sorted(relations, key=lambda relation: -len(relation.columns)):  # the newest columns' order
         for name, dtype in zip(relation.columns, relation.types, strict=True):
-            if types.setdefault(name, str(dtype)) != str(dtype):
-                relations = []
-    if not relations:
+            agree &= types.setdefault(name, str(dtype)) == str(dtype)
+    if by_name or not agree:
         whole = con.read_parquet([str(path) for group in groups for path in group], hive_partitioning=True,
                                  union_by_name=True)
     elif len(relations) == 1:
