@@ -285,10 +285,12 @@ class Ingester:
         return f"; stored what was read before this ingester lost them: {', '.join(stored)}" if stored else ""
 
     def _revoked(self, partitions: list[int]) -> None:
+        # No longer owned before the flushes: one whose commit is refused is not sought again (its next
+        # owner reads on from where the table ends, and kafka-python allows no seek in this callback).
+        self._owned.difference_update(partitions)
         for partition in partitions:
             self.flush(partition)
         self.wait()
-        self._owned.difference_update(partitions)
         self._forget(partitions)
 
     def _lost(self, partitions: list[int]) -> None:

@@ -22,6 +22,7 @@ from specmetrics.cli import main
 from specmetrics.ingest import Ingester, IngestSettings
 from specmetrics.ingest.convert import convert_tree
 from specmetrics.ingest.sources import LocalLogSource
+from specmetrics.ingest.sources.base import OnAssigned, OnLost, OnRevoked, SourceRecord
 from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR, FileName
 from specmetrics.storage.table import LOG_DIR, DataFile, Table
 from tests.support.events import T0
@@ -130,19 +131,10 @@ def test_a_writer_whose_commit_is_refused_reads_on_from_where_the_table_ends(
     same place and was quicker): this flush's files go, and reading goes on from the table's end."""
     log, data = tmp_path / "log", tmp_path / "data"
     write_load(log, rows=64 * 100, seed=2)
-    ingest_once(log, tmp_path / "other", flush_rows=64 * 30)
-    early = [path for path in sorted((tmp_path / "other").glob(DATA_GLOB)) if path.name.startswith("log-0-" + "0" * 20)]
     source = LocalLogSource(log, data / STATE_DIR)
     ingester = Ingester(source, data, IngestSettings(flush_rows=64 * 40))  # resumes at offset 0
     try:
-        name = FileName("log", 0, 0, 29, "0123456789ab")
-        paths = []
-        for path in early:  # the other writer's flush of offsets 0-29
-            target = data / path.parent.relative_to(tmp_path / "other") / name.render("parquet")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(path, target)
-            paths.append(target)
-        Table(data).commit(name, [DataFile.local(data, path) for path in paths])
+        _commit_offsets_0_to_29_as_another_writer(tmp_path, log, data)
         stats = ingester.run(once=True)
     finally:
         ingester.close()
@@ -154,6 +146,72 @@ def test_a_writer_whose_commit_is_refused_reads_on_from_where_the_table_ends(
     assert sorted(read_rows(data)["log_offset"].unique().to_pylist()) == list(range(100))
     committed = {file.path for file in Table(data).files()}
     assert set(data.glob(DATA_GLOB)) == committed  # the refused flush's files went
+
+
+class _RevokedMidRead(LocalLogSource):
+    """A group member's source: its second poll revokes partition 0 (the ingester flushes it there), and,
+    as kafka-python's network thread, refuses a seek while the revocation runs."""
+
+    def __init__(self, log_dir: Path, state_dir: Path) -> None:
+        super().__init__(log_dir, state_dir)
+        self.polls = 0
+        self.revoking = False
+
+    def listen(self, assigned: OnAssigned, revoked: OnRevoked, lost: OnLost) -> None:
+        self._on_revoked = revoked
+        super().listen(assigned, revoked, lost)
+
+    def poll(self, max_records: int, timeout_s: float) -> list[SourceRecord]:
+        self.polls += 1
+        if self.polls == 1:
+            return super().poll(max_records, timeout_s)
+        if self.polls == 2:
+            self.revoking = True
+            try:
+                self._on_revoked([0])
+            finally:
+                self.revoking = False
+        return []
+
+    def seek(self, positions: dict[int, int | None]) -> None:
+        if self.revoking:
+            raise RuntimeError("Cannot block on net.run() from the IO thread itself")
+        super().seek(positions)
+
+
+def test_a_commit_refused_while_the_partition_is_revoked_leaves_it_to_its_next_owner(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The flush of a partition being revoked is refused (another writer committed it first): its files
+    go, and the partition is not sought again (its next owner reads on from where the table ends)."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=64 * 100, seed=2)
+    source = _RevokedMidRead(log, data / STATE_DIR)
+    ingester = Ingester(source, data, IngestSettings(flush_rows=64 * 1000))  # reads offsets 0-99, flushes none
+    try:
+        _commit_offsets_0_to_29_as_another_writer(tmp_path, log, data)
+        stats = ingester.run(once=True)
+    finally:
+        ingester.close()
+        source.close()
+    assert source.polls >= 2
+    assert "not 0 where the flush starts: another writer committed it" in caplog.text
+    assert (stats.rows, stats.files) == (0, 0)
+    assert Table(data).position("log", 0) == 30
+    assert {file.path for file in Table(data).files()} == set(data.glob(DATA_GLOB))  # the refused flush's files went
+
+
+def _commit_offsets_0_to_29_as_another_writer(tmp_path: Path, log: Path, data: Path) -> None:
+    """Another writer's flush of the log's offsets 0-29, committed to the table at ``data``."""
+    ingest_once(log, tmp_path / "other", flush_rows=64 * 30)
+    early = [path for path in sorted((tmp_path / "other").glob(DATA_GLOB)) if path.name.startswith("log-0-" + "0" * 20)]
+    name = FileName("log", 0, 0, 29, "0123456789ab")
+    paths = []
+    for path in early:
+        target = data / path.parent.relative_to(tmp_path / "other") / name.render("parquet")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
+        paths.append(target)
+    Table(data).commit(name, [DataFile.local(data, path) for path in paths])
 
 
 def test_dead_letters_count_with_the_commit_of_their_flush(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
