@@ -104,7 +104,7 @@ def tree_files(root: Path) -> tuple[list[Path], list[LeftOut]]:
     """The data files of the tree ``root`` that count (see the module's rules), sorted, and those
     left out, by path."""
     left_out: list[LeftOut] = []
-    footers = _read_footers(root, partition_files(root, None, None), left_out)
+    footers = _read_footers(root, sorted(map(Path, partition_files(root))), left_out)
     data = _without_copies(root, footers, left_out)
     return sorted(data), sorted(left_out, key=lambda f: f.path)
 
