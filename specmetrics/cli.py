@@ -3,76 +3,87 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
-import duckdb
-import pyarrow as pa
-
-from specmetrics.commands import (
-    create_topics,
-    db,
-    demo,
-    health,
-    ingest,
-    loadgen,
-    report,
-    rollup,
-    schema,
-    serve,
-    sql,
-    table,
-    verify,
-)
-from specmetrics.storage.damage import StoreDamaged
-from specmetrics.storage.location import S3Location, is_s3
-from specmetrics.storage.table import Table, is_table
-
-#: The errors of a read that a damaged data file causes: pyarrow's, and DuckDB's that are not about
-#: the query itself (DuckDB names a broken footer with a bare duckdb.Error).
-_READ_ERRORS = (duckdb.Error, duckdb.IOException, duckdb.InvalidInputException, duckdb.InternalException)
-
-COMMANDS = (demo, ingest, verify, rollup, sql, db, table, report, loadgen, schema, create_topics, health, serve)
+#: Each subcommand and the module under specmetrics.commands that parses and runs it. A command's
+#: run imports only its own module (``specmetrics health``, a container's healthcheck, none of DuckDB,
+#: pyarrow or the ingester): the others are registered by name alone.
+COMMANDS = {
+    "demo": "demo", "ingest": "ingest", "verify": "verify", "rollup": "rollup", "sql": "sql", "db": "db",
+    "table": "table", "report": "report", "loadgen": "loadgen", "schema": "schema", "create-topics": "create_topics",
+    "health": "health", "serve": "serve",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_module(name: str) -> ModuleType:
+    return importlib.import_module(f"specmetrics.commands.{COMMANDS[name]}")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or, given ``command``, of that one in full and of the others by
+    name only (their options are not needed to parse a run of ``command``)."""
     parser = argparse.ArgumentParser(
         prog="specmetrics",
         description="The truth about speculative decoding in vLLM: step events -> log -> Parquet -> SQL.",
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="More log output (-vv: debug).")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        command.add_parser(subparsers)
+    for name in COMMANDS:
+        if command is None or name == command:
+            command_module(name).add_parser(subparsers)
+        else:
+            subparsers.add_parser(name)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    named = next((word for word in argv if not word.startswith("-")), None)
+    args = build_parser(named if named in COMMANDS else None).parse_args(argv)
     level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # kafka-python logs every failed connection attempt; the commands say in one line what failed.
     logging.getLogger("kafka").setLevel((logging.CRITICAL, logging.WARNING, logging.DEBUG)[min(args.verbose, 2)])
     try:
         result: int = args.run(args)
-    except StoreDamaged as exc:
-        print(f"specmetrics {args.command}: error: {exc}", file=sys.stderr)
-        return StoreDamaged.exit_code
-    except (ValueError, OSError, duckdb.Error) as exc:
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        from specmetrics.storage.damage import StoreDamaged
+
+        if isinstance(exc, StoreDamaged):
+            print(f"specmetrics {args.command}: error: {exc}", file=sys.stderr)
+            return StoreDamaged.exit_code
+        if not isinstance(exc, (ValueError, OSError)) and not _duckdb_error(exc):
+            raise
         damage = _damage(args) if _read_error(exc) else None
         print(f"specmetrics {args.command}: error: {damage or exc}", file=sys.stderr)
         return StoreDamaged.exit_code if damage else 2
-    except KeyboardInterrupt:
-        return 130
     return result
+
+
+def _duckdb_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is DuckDB's (never, where the command did not import DuckDB)."""
+    duckdb: Any = sys.modules.get("duckdb")
+    return duckdb is not None and isinstance(exc, duckdb.Error)
 
 
 def _read_error(exc: BaseException) -> bool:
     """Whether ``exc`` may come from reading a damaged file: DuckDB's read errors, pyarrow's (an OSError
     without an errno, as "Couldn't deserialize thrift"), not a system call's or a connection's."""
-    if isinstance(exc, pa.ArrowException) or type(exc) in _READ_ERRORS:
+    duckdb: Any = sys.modules.get("duckdb")
+    pyarrow: Any = sys.modules.get("pyarrow")
+    # DuckDB names a broken footer with a bare duckdb.Error.
+    if duckdb is not None and type(exc) in (duckdb.Error, duckdb.IOException, duckdb.InvalidInputException,
+                                            duckdb.InternalException):
+        return True
+    if pyarrow is not None and isinstance(exc, pyarrow.ArrowException):
         return True
     return type(exc) is OSError and exc.errno is None
 
@@ -83,6 +94,10 @@ def _damage(args: argparse.Namespace) -> str | None:
     data = getattr(args, "data", None) or getattr(args, "out", None)
     if not isinstance(data, str | Path):
         return None
+    from specmetrics.storage.damage import StoreDamaged
+    from specmetrics.storage.location import S3Location, is_s3
+    from specmetrics.storage.table import Table, is_table
+
     try:
         root = S3Location.parse(str(data)) if is_s3(data) else Path(data)
         return Table(root).damaged_file() if is_table(root) else None
