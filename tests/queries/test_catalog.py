@@ -19,7 +19,14 @@ import pytest
 
 from specmetrics.queries import PUBLIC_MACROS, PUBLIC_VIEWS, SOURCE_VIEW, connect, describe_views, run_query, sql_files
 from specmetrics.queries import catalog as catalog_module
-from specmetrics.queries.catalog import CATALOG_CACHE_ENV, catalog_file, catalog_version, create_catalog, load_catalog
+from specmetrics.queries.catalog import (
+    CATALOG_CACHE_ENV,
+    catalog_file,
+    catalog_version,
+    create_catalog,
+    load_catalog,
+    rollup_schema,
+)
 from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA, schema_before
 from specmetrics.storage.layout import FileName
 from tests.support.outcomes import commit_files
@@ -263,8 +270,9 @@ def test_connections_copy_the_views_from_one_catalog_file_made_once(catalog_cach
                                                                      outcomes: Any) -> None:
     root = outcomes.write_table(tmp_path / "data", [outcomes.drafted(3, 2), outcomes.drafted(3, 0)])
     con = connect(root)
-    [made] = catalog_cache.iterdir()  # nothing left beside it
+    made, schema = sorted(catalog_cache.iterdir())  # nothing else left beside it
     assert re.fullmatch(r"catalog-[0-9a-f]{20}\.duckdb", made.name)
+    assert schema.name == made.name.replace(".duckdb", ".rollup-schema")
     copied, created = duckdb.connect(), duckdb.connect()
     load_catalog(copied)
     create_catalog(created)
@@ -281,7 +289,7 @@ def test_a_damaged_catalog_file_is_removed_and_made_again(catalog_cache: Path, t
                                                           caplog: pytest.LogCaptureFixture) -> None:
     root = outcomes.write_table(tmp_path / "data", [outcomes.drafted(3, 1)])
     connect(root).close()
-    [made] = catalog_cache.iterdir()
+    made = next(catalog_cache.glob("*.duckdb"))
     made.write_bytes(b"not a DuckDB file" * 1000)
     with caplog.at_level(logging.WARNING, logger="specmetrics.queries.catalog"):
         assert drafts(connect(root)) == [{"engine_id": "a/dp0", "num_drafts": 1, "num_accepted_tokens": 1}]
@@ -289,6 +297,21 @@ def test_a_damaged_catalog_file_is_removed_and_made_again(catalog_cache: Path, t
     assert not made.exists()
     assert drafts(connect(root)) == [{"engine_id": "a/dp0", "num_drafts": 1, "num_accepted_tokens": 1}]
     assert made.read_bytes()[8:12] == b"DUCK"  # a DuckDB file again
+
+
+def test_the_rollup_schema_is_kept_beside_the_catalog_file(catalog_cache: Path) -> None:
+    bound = duckdb.connect()
+    create_catalog(bound)
+    expected = bound.sql("FROM file_rollup LIMIT 0").to_arrow_table().schema
+    assert rollup_schema.__wrapped__() == expected  # makes the catalog file, and the schema beside it
+    kept = next(catalog_cache.glob("*.rollup-schema"))
+    assert pa.ipc.read_schema(pa.py_buffer(kept.read_bytes())) == expected
+    kept.write_bytes(pa.schema([("only", pa.int8())]).serialize().to_pybytes())
+    assert rollup_schema.__wrapped__().names == ["only"]  # read from the file, not bound again
+    kept.write_bytes(b"damaged")
+    assert rollup_schema.__wrapped__() == expected  # bound again
+    kept.unlink()
+    assert rollup_schema.__wrapped__() == expected
 
 
 def test_without_a_cache_folder_each_connection_creates_the_views(tmp_path: Path, outcomes: Any,
