@@ -66,8 +66,10 @@ def test_every_data_file_gets_a_rollup_equal_to_a_count_of_its_rows(log_dir: Pat
     assert not (data_dir / ROLLUP_DIR).exists()  # the ingester writes data only
     data_files = parquet_files(data_dir)
     assert len(data_files) >= 4
-    written = build_missing(data_dir)
-    assert sorted(rollup.removeprefix(f"{ROLLUP_DIR}/") for rollup in written) == data_files
+    calls: list[tuple[int, int]] = []
+    written = build_missing(data_dir, progress=lambda done, total: calls.append((done, total)))
+    assert [rollup.removeprefix(f"{ROLLUP_DIR}/") for rollup in written] == data_files  # in order, built side by side
+    assert calls == [(done, len(data_files)) for done in range(1, len(data_files) + 1)]
     total = 0
     kinds: Counter[str] = Counter()
     skips: Counter[str] = Counter()
