@@ -208,7 +208,8 @@ def _equals_recomputed(con: duckdb.DuckDBPyConnection, data_file: Path | str, ro
     _read_only(con, data_file)
     [(differing,)] = con.execute(
         """
-        WITH recomputed AS (FROM file_rollup), stored AS (FROM read_parquet($stored, hive_partitioning = false))
+        WITH recomputed AS MATERIALIZED (FROM file_rollup),
+             stored AS MATERIALIZED (FROM read_parquet($stored, hive_partitioning = false))
         SELECT count(*)
         FROM ((FROM recomputed EXCEPT ALL FROM stored) UNION ALL (FROM stored EXCEPT ALL FROM recomputed))
         """,
