@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from specmetrics.cli import main
-from specmetrics.ingest import Ingester, IngestSettings
+from specmetrics.ingest import Ingester, IngestSettings, IngestStats
 from specmetrics.ingest.convert import convert_tree
 from specmetrics.ingest.sources import LocalLogSource
 from specmetrics.ingest.sources.base import OnAssigned, OnLost, OnRevoked, SourceRecord
@@ -129,16 +129,8 @@ def test_a_writer_whose_commit_is_refused_reads_on_from_where_the_table_ends(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Another writer commits the partition past where this one's flush starts (it resumed from the
     same place and was quicker): this flush's files go, and reading goes on from the table's end."""
-    log, data = tmp_path / "log", tmp_path / "data"
-    write_load(log, rows=64 * 100, seed=2)
-    source = LocalLogSource(log, data / STATE_DIR)
-    ingester = Ingester(source, data, IngestSettings(flush_rows=64 * 40))  # resumes at offset 0
-    try:
-        _commit_offsets_0_to_29_as_another_writer(tmp_path, log, data)
-        stats = ingester.run(once=True)
-    finally:
-        ingester.close()
-        source.close()
+    data = tmp_path / "data"
+    stats = _ingest_after_another_writer(tmp_path, LocalLogSource, flush_rows=64 * 40)
     assert "not 0 where the flush starts: another writer committed it" in caplog.text
     assert stats.rows == 64 * 70
     assert_rows_once(data, 64 * 100)
@@ -183,21 +175,27 @@ def test_a_commit_refused_while_the_partition_is_revoked_leaves_it_to_its_next_o
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """The flush of a partition being revoked is refused (another writer committed it first): its files
     go, and the partition is not sought again (its next owner reads on from where the table ends)."""
-    log, data = tmp_path / "log", tmp_path / "data"
-    write_load(log, rows=64 * 100, seed=2)
-    source = _RevokedMidRead(log, data / STATE_DIR)
-    ingester = Ingester(source, data, IngestSettings(flush_rows=64 * 1000))  # reads offsets 0-99, flushes none
-    try:
-        _commit_offsets_0_to_29_as_another_writer(tmp_path, log, data)
-        stats = ingester.run(once=True)
-    finally:
-        ingester.close()
-        source.close()
-    assert source.polls >= 2
+    data = tmp_path / "data"
+    stats = _ingest_after_another_writer(tmp_path, _RevokedMidRead, flush_rows=64 * 1000)  # reads 0-99, flushes none
     assert "not 0 where the flush starts: another writer committed it" in caplog.text
     assert (stats.rows, stats.files) == (0, 0)
     assert Table(data).position("log", 0) == 30
     assert {file.path for file in Table(data).files()} == set(data.glob(DATA_GLOB))  # the refused flush's files went
+
+
+def _ingest_after_another_writer(tmp_path: Path, source_type: type[LocalLogSource], flush_rows: int) -> IngestStats:
+    """An ingester of a log of offsets 0-99 into ``tmp_path/data``, which resumes at offset 0, runs once
+    after another writer committed offsets 0-29 there."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=64 * 100, seed=2)
+    source = source_type(log, data / STATE_DIR)
+    ingester = Ingester(source, data, IngestSettings(flush_rows=flush_rows))
+    try:
+        _commit_offsets_0_to_29_as_another_writer(tmp_path, log, data)
+        return ingester.run(once=True)
+    finally:
+        ingester.close()
+        source.close()
 
 
 def _commit_offsets_0_to_29_as_another_writer(tmp_path: Path, log: Path, data: Path) -> None:
