@@ -88,18 +88,20 @@ def test_files_added_after_connect_are_seen(tmp_path: Path, outcomes: Any) -> No
         con.close()
 
 
-def test_the_command_line_reading_a_table_does_not_import_pandas(tmp_path: Path, outcomes: Any) -> None:
+def test_the_command_line_reading_a_table_imports_neither_pandas_nor_the_event_models(
+        tmp_path: Path, outcomes: Any) -> None:
     # pandas costs a fresh process 0.2-0.3 s (pa.table() of delta-rs's add actions imported it, and
-    # pa.array() at the import of the ingester's batches): what `specmetrics report` or `specmetrics
-    # sql` paid before its first query.
+    # pa.array() at the import of the ingester's batches), the pydantic event models 0.1 s (the
+    # package specmetrics.schemas imported them for the Arrow schema): what `specmetrics report` or
+    # `specmetrics sql` paid before its first query.
     root = outcomes.write_table(tmp_path / "data", [outcomes.drafted(3, 2)])
     program = ("import sys; from pathlib import Path; import specmetrics.cli; "
                "from specmetrics.queries import connect, run_query; "
                "from specmetrics.queries.rollup import rollups_cover; root = Path(sys.argv[1]); rollups_cover(root); "
                "con = connect(root); print(run_query(con, 'SELECT num_drafts FROM acceptance').to_pylist(), "
-               "'pandas' in sys.modules)")
+               "'pandas' in sys.modules, 'specmetrics.schemas.events' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", program, str(root)], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["[{'num_drafts':", "1}]", "False"]
+    assert done.stdout.split() == ["[{'num_drafts':", "1}]", "False", "False"]
 
 
 def source_sql(con: duckdb.DuckDBPyConnection) -> str:
