@@ -11,18 +11,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-#: Each subcommand and the module under specmetrics.commands that parses and runs it. A command's
-#: run imports only its own module (``specmetrics health``, a container's healthcheck, none of DuckDB,
-#: pyarrow or the ingester): the others are registered by name alone.
-COMMANDS = {
-    "demo": "demo", "ingest": "ingest", "verify": "verify", "rollup": "rollup", "sql": "sql", "db": "db",
-    "table": "table", "report": "report", "loadgen": "loadgen", "schema": "schema", "create-topics": "create_topics",
-    "health": "health", "serve": "serve",
-}
+#: The subcommands, each parsed and run by its module under specmetrics.commands (``create-topics``:
+#: ``create_topics``). A run imports only its command's module (``specmetrics health``, a container's
+#: healthcheck, none of DuckDB, pyarrow or the ingester): the others are registered by name alone.
+COMMANDS = ("demo", "ingest", "verify", "rollup", "sql", "db", "table", "report", "loadgen", "schema", "create-topics",
+            "health", "serve")
 
 
-def command_module(name: str) -> ModuleType:
-    return importlib.import_module(f"specmetrics.commands.{COMMANDS[name]}")
+def _command_module(name: str) -> ModuleType:
+    return importlib.import_module(f"specmetrics.commands.{name.replace('-', '_')}")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -36,7 +33,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         if command is None or name == command:
-            command_module(name).add_parser(subparsers)
+            _command_module(name).add_parser(subparsers)
         else:
             subparsers.add_parser(name)
     return parser
