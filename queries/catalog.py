@@ -381,7 +381,7 @@ def _listing(root: Path | S3Location) -> frozenset[str] | int | None:
     (on S3: the table's version). Looked at before every query, so by directory entries alone."""
     if isinstance(root, S3Location):
         return Table(root).version()
-    return frozenset([*partition_files(root / LOG_DIR, ".json", 0), *partition_files(root / ROLLUP_DIR)])
+    return frozenset([*partition_files(root / LOG_DIR, ".json", levels=()), *partition_files(root / ROLLUP_DIR)])
 
 
 def _create_sources(con: duckdb.DuckDBPyConnection, root: Path | S3Location, since: datetime | None,

@@ -110,17 +110,22 @@ def select_files(root: Path | S3Location, since: datetime | None = None, until: 
     return ReadableFiles(root, tuple(files), tuple(rollups), tuple(sorted(left_out, key=lambda f: f.path)))
 
 
-def partition_files(folder: Path | str, suffix: str = ".parquet", depth: int = 2) -> Iterator[str]:
-    """The paths of the files named ``*suffix`` ``depth`` partition folders (``dt=``, ``hour=``) below
-    ``folder``, by directory entries alone (no stat of each file: 4 ms at 2,000 files, against 40 ms
-    through pathlib); none where ``folder`` is missing."""
+#: The partition folders of a table or tree, outermost first.
+PARTITION_LEVELS = ("dt=", "hour=")
+
+
+def partition_files(folder: Path | str, suffix: str = ".parquet",
+                    levels: tuple[str, ...] = PARTITION_LEVELS) -> Iterator[str]:
+    """The paths of the files named ``*suffix`` in the folders below ``folder`` named by ``levels``
+    (``dt=...``, then ``hour=...``; none: ``folder``'s own), by directory entries alone (no stat of each
+    file: 4 ms at 2,000 files, against 40 ms through pathlib); none where ``folder`` is missing."""
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
-                if depth == 0 and entry.name.endswith(suffix) and entry.is_file():
+                if not levels and entry.name.endswith(suffix) and entry.is_file():
                     yield entry.path
-                elif depth > 0 and entry.name.startswith(("dt=", "hour=")) and entry.is_dir():
-                    yield from partition_files(entry.path, suffix, depth - 1)
+                elif levels and entry.name.startswith(levels[0]) and entry.is_dir():
+                    yield from partition_files(entry.path, suffix, levels[1:])
     except (FileNotFoundError, NotADirectoryError):
         return
 
