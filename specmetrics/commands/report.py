@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,8 +15,9 @@ from specmetrics.heartbeat import Heartbeat
 from specmetrics.progress import Progress
 from specmetrics.queries import connect
 from specmetrics.queries.rollup import build_missing, rollups_cover, window_files
-from specmetrics.reports import Window, collect, parse_duration, parse_formats, parse_schedule, write_report
+from specmetrics.reports import Window, collect, parse_duration, parse_formats, write_report
 from specmetrics.reports.writer import prune_reports
+from specmetrics.scheduled import run_on_schedule
 from specmetrics.storage.location import S3Location, is_s3
 
 log = logging.getLogger("specmetrics.report")
@@ -74,23 +74,10 @@ def run(args: argparse.Namespace) -> int:
         if code == 0 and heartbeat:
             heartbeat.beat()
         return code
-    schedule = parse_schedule(args.every)
-    schedule.next_after(datetime.now(UTC))  # a cron expression that never matches fails now
-    runs, when, failed = 0, datetime.now(UTC), False
-    while args.runs is None or runs < args.runs:
-        if runs:
-            when = schedule.next_after(datetime.now(UTC))
-            _sleep_until(when)
-        try:  # relative windows end at the scheduled time, so consecutive reports neither overlap nor miss
-            _run_once(args, formats, bucket, window_at(when), scheduled=True)
-            failed = False
-            if heartbeat:
-                heartbeat.beat({"runs": runs + 1})
-        except Exception as exc:
-            failed = True
-            log.error("report run failed (the next one still runs): %s: %s", type(exc).__name__, exc)
-        runs += 1
-    return 1 if failed else 0
+    # relative windows end at the scheduled time, so consecutive reports neither overlap nor miss
+    return run_on_schedule(args.every, args.runs,
+                           lambda when: _run_once(args, formats, bucket, window_at(when), scheduled=True),
+                           heartbeat, log, "report")
 
 
 def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timedelta | None, window: Window,
@@ -157,8 +144,3 @@ def _window_parser(since: str | None, until: str | None) -> Callable[[datetime],
         return window
 
     return window_at
-
-
-def _sleep_until(when: datetime) -> None:
-    while (left := (when - datetime.now(UTC)).total_seconds()) > 0:
-        time.sleep(min(left, 60.0))

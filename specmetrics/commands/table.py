@@ -1,20 +1,25 @@
-"""``specmetrics table convert|optimize|vacuum|checkpoint``: a tree made a table, and a table's upkeep."""
+"""``specmetrics table convert|optimize|vacuum|checkpoint|maintain``: a tree made a table, and a table's upkeep."""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import math
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from specmetrics.heartbeat import Heartbeat
 from specmetrics.ingest.convert import convert_tree
 from specmetrics.ingest.settings import IngestSettings
 from specmetrics.progress import Progress
 from specmetrics.queries.rollup import build_missing
+from specmetrics.scheduled import run_on_schedule
 from specmetrics.storage.compaction import compact
 from specmetrics.storage.location import S3Location, is_s3
 from specmetrics.storage.table import IN_FLIGHT_HOURS, Table, is_table
+
+log = logging.getLogger("specmetrics.table")
 
 #: Files no commit names are removed once they are this old (Delta's own default).
 RETENTION_HOURS = 168.0
@@ -26,7 +31,8 @@ TARGET_ROWS = IngestSettings.model_fields["flush_rows"].default
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("table", help="Delta Lake tables: convert a tree into one, merge small files, "
-                                                 "remove the files no commit names, checkpoint the log.")
+                                                 "remove the files no commit names, checkpoint the log, or the three "
+                                                 "on a schedule (maintain).")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     convert = actions.add_parser(
         "convert", help="Make a tree an older 'specmetrics ingest' wrote a table in place: one commit names the files "
@@ -53,8 +59,23 @@ def add_parser(subparsers: Any) -> None:
     checkpoint = actions.add_parser(
         "checkpoint", help="Checkpoint the log at its latest version, so readers start there; log entries past "
                            "the retention (30 days) are removed.")
+    maintain = actions.add_parser(
+        "maintain", help="The upkeep of a table ingesters write (the stack's maintenance service): optimize, "
+                         "checkpoint and vacuum, in that order; --every repeats it.")
+    maintain.add_argument("--target-rows", type=int, default=TARGET_ROWS,
+                          help=f"As for optimize (default {TARGET_ROWS:,}).")
+    maintain.add_argument("--retention-hours", type=_hours, default=RETENTION_HOURS,
+                          help=f"As for vacuum (default {RETENTION_HOURS:g}; at least {MIN_RETENTION_HOURS:g}: "
+                               "ingesters write meanwhile).")
+    maintain.add_argument("--every", default=None,
+                          help="Run now, then on a schedule: an interval (6h) or a cron expression in quotes "
+                               "('0 3 * * *', UTC). A failed run is logged and the next one still runs.")
+    maintain.add_argument("--runs", type=int, default=None,
+                          help="With --every: stop after this many runs; the exit code is 1 if the last one failed.")
+    maintain.add_argument("--heartbeat-file", type=Path, default=None,
+                          help="Rewritten after each run that succeeded ('specmetrics health' reads its age).")
     convert.add_argument("--data", required=True, type=Path, help="The output directory of 'specmetrics ingest'.")
-    for action in (optimize, vacuum, checkpoint):
+    for action in (optimize, vacuum, checkpoint, maintain):
         action.add_argument("--data", required=True, help="The output directory of 'specmetrics ingest', or "
                                                           "s3://bucket/prefix for a table on S3.")
     parser.set_defaults(run=run)
@@ -80,34 +101,71 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {source} partition {partition}: next offset {position:,}")
         return 0
     root = S3Location.parse(args.data) if is_s3(args.data) else Path(args.data)
-    if not is_table(root):
-        raise ValueError(f"{args.data} is not a table ('specmetrics table convert' makes a tree one)")
-    table = Table(root)
+    if args.action == "maintain":
+        return _maintain(args, root)
+    table = _table(args.data, root)
     if args.action == "optimize":
-        footers = Progress("statistics from footers", unit="files")
-        if stated := table.add_missing_statistics(footers.update):
-            footers.finish()
-        merged = compact(table, args.target_rows)
-        days = [datetime.fromisoformat(day) for day in merged.days]
-        rollups = Progress("rollup", unit="files")
-        rolled = build_missing(root, since=min(days), until=max(days) + timedelta(days=1),
-                               progress=rollups.update) if days else []
-        if rolled:
-            rollups.finish()
-        print(f"merged {merged.merged_files:,} file(s) into {merged.new_files:,} ({merged.rows:,} rows), rolled up "
-              f"{len(rolled):,} file(s) of their days; the files merged stay on disk until 'specmetrics table vacuum'"
-              + (f"; {stated:,} file(s) committed without statistics have them now" if stated else ""))
-        return 0
-    if args.action == "vacuum":
+        _optimize(table, args.target_rows)
+    elif args.action == "vacuum":
         if args.retention_hours < MIN_RETENTION_HOURS and not args.force:
             raise ValueError(f"--retention-hours {args.retention_hours:g} is under {MIN_RETENTION_HOURS:g}: it can "
                              "remove the files of a flush an ingester has written and not committed yet, whose rows "
                              "are then gone for good; stop the ingesters first and pass --force")
-        files = table.vacuum(args.retention_hours, args.dry_run)
-        verb = "would remove" if args.dry_run else "removed"
-        for relative in files:
-            print(f"{verb} {relative}")
-        print(f"{verb} {len(files)} file(s) no commit names, older than {args.retention_hours:g} h")
-        return 0
-    print(f"checkpointed {args.data} at version {table.checkpoint()}")
+        _vacuum(table, args.retention_hours, args.dry_run)
+    else:
+        print(f"checkpointed {args.data} at version {table.checkpoint()}")
     return 0
+
+
+def _table(data: str, root: Path | S3Location) -> Table:
+    if not is_table(root):
+        raise ValueError(f"{data} is not a table ('specmetrics table convert' makes a tree one)")
+    return Table(root)
+
+
+def _optimize(table: Table, target_rows: int) -> None:
+    footers = Progress("statistics from footers", unit="files")
+    if stated := table.add_missing_statistics(footers.update):
+        footers.finish()
+    merged = compact(table, target_rows)
+    days = [datetime.fromisoformat(day) for day in merged.days]
+    rollups = Progress("rollup", unit="files")
+    rolled = build_missing(table.root, since=min(days), until=max(days) + timedelta(days=1),
+                           progress=rollups.update) if days else []
+    if rolled:
+        rollups.finish()
+    print(f"merged {merged.merged_files:,} file(s) into {merged.new_files:,} ({merged.rows:,} rows), rolled up "
+          f"{len(rolled):,} file(s) of their days; the files merged stay on disk until 'specmetrics table vacuum'"
+          + (f"; {stated:,} file(s) committed without statistics have them now" if stated else ""), flush=True)
+
+
+def _vacuum(table: Table, retention_hours: float, dry_run: bool) -> None:
+    files = table.vacuum(retention_hours, dry_run)
+    verb = "would remove" if dry_run else "removed"
+    for relative in files:
+        print(f"{verb} {relative}")
+    print(f"{verb} {len(files)} file(s) no commit names, older than {retention_hours:g} h", flush=True)
+
+
+def _maintain(args: argparse.Namespace, root: Path | S3Location) -> int:
+    """``table maintain``: optimize, checkpoint, vacuum; once, or on the schedule ``--every``."""
+    if args.retention_hours < MIN_RETENTION_HOURS:
+        raise ValueError(f"--retention-hours {args.retention_hours:g} is under {MIN_RETENTION_HOURS:g}: ingesters "
+                         "write meanwhile, and a flush's files are written before its commit names them; stop the "
+                         "ingesters and use 'specmetrics table vacuum --force'")
+    if args.runs is not None and args.runs < 1:
+        raise ValueError("--runs must be at least 1")
+
+    def once(_when: datetime) -> None:
+        table = _table(args.data, root)
+        _optimize(table, args.target_rows)
+        print(f"checkpointed {args.data} at version {table.checkpoint()}", flush=True)
+        _vacuum(table, args.retention_hours, dry_run=False)
+
+    heartbeat = Heartbeat(args.heartbeat_file, interval_s=0) if args.heartbeat_file else None
+    if not args.every:
+        once(datetime.now(UTC))
+        if heartbeat:
+            heartbeat.beat()
+        return 0
+    return run_on_schedule(args.every, args.runs, once, heartbeat, log, "table maintain")

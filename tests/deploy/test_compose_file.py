@@ -41,7 +41,7 @@ def test_docker_compose_accepts_the_file_with_each_profile(profiles: tuple[str, 
 
 
 def test_profiles_choose_what_produces_step_events() -> None:
-    base = {"kafka", "kafka-init", "ingest", "reports", "reports-web"}
+    base = {"kafka", "kafka-init", "ingest", "reports", "reports-web", "maintenance"}
     assert set(resolved_services()) == base
     assert set(resolved_services("gpu")) == base | {"vllm"}
     assert set(resolved_services("cpu")) == base | {"vllm-cpu"}
@@ -96,7 +96,8 @@ SPECMETRICS_COMMANDS = [(name, kind, argv) for name, service in all_services().i
 
 def test_the_stack_runs_specmetrics_in_each_app_service() -> None:
     commands = {(name, kind) for name, kind, _ in SPECMETRICS_COMMANDS}
-    assert {(s, "command") for s in ("kafka-init", "ingest", "reports", "reports-web", "loadgen")} <= commands
+    assert {(s, "command") for s in ("kafka-init", "ingest", "reports", "reports-web", "loadgen", "maintenance")} \
+        <= commands
     assert ("ingest", "healthcheck") in commands
 
 
@@ -112,8 +113,9 @@ def test_each_specmetrics_command_is_a_cli_subcommand_with_valid_options(
         main([args.command, "--help"])
     assert exited.value.code == 0
     assert f"usage: specmetrics {args.command}" in capsys.readouterr().out
-    if args.command == "report":  # values argparse takes as text: checked as the command checks them
+    if getattr(args, "every", None):  # values argparse takes as text: checked as the command checks them
         parse_schedule(args.every).next_after(datetime.now(UTC))
+    if args.command == "report":
         parse_formats(args.format)
         assert parse_duration(args.since) > timedelta(0)
 
@@ -163,7 +165,7 @@ def test_the_s3_override_moves_the_stored_data_to_the_s3_service_and_holds_no_se
     base = resolved_services()
     services = resolved_services(overrides=(S3_OVERRIDE,))
     assert "s3" not in base and "/var/lib/specmetrics/data" in (specmetrics_argv(base["ingest"]) or [])
-    for name in ("ingest", "reports"):
+    for name in ("ingest", "reports", "maintenance"):
         argv = specmetrics_argv(services[name]) or []
         assert argv[argv.index("--out" if name == "ingest" else "--data") + 1] == "s3://specmetrics/data"
         assert services[name]["environment"]["SPECMETRICS_S3_ENDPOINT"] == "http://s3:8333"

@@ -11,6 +11,7 @@ here (tests/support/docker_engine.py); Grafana, which has none, is left out.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,7 +37,7 @@ STOP_INGESTER = ("import os, signal, sys\n"
                  "    if int(pid) not in (1, os.getpid()) and argv[1:2] and argv[1].endswith(b'/specmetrics') \\\n"
                  "            and b'ingest' in argv:\n"
                  "        os.kill(int(pid), getattr(signal, sys.argv[1]))\n")
-SERVICES = ("kafka", "kafka-init", "ingest", "loadgen", "reports", "reports-web", "prometheus")
+SERVICES = ("kafka", "kafka-init", "ingest", "loadgen", "reports", "reports-web", "maintenance", "prometheus")
 APP_USER = "10001"  # docker/app.Dockerfile's specmetrics user
 REPORTS = "/var/lib/specmetrics/reports"
 ALERTS_FILE = Path(__file__).parents[2] / "docker" / "monitoring" / "prometheus" / "alerts.yml"
@@ -84,6 +85,20 @@ def test_demo_profile_on_a_real_engine_stores_the_load_generators_truth_and_serv
         assert stack.exec(service, "id", "-u").strip() == APP_USER
         assert stack.exec(service, "find", folder, "!", "-user", APP_USER) == "", (service, folder)
     assert "ingest.heartbeat" in stack.exec("ingest", "ls", "/run/specmetrics")
+
+    def checkpoints() -> list[int]:  # the versions the maintenance service's runs checkpointed, in order
+        return [int(v) for v in re.findall(r"checkpointed \S+ at version (\d+)", stack("logs", "maintenance"))]
+
+    ran = len(checkpoints())  # its run at the stack's start, unless that one still runs
+    stack("restart", "maintenance")  # it runs at start: merges, checkpoints and vacuums the table
+    wait_for(lambda: len(checkpoints()) > ran, 120, "the maintenance service's run", 1)
+    assert "_last_checkpoint" in stack.exec("ingest", "ls", f"{DATA}/_delta_log")
+    maintenance = json.loads(stack("config", "--format", "json"))["services"]["maintenance"]["healthcheck"]["test"]
+    assert stack("exec", "-T", "maintenance", *maintenance[1:], check=False).startswith("healthy")
+    for folder in (DATA, "/run/specmetrics"):  # what it wrote (rollups, the checkpoint, its heartbeat) too
+        assert stack.exec("maintenance", "find", folder, "!", "-user", APP_USER) == "", folder
+    assert stored(stack) == expected
+    stack.exec("ingest", "specmetrics", "verify", "--data", DATA)
 
     stack("restart", "reports")  # it runs at start: now over every stored row
     port, served = int(stack.env["REPORTS_PORT"]), f"{expected:,} request-steps"

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from specmetrics import scheduled
 from specmetrics.cli import main
-from specmetrics.commands import report as report_command
 from tests.support.reports import T
 
 
@@ -111,7 +111,7 @@ def test_a_failed_scheduled_run_is_logged_and_the_next_one_runs(
     data = tmp_path / "later"  # missing at the first run, there at the second
     out = tmp_path / "reports"
     # the wait before the second run: the data directory appears meanwhile
-    monkeypatch.setattr(report_command, "_sleep_until", lambda when: report_tree.rename(data))
+    monkeypatch.setattr(scheduled, "_sleep_until", lambda when: report_tree.rename(data))
     with caplog.at_level(logging.ERROR, "specmetrics.report"):
         assert main(["report", "--data", str(data), "--out", str(out), "--format", "html",
                      "--every", "1h", "--runs", "2"]) == 0
@@ -124,7 +124,7 @@ def test_scheduled_runs_exit_1_when_the_last_failed_and_beat_only_after_a_report
     """Every run failing exits 1 and leaves no heartbeat, so neither a scheduler nor the container's
     healthcheck (specmetrics health) reads it as success; a failure followed by a report exits 0 and beats."""
     beat, out = tmp_path / "run" / "report.heartbeat", tmp_path / "reports"
-    monkeypatch.setattr(report_command, "_sleep_until", lambda when: None)
+    monkeypatch.setattr(scheduled, "_sleep_until", lambda when: None)
     args = ["report", "--out", str(out), "--format", "md", "--every", "1h", "--runs", "2",
             "--heartbeat-file", str(beat)]
     with caplog.at_level(logging.ERROR, "specmetrics.report"):
@@ -133,7 +133,7 @@ def test_scheduled_runs_exit_1_when_the_last_failed_and_beat_only_after_a_report
     assert main(["health", "--heartbeat-file", str(beat)]) == 1
 
     data = tmp_path / "later"  # missing at the first run, there at the second
-    monkeypatch.setattr(report_command, "_sleep_until", lambda when: report_tree.rename(data))
+    monkeypatch.setattr(scheduled, "_sleep_until", lambda when: report_tree.rename(data))
     assert main([*args[:1], "--data", str(data), *args[1:]]) == 0
     assert json.loads(beat.read_text())["runs"] == 2
     assert main(["health", "--heartbeat-file", str(beat), "--max-age-s", "60"]) == 0
@@ -166,7 +166,7 @@ def test_keep_prunes_the_oldest_reports_and_their_charts(report_tree: Path, tmp_
 def test_scheduled_windows_end_at_the_scheduled_time(report_tree: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "reports"
-    monkeypatch.setattr(report_command, "_sleep_until", lambda when: None)
+    monkeypatch.setattr(scheduled, "_sleep_until", lambda when: None)
     assert main(["report", "--data", str(report_tree), "--out", str(out), "--format", "md", "--since", "1h",
                  "--every", "1h", "--runs", "2"]) == 0
     # the second run's window is the hour before the next full hour, whenever the process woke up

@@ -3,6 +3,7 @@ numbers, report and dead letters from fewer files, and ingesting goes on."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -13,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyarrow.fs import FileSelector
 
+from specmetrics import scheduled
 from specmetrics.cli import main
 from specmetrics.queries.rollup import RollupCheck, check_rollups
 from specmetrics.storage.compaction import compact
@@ -306,3 +308,52 @@ def test_optimize_names_a_file_without_statistics_that_is_missing_or_damaged(
     assert main(["table", "optimize", "--data", str(data)]) == 4
     assert f"{second.location}: its footer does not decode" in capsys.readouterr().err
     assert Table(data).version() == version  # nothing committed
+
+
+def test_maintain_optimizes_checkpoints_and_vacuums_on_its_schedule(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``table maintain --every``, as the stack runs it: each run merges the small files (and rolls
+    them up), checkpoints the log and removes the files no commit names past the retention; the numbers
+    stay, the heartbeat counts the runs that succeeded."""
+    log, data, beat = tmp_path / "log", tmp_path / "data", tmp_path / "maintain.heartbeat"
+    write_load(log, rows=64 * 40, seed=33)
+    ingest_once(log, data, flush_rows=64 * 5)
+    before, files_before = numbers(data), len(Table(data).files())
+    folder = Table(data).files()[0].path.parent
+    young, old = folder / "unnamed-young.parquet", folder / "unnamed-old.parquet"
+    for path, age_s in ((young, 10 * 60), (old, 2 * 3600)):
+        path.write_bytes(b"PAR1")
+        os.utime(path, (time.time() - age_s, time.time() - age_s))
+
+    def more_steps(when: object) -> None:  # between the runs, an ingester writes on
+        write_load(log, rows=64 * 10, seed=34, engine_prefix="more")
+        ingest_once(log, data, flush_rows=64 * 5)
+
+    monkeypatch.setattr(scheduled, "_sleep_until", more_steps)
+    capsys.readouterr()
+    assert main(["table", "maintain", "--data", str(data), "--target-rows", str(64 * 40), "--retention-hours", "1",
+                 "--every", "6h", "--runs", "2", "--heartbeat-file", str(beat)]) == 0
+    out = capsys.readouterr().out
+    assert out.count(f"merged {files_before} file(s) into 1 (2,560 rows)") == 1
+    assert out.count("merged 2 file(s) into 1 (640 rows)") == 1  # the second run: what came meanwhile
+    assert out.count("checkpointed") == 2 and (data / LOG_DIR / "_last_checkpoint").exists()
+    assert f"removed {old.relative_to(data).as_posix()}" in out and young.exists() and not old.exists()
+    assert len(Table(data).files()) == 2 and check_rollups(data) == RollupCheck([], [])
+    per_engine = numbers(data)[0]
+    assert all(row in per_engine for row in before[0]) and len(per_engine) > len(before[0])  # and the "more" ones
+    assert_rows_once(data, 64 * 50)
+    assert json.loads(beat.read_text())["runs"] == 2
+
+
+def test_maintain_refuses_a_risky_retention_and_logs_a_failed_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    data = tmp_path / "data"
+    assert main(["table", "maintain", "--data", str(data), "--retention-hours", "0.5"]) == 2
+    assert "--retention-hours 0.5 is under 1: ingesters write meanwhile" in capsys.readouterr().err
+    assert main(["table", "maintain", "--data", str(data)]) == 2  # once: the error is the exit code
+    assert f"{data} is not a table" in capsys.readouterr().err
+    beat = tmp_path / "beat"
+    assert main(["table", "maintain", "--data", str(data), "--every", "1h", "--runs", "1",
+                 "--heartbeat-file", str(beat)]) == 1
+    assert f"table maintain run failed (the next one still runs): ValueError: {data} is not a table" in caplog.text
+    assert not beat.exists()

@@ -1,0 +1,40 @@
+"""Commands that repeat on a schedule (``--every``): ``report`` and ``table maintain``."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from specmetrics.heartbeat import Heartbeat
+from specmetrics.reports import parse_schedule
+
+
+def run_on_schedule(every: str, runs: int | None, job: Callable[[datetime], object], heartbeat: Heartbeat | None,
+                    log: logging.Logger, what: str) -> int:
+    """Run ``job(when)`` now, then at each time of the schedule ``every``, ``runs`` times (None: for
+    ever); ``when`` is the time the run was due. A failed run is logged and the next one still runs;
+    ``heartbeat`` is rewritten after each run that succeeded. The exit code: 1 if the last run failed."""
+    schedule = parse_schedule(every)
+    schedule.next_after(datetime.now(UTC))  # a cron expression that never matches fails now, not after a run
+    done, when, failed = 0, datetime.now(UTC), False
+    while runs is None or done < runs:
+        if done:
+            when = schedule.next_after(datetime.now(UTC))
+            _sleep_until(when)
+        try:
+            job(when)
+            failed = False
+            if heartbeat:
+                heartbeat.beat({"runs": done + 1})
+        except Exception as exc:
+            failed = True
+            log.error("%s run failed (the next one still runs): %s: %s", what, type(exc).__name__, exc)
+        done += 1
+    return 1 if failed else 0
+
+
+def _sleep_until(when: datetime) -> None:
+    while (left := (when - datetime.now(UTC)).total_seconds()) > 0:
+        time.sleep(min(left, 60.0))
