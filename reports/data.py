@@ -1,5 +1,6 @@
 """The numbers of a report for one time window, from one scan of the table for the counts and one
-for the counts per request (of the rollups, where they cover the window).
+for the counts per request (of the rollups, where they cover the window), side by side on two
+connections of one database.
 
 ``report_counts`` (queries/sql/report) counts request-steps per group and outcome shape,
 per time bucket and per context bucket in one pass; ``report_counts_from_rollups`` gives the same rows
@@ -13,6 +14,7 @@ are bound as parameters, never pasted into the SQL. Tests check the numbers equa
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -315,50 +317,54 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
     stored = stored and chosen % ROLLUP_BUCKET == timedelta(0)  # a short span: seconds, from the raw rows
     table = f"report_counts_{uuid.uuid4().hex}"
     macro = "report_counts_from_rollups" if stored else "report_counts"
-    con.execute(_ROLLUP.format(table=table, macro=macro),
-                {**span, "bucket": chosen, "context_tokens": context_tokens})
-    try:
-        def rows(sql: str) -> list[Row]:
-            return list(run_query(con, sql.format(table=table)).to_pylist())
+    # The sections about single requests on a connection of their own to the same database (a cursor),
+    # side by side with the rest: most of the other queries take milliseconds and leave a core idle.
+    with ThreadPoolExecutor(1) as pool:
+        per_request = pool.submit(_per_request, con.cursor(), span, stored_rollups) if requests else None
+        con.execute(_ROLLUP.format(table=table, macro=macro),
+                    {**span, "bucket": chosen, "context_tokens": context_tokens})
+        try:
+            def rows(sql: str) -> list[Row]:
+                return list(run_query(con, sql.format(table=table)).to_pylist())
 
-        shares = rows(_SHARES)
-        audit = rows(_AUDIT)
-        return ReportData(
-            window=window,
-            request_steps=sum(r["request_steps"] for r in shares),
-            first_event=first_last["first"],
-            last_event=first_last["last"],
-            headline=rows(_HEADLINE)[0],
-            shares=shares,
-            bucket=chosen,
-            timeline=rows(_TIMELINE),
-            positions=rows(_POSITIONS),
-            context=rows(_CONTEXT),
-            k_zero=rows(_K_ZERO),
-            groups=rows(_GROUPS),
-            audit=audit,
-            drift=list(run_query(con, _DRIFT, span).to_pylist())
-            if any(row["differing_request_steps"] for row in audit) else [],
-            context_caps=list(run_query(con, _CONTEXT_CAPS, span).to_pylist()),
-            vllm_only=list(run_query(con, _VLLM_ONLY, span).to_pylist()),
-            configurations=rows(_CONFIGURATIONS),
-            baselines=rows(_BASELINES),
-            measured=rows(_MEASURED),
-            published=rows(_PUBLISHED),
-            wasted=rows(_WASTED),
-            **(_per_request(con, span, stored_rollups) if requests
-               else {"collateral": [], "histogram": [], "outliers": []}),
-        )
-    finally:
-        con.execute(f"DROP TABLE {table}")
+            shares = rows(_SHARES)
+            audit = rows(_AUDIT)
+            return ReportData(
+                window=window,
+                request_steps=sum(r["request_steps"] for r in shares),
+                first_event=first_last["first"],
+                last_event=first_last["last"],
+                headline=rows(_HEADLINE)[0],
+                shares=shares,
+                bucket=chosen,
+                timeline=rows(_TIMELINE),
+                positions=rows(_POSITIONS),
+                context=rows(_CONTEXT),
+                k_zero=rows(_K_ZERO),
+                groups=rows(_GROUPS),
+                audit=audit,
+                drift=list(run_query(con, _DRIFT, span).to_pylist())
+                if any(row["differing_request_steps"] for row in audit) else [],
+                context_caps=list(run_query(con, _CONTEXT_CAPS, span).to_pylist()),
+                vllm_only=list(run_query(con, _VLLM_ONLY, span).to_pylist()),
+                configurations=rows(_CONFIGURATIONS),
+                baselines=rows(_BASELINES),
+                measured=rows(_MEASURED),
+                published=rows(_PUBLISHED),
+                wasted=rows(_WASTED),
+                **(per_request.result() if per_request else {"collateral": [], "histogram": [], "outliers": []}),
+            )
+        finally:
+            con.execute(f"DROP TABLE {table}")
 
 
 def _per_request(con: duckdb.DuckDBPyConnection, span: dict[str, Any], stored: bool) -> dict[str, list[Row]]:
     """The sections about single requests, from one scan of the window's rows per request in the
-    rollups (``stored``) or of its raw rows."""
-    requests = f"report_requests_{uuid.uuid4().hex}"
-    con.execute((_STORED_REQUESTS if stored else _REQUESTS).format(requests=requests), span)
+    rollups (``stored``) or of its raw rows, on ``con`` (a cursor it closes)."""
+    requests = f"report_requests_{uuid.uuid4().hex}"  # a temporary table: the cursor's own
     try:
+        con.execute((_STORED_REQUESTS if stored else _REQUESTS).format(requests=requests), span)
+
         def rows(sql: str, params: dict[str, Any]) -> list[Row]:
             return list(run_query(con, sql.format(requests=requests), params).to_pylist())
 
@@ -369,7 +375,7 @@ def _per_request(con: duckdb.DuckDBPyConnection, span: dict[str, Any], stored: b
                                          "limit": OUTLIER_ROWS}),
         }
     finally:
-        con.execute(f"DROP TABLE {requests}")
+        con.close()
 
 
 def _pick_bucket(first: datetime | None, last: datetime | None) -> timedelta:

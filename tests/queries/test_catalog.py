@@ -7,6 +7,8 @@ import re
 import shutil
 import subprocess
 import sys
+import time
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from types import SimpleNamespace
@@ -231,6 +233,27 @@ def test_lockdown_blocks_attach_extensions_and_settings(tmp_path: Path, locked: 
         with pytest.raises(duckdb.InvalidInputException, match="locked"):
             locked.execute(setting)
     assert not (tmp_path / "db.duckdb").exists()
+
+
+def test_a_cursor_is_as_locked_and_in_utc_whatever_the_machines_zone(
+        tmp_path: Path, connect_rows: Any, outcomes: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report runs its sections about single requests on a cursor of the connection (a second
+    connection of its database): the lockdown and the time zone are the database's, not the first
+    connection's alone."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        cursor = connect_rows([outcomes.drafted(3, 1)]).cursor()
+        assert cursor.execute("SELECT current_setting('TimeZone')").fetchall() == [("UTC",)]
+        assert cursor.execute("SELECT CAST(TIMESTAMPTZ '2026-12-01 00:30:00+00' AS TIMESTAMP)").fetchall() == [
+            (datetime(2026, 12, 1, 0, 30),)]
+        with pytest.raises(duckdb.PermissionException):
+            cursor.execute("SELECT * FROM read_csv('/etc/passwd')")
+        with pytest.raises(duckdb.InvalidInputException, match="locked"):
+            cursor.execute("SET enable_external_access = true")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_views_still_work_after_the_lockdown(locked: Any) -> None:
