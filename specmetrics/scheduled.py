@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 from specmetrics.heartbeat import Heartbeat
 from specmetrics.reports import parse_schedule
+
+
+def add_schedule_arguments(parser: argparse.ArgumentParser, beats_when: str) -> None:
+    """``--every``, ``--runs`` and ``--heartbeat-file`` (rewritten after each run that ``beats_when``
+    says)."""
+    parser.add_argument("--every", default=None,
+                        help="Run now, then on a schedule: an interval (1h, 15m) or a cron expression in quotes "
+                             "('0 * * * *', UTC). A failed run is logged and the next one still runs.")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="With --every: stop after this many runs; the exit code is 1 if the last one failed.")
+    parser.add_argument("--heartbeat-file", type=Path, default=None,
+                        help=f"Rewritten after each run that {beats_when}, so that 'specmetrics health' tells "
+                             "whether one succeeded lately (the container's healthcheck).")
 
 
 def run_on_schedule(every: str, runs: int | None, job: Callable[[datetime], object], heartbeat: Heartbeat | None,

@@ -17,7 +17,7 @@ from specmetrics.queries import connect
 from specmetrics.queries.rollup import build_missing, rollups_cover, window_files
 from specmetrics.reports import Window, collect, parse_duration, parse_formats, write_report
 from specmetrics.reports.writer import prune_reports
-from specmetrics.scheduled import run_on_schedule
+from specmetrics.scheduled import add_schedule_arguments, run_on_schedule
 from specmetrics.storage.location import S3Location, is_s3
 
 log = logging.getLogger("specmetrics.report")
@@ -40,14 +40,7 @@ def add_parser(subparsers: Any) -> None:
                              "(which stored rollups give) unless the events span under 10 minutes.")
     parser.add_argument("--context-tokens", type=int, default=256,
                         help="Width of the context-length buckets in tokens (default 256).")
-    parser.add_argument("--every", default=None,
-                        help="Run now, then on a schedule: an interval (1h, 15m) or a cron expression in quotes "
-                             "('0 * * * *', UTC). A failed run is logged and the next one still runs.")
-    parser.add_argument("--runs", type=int, default=None,
-                        help="With --every: stop after this many runs; the exit code is 1 if the last one failed.")
-    parser.add_argument("--heartbeat-file", type=Path, default=None,
-                        help="Rewritten after each run that wrote its report, so that 'specmetrics health' tells "
-                             "whether one succeeded lately (the reports container's healthcheck).")
+    add_schedule_arguments(parser, "wrote its report")
     parser.add_argument("--keep", type=int, default=None,
                         help="Keep only the newest N timestamped reports in --out (latest.* stay); default: all.")
     parser.add_argument("--raw", action="store_true",

@@ -14,7 +14,7 @@ from specmetrics.ingest.convert import convert_tree
 from specmetrics.ingest.settings import IngestSettings
 from specmetrics.progress import Progress
 from specmetrics.queries.rollup import build_missing
-from specmetrics.scheduled import run_on_schedule
+from specmetrics.scheduled import add_schedule_arguments, run_on_schedule
 from specmetrics.storage.compaction import compact
 from specmetrics.storage.location import S3Location, is_s3
 from specmetrics.storage.table import IN_FLIGHT_HOURS, Table, is_table
@@ -67,13 +67,7 @@ def add_parser(subparsers: Any) -> None:
     maintain.add_argument("--retention-hours", type=_hours, default=RETENTION_HOURS,
                           help=f"As for vacuum (default {RETENTION_HOURS:g}; at least {MIN_RETENTION_HOURS:g}: "
                                "ingesters write meanwhile).")
-    maintain.add_argument("--every", default=None,
-                          help="Run now, then on a schedule: an interval (6h) or a cron expression in quotes "
-                               "('0 3 * * *', UTC). A failed run is logged and the next one still runs.")
-    maintain.add_argument("--runs", type=int, default=None,
-                          help="With --every: stop after this many runs; the exit code is 1 if the last one failed.")
-    maintain.add_argument("--heartbeat-file", type=Path, default=None,
-                          help="Rewritten after each run that succeeded ('specmetrics health' reads its age).")
+    add_schedule_arguments(maintain, "succeeded")
     convert.add_argument("--data", required=True, type=Path, help="The output directory of 'specmetrics ingest'.")
     for action in (optimize, vacuum, checkpoint, maintain):
         action.add_argument("--data", required=True, help="The output directory of 'specmetrics ingest', or "
