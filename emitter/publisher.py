@@ -63,7 +63,9 @@ class EventPublisher:
         self._lock = threading.Lock()  # close and the publisher thread count the batch in flight
         self._in_flight = 0  # steps drained from the queue and not yet counted
         self._abandoned = False  # close stopped waiting: the thread sends no further batch
-        self._closed = threading.Event()
+        self._closed = threading.Event()  # set once close has counted every step
+        self._report_lock = threading.Lock()
+        self._reported_last = False  # the record written after close counted everything
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="specmetrics-publisher", daemon=True)
         self._thread.start()
@@ -192,16 +194,23 @@ class EventPublisher:
             self.report()
 
     def report(self) -> None:
-        """Log the counters and write the health record (JSON) if a file is configured."""
-        health = asdict(self.health)
-        health["queued_steps"] = len(self._queue)
-        if self._sink_health:
-            health["sink"] = self._sink_health
-        dropped = sum(count for name, count in health.items() if name.startswith("dropped_"))
-        (logger.warning if dropped else logger.info)("specmetrics health: %s", health)
-        if self._settings.health_file is not None:
-            try:
-                write_atomically(self._settings.health_file, json.dumps({"time": time.time(), **health}).encode())
-            except OSError as exc:
-                logger.debug("specmetrics: cannot write the health file: %s", exc)
+        """Log the counters and write the health record (JSON) if a file is configured. Records are
+        written one at a time, and none after the first taken once close counted everything (the
+        last): a periodic record taken before it must not overwrite it."""
+        with self._report_lock:
+            if self._reported_last:
+                return
+            self._reported_last = self._closed.is_set()
+            health = asdict(self.health)
+            health["queued_steps"] = len(self._queue)
+            if self._sink_health:
+                health["sink"] = self._sink_health
+            dropped = sum(count for name, count in health.items() if name.startswith("dropped_"))
+            (logger.warning if dropped else logger.info)("specmetrics health: %s", health)
+            if self._settings.health_file is not None:
+                try:
+                    write_atomically(self._settings.health_file,
+                                     json.dumps({"time": time.time(), **health}).encode())
+                except OSError as exc:
+                    logger.debug("specmetrics: cannot write the health file: %s", exc)
 

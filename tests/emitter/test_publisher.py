@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from devtools.kafka_broker import TansuBroker, free_port
+from specmetrics.emitter import publisher as publisher_module
 from specmetrics.emitter.publisher import EventPublisher
 from specmetrics.emitter.settings import EmitterSettings
 from specmetrics.emitter.sinks import open_sink
@@ -124,3 +126,36 @@ def test_steps_a_hung_broker_holds_past_the_close_timeout_are_counted_as_dropped
     finally:
         broker.resume()
         broker.stop()
+
+
+def test_the_last_health_record_is_the_closes_even_when_a_periodic_one_is_being_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A periodic record whose write was still under way when close wrote the last one must not
+    land after it: the file then said a step was published that was neither sent nor dropped."""
+    health_file = tmp_path / "health.json"
+    pub = publisher((tmp_path / "log").as_uri(), flush_interval_ms=5, health_interval_s=3600.0,
+                    health_file=health_file)
+    for i in range(10):
+        pub.publish(i)
+    written = threading.Event()
+    release = threading.Event()
+    real_write = publisher_module.write_atomically
+
+    def slow_first_write(path: Path, data: bytes) -> None:
+        if not written.is_set():  # the periodic record: held until close has written its own
+            written.set()
+            release.wait(10)
+        real_write(path, data)
+
+    monkeypatch.setattr(publisher_module, "write_atomically", slow_first_write)
+    periodic = threading.Thread(target=pub.report)
+    periodic.start()
+    assert written.wait(10)
+    closing = threading.Thread(target=pub.close)
+    closing.start()
+    closing.join(1.0)  # close sends the queue and writes the last record (or waits for the periodic one)
+    release.set()
+    periodic.join(10)
+    closing.join(10)
+    last = json.loads(health_file.read_text())
+    assert (last["published_steps"], last["sent_steps"], last["queued_steps"]) == (10, 10, 0)
