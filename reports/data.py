@@ -317,10 +317,12 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
     stored = stored and chosen % ROLLUP_BUCKET == timedelta(0)  # a short span: seconds, from the raw rows
     table = f"report_counts_{uuid.uuid4().hex}"
     macro = "report_counts_from_rollups" if stored else "report_counts"
-    # The sections about single requests on a connection of their own to the same database (a cursor),
-    # side by side with the rest: most of the other queries take milliseconds and leave a core idle.
+    # From the rollups, the sections about single requests run on a connection of their own to the same
+    # database (a cursor), side by side with the rest: most of the other queries take milliseconds and
+    # leave a core idle. Over the raw rows both parts scan every row: one after the other (side by side,
+    # 9 % slower and 1.1 GB more at 100M request-steps).
     with ThreadPoolExecutor(1) as pool:
-        per_request = pool.submit(_per_request, con.cursor(), span, stored_rollups) if requests else None
+        per_request = pool.submit(_per_request, con.cursor(), span, True) if requests and stored_rollups else None
         con.execute(_ROLLUP.format(table=table, macro=macro),
                     {**span, "bucket": chosen, "context_tokens": context_tokens})
         try:
@@ -352,7 +354,8 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
                 measured=rows(_MEASURED),
                 published=rows(_PUBLISHED),
                 wasted=rows(_WASTED),
-                **(per_request.result() if per_request else {"collateral": [], "histogram": [], "outliers": []}),
+                **(per_request.result() if per_request else _per_request(con.cursor(), span, False) if requests
+                   else {"collateral": [], "histogram": [], "outliers": []}),
             )
         finally:
             con.execute(f"DROP TABLE {table}")
