@@ -9,6 +9,7 @@ writer cannot write into a bucket that does not exist (SeaweedFS creates one for
 
 from __future__ import annotations
 
+import http.client
 import json
 import random
 import socket
@@ -85,7 +86,10 @@ class SeaweedS3:
             except urllib.error.HTTPError:  # it answers (403 without credentials): up, and soon writable
                 self._volumes_known(deadline)
                 return self._writable(deadline)
-            except OSError:
+            except (OSError, http.client.HTTPException):
+                # Not listening yet. A connection to a port in the ephemeral range that nothing listens on
+                # can be given that port as its own source and connect to itself: the request comes back
+                # as the answer (BadStatusLine: GET / HTTP/1.1); the next attempt gets another port.
                 time.sleep(0.2)
         raise RuntimeError(f"SeaweedFS S3 did not answer on {self.endpoint} within 60 s")
 
@@ -108,7 +112,7 @@ class SeaweedS3:
                          for held in nodes.values() for volume in held or ()}
                 if on_disk <= known:
                     return
-            except (OSError, KeyError, ValueError):
+            except (OSError, KeyError, ValueError, http.client.HTTPException):
                 pass
             if time.monotonic() >= deadline:
                 raise RuntimeError(f"SeaweedFS did not report volumes {sorted(on_disk)} within 60 s")
