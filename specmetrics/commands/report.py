@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from specmetrics.commands import DATA_HELP
-from specmetrics.heartbeat import Heartbeat
 from specmetrics.progress import Progress
 from specmetrics.queries import connect
 from specmetrics.queries.rollup import build_missing, rollups_cover, window_files
 from specmetrics.reports import Window, collect, parse_duration, parse_formats, write_report
 from specmetrics.reports.writer import prune_reports
-from specmetrics.scheduled import add_schedule_arguments, run_on_schedule
+from specmetrics.scheduled import add_schedule_arguments, run_as_scheduled
 from specmetrics.storage.location import S3Location, is_s3
 
 log = logging.getLogger("specmetrics.report")
@@ -61,16 +60,12 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--keep must be at least 1")
     window_at = _window_parser(args.since, args.until)
     window = window_at(datetime.now(UTC))  # bad --since/--until fail now, not at the first scheduled run
-    heartbeat = Heartbeat(args.heartbeat_file, interval_s=0) if args.heartbeat_file else None
-    if not args.every:
-        code = _run_once(args, formats, bucket, window, scheduled=False)
-        if code == 0 and heartbeat:
-            heartbeat.beat()
-        return code
-    # relative windows end at the scheduled time, so consecutive reports neither overlap nor miss
-    return run_on_schedule(args.every, args.runs,
-                           lambda when: _run_once(args, formats, bucket, window_at(when), scheduled=True),
-                           heartbeat, log, "report")
+
+    def once(when: datetime) -> int:
+        # on a schedule, relative windows end at the scheduled time, so consecutive reports neither overlap nor miss
+        return _run_once(args, formats, bucket, window_at(when) if args.every else window, scheduled=bool(args.every))
+
+    return run_as_scheduled(args, once, log, "report")
 
 
 def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timedelta | None, window: Window,

@@ -5,16 +5,15 @@ from __future__ import annotations
 import argparse
 import logging
 import math
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from specmetrics.heartbeat import Heartbeat
 from specmetrics.ingest.convert import convert_tree
 from specmetrics.ingest.settings import IngestSettings
 from specmetrics.progress import Progress
 from specmetrics.queries.rollup import build_missing
-from specmetrics.scheduled import add_schedule_arguments, run_on_schedule
+from specmetrics.scheduled import add_schedule_arguments, run_as_scheduled
 from specmetrics.storage.compaction import compact
 from specmetrics.storage.location import S3Location, is_s3
 from specmetrics.storage.table import IN_FLIGHT_HOURS, Table, is_table
@@ -147,19 +146,12 @@ def _maintain(args: argparse.Namespace, root: Path | S3Location) -> int:
         raise ValueError(f"--retention-hours {args.retention_hours:g} is under {MIN_RETENTION_HOURS:g}: ingesters "
                          "write meanwhile, and a flush's files are written before its commit names them; stop the "
                          "ingesters and use 'specmetrics table vacuum --force'")
-    if args.runs is not None and args.runs < 1:
-        raise ValueError("--runs must be at least 1")
 
-    def once(_when: datetime) -> None:
+    def once(_when: datetime) -> int:
         table = _table(args.data, root)
         _optimize(table, args.target_rows)
         print(f"checkpointed {args.data} at version {table.checkpoint()}", flush=True)
         _vacuum(table, args.retention_hours, dry_run=False)
-
-    heartbeat = Heartbeat(args.heartbeat_file, interval_s=0) if args.heartbeat_file else None
-    if not args.every:
-        once(datetime.now(UTC))
-        if heartbeat:
-            heartbeat.beat()
         return 0
-    return run_on_schedule(args.every, args.runs, once, heartbeat, log, "table maintain")
+
+    return run_as_scheduled(args, once, log, "table maintain")

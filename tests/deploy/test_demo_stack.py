@@ -15,7 +15,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from kafka import KafkaAdminClient
 
-from devtools.kafka_broker import TansuBroker, free_port
+from devtools.kafka_broker import TansuBroker
+from devtools.ports import free_port
 from devtools.s3_server import SeaweedS3
 from specmetrics.cli import main
 from specmetrics.queries.verify import verify_table

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from devtools.kafka_broker import free_port
+from devtools.ports import free_port
 from specmetrics.emitter.sinks import LocalLogSink
 from specmetrics.schemas.events import VllmCounts
 from specmetrics.schemas.wire import step_event_to_wire

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from devtools.kafka_broker import free_port
+from devtools.ports import free_port
 from specmetrics.cli import main
 from specmetrics.storage.location import S3Location
 from specmetrics.storage.table import is_table

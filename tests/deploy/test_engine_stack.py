@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from devtools.kafka_broker import free_port
+from devtools.ports import free_port
 from tests.support.docker_engine import DATA, Stack, compose_project, docker, prepare_images
 from tests.support.http import get
 from tests.support.http import prometheus_api as api

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from devtools.kafka_broker import free_port
+from devtools.ports import free_port
 from specmetrics.tiny_models import tiny_models
 from tests.support.docker_engine import COMPOSE_FILE, Stack, compose_project, prepare_images, prepare_vllm_cpu
 from tests.support.http import get

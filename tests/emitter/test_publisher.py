@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from devtools.kafka_broker import TansuBroker, free_port
+from devtools.kafka_broker import TansuBroker
+from devtools.ports import free_port
 from specmetrics.emitter import publisher as publisher_module
 from specmetrics.emitter.publisher import EventPublisher
 from specmetrics.emitter.settings import EmitterSettings

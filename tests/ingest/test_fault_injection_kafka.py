@@ -25,7 +25,8 @@ from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
-from devtools.kafka_broker import TansuBroker, free_port
+from devtools.kafka_broker import TansuBroker
+from devtools.ports import free_port
 from specmetrics.cli import main
 from specmetrics.schemas.wire import step_event_to_wire
 from specmetrics.storage.layout import DEAD_LETTER_DIR

@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from devtools.kafka_broker import free_port
+from devtools.ports import free_port
 from specmetrics.emitter.sinks import LocalLogSink
 from specmetrics.ingest.batch import DUPLICATE_STEP
 from specmetrics.queries.catalog import connect, run_query

@@ -87,6 +87,7 @@ def test_an_empty_window_is_a_clear_message(report_tree: Path, tmp_path: Path,
     (["--every", "5 minutes"], "not a cron expression"),
     (["--bucket", "0m"], "not a duration"),
     (["--every", "0 0 30 2 *"], "never matches"),  # before the first run, not after it
+    (["--every", "1h", "--runs", "0"], "--runs must be at least 1"),  # not a scheduled command that runs nothing
 ])
 def test_bad_options_are_clear_errors(report_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                       args: list[str], message: str) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from devtools.kafka_broker import free_port
+from devtools.ports import free_port
 from specmetrics.cli import build_parser, main
 from specmetrics.storage.damage import LOG_DIR
 from specmetrics.storage.layout import DATA_GLOB

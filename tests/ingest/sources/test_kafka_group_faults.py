@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
 
-from devtools.kafka_broker import TansuBroker, free_port
+from devtools.kafka_broker import TansuBroker
+from devtools.ports import free_port
 from specmetrics.ingest import Ingester, IngestSettings
 from specmetrics.ingest.sources.base import SourceRecord, SourceUnavailable, SourceWentBack
 from specmetrics.ingest.sources.kafka import KafkaSource
