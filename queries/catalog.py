@@ -64,7 +64,7 @@ from specmetrics.schemas.arrow import REQUEST_STEP_SCHEMA
 from specmetrics.storage.damage import LOG_DIR, one_line
 from specmetrics.storage.durable import write_atomically
 from specmetrics.storage.layout import DATA_GLOB, ROLLUP_DIR
-from specmetrics.storage.location import S3Location, is_s3
+from specmetrics.storage.location import S3Location, data_root
 from specmetrics.storage.readable import ReadableFiles, partition_files, remember, select_files
 from specmetrics.storage.table import Table, TableFile
 
@@ -136,20 +136,11 @@ def connect(data_dir: Path | str, since: datetime | None = None, until: datetime
     the rollups) again before each query and, when they changed, selects again, so what the
     ingester commits later is seen.
     """
-    root: Path | S3Location
-    if is_s3(str(data_dir)):
-        root = S3Location.parse(str(data_dir))  # select_files says if it holds no table
+    root = data_root(data_dir)  # select_files says if it holds no table
+    if isinstance(root, S3Location):
         allowed = f"{root.url}/"
     else:
-        local = Path(data_dir).expanduser()
-        if not local.exists():
-            raise FileNotFoundError(
-                f"data directory {str(local)!r} does not exist: point at the ingester's output "
-                f"(DATADIR/{DATA_GLOB})"
-            )
-        if not local.is_dir():
-            raise NotADirectoryError(f"data directory {str(local)!r} is not a directory")
-        root = local.resolve()
+        root = root.resolve()
         allowed = str(root)
     con = duckdb.connect(":memory:", config={"python_enable_replacements": False})
     try:

@@ -40,10 +40,7 @@ def export_database(data: Path | S3Location, target: Path, *, force: bool = Fals
         raise FileExistsError(f"{str(target)!r} exists: pass --force to replace it")
     root: Path | S3Location = data
     if isinstance(data, Path):
-        root = data.expanduser()
-        if not root.is_dir():
-            raise FileNotFoundError(f"data directory {str(root)!r} does not exist or is not a directory")
-        root = root.resolve()
+        root = data.resolve()
         if GLOB_CHARS & set(str(root)):
             raise ValueError(f"the data directory's path {str(root)!r} holds glob characters, which DuckDB would "
                              "read as a pattern: move or link it to a plain path")

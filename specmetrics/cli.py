@@ -92,11 +92,11 @@ def _damage(args: argparse.Namespace) -> str | None:
     if not isinstance(data, str | Path):
         return None
     from specmetrics.storage.damage import StoreDamaged
-    from specmetrics.storage.location import S3Location, is_s3
+    from specmetrics.storage.location import data_root
     from specmetrics.storage.table import Table, is_table
 
     try:
-        root = S3Location.parse(str(data)) if is_s3(data) else Path(data)
+        root = data_root(data)
         return Table(root).damaged_file() if is_table(root) else None
     except StoreDamaged as exc:
         return str(exc)

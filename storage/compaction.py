@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import PurePosixPath
@@ -43,9 +44,12 @@ class Compaction:
     days: tuple[str, ...]
 
 
-def compact(table: Table, target_rows: int, compression: str = "zstd") -> Compaction:
-    """Merge the table's runs of small committed files (see the module docstring)."""
+def compact(table: Table, target_rows: int, compression: str = "zstd",
+            progress: Callable[[int, int], None] | None = None) -> Compaction:
+    """Merge the table's runs of small committed files (see the module docstring); ``progress(done,
+    total)`` with the files merged so far after each run."""
     runs = _runs(table, target_rows)
+    total = sum(len(run) for run in runs)
     removed: list[TableFile] = []
     added: list[DataFile] = []
     written_letters: list[str] = []
@@ -65,6 +69,8 @@ def compact(table: Table, target_rows: int, compression: str = "zstd") -> Compac
         removed.extend(run)
         added.append(DataFile(written.relative, written.size, FileStats.of(data)))
         rows += data.num_rows
+        if progress:
+            progress(len(removed), total)
     if added:
         try:
             table.replace(removed, added)

@@ -153,6 +153,20 @@ def is_s3(target: str | Path) -> bool:
     return str(target).startswith(S3_SCHEME)
 
 
+def data_root(data: str | Path) -> Path | S3Location:
+    """The store a command's ``--data`` names: an ``s3://`` prefix, or a local folder, which must
+    exist (an error naming it otherwise)."""
+    if is_s3(data):
+        return S3Location.parse(str(data))
+    root = Path(data).expanduser()
+    if not root.exists():
+        raise FileNotFoundError(f"data directory {str(data)!r} does not exist: point at an ingester's output "
+                                "('specmetrics ingest --out')")
+    if not root.is_dir():
+        raise NotADirectoryError(f"data directory {str(data)!r} is not a directory")
+    return root
+
+
 def address(root: Path | S3Location, relative: str = "") -> str:
     """``relative`` under ``root`` as readers (DuckDB, delta-rs) and messages name it: a local path,
     or an ``s3://`` URL."""

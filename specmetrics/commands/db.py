@@ -12,7 +12,7 @@ from specmetrics.queries.catalog import SOURCE_VIEW
 from specmetrics.queries.export import export_database
 from specmetrics.queries.spark import SPARK_VIEWS, spark_statements
 from specmetrics.storage.durable import write_atomically
-from specmetrics.storage.location import S3Location, is_s3
+from specmetrics.storage.location import S3Location, data_root
 
 
 def add_parser(subparsers: Any) -> None:
@@ -41,12 +41,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.data is None:
         raise ValueError("--data is required with --dialect duckdb")
-    if is_s3(args.data):
-        path = export_database(S3Location.parse(args.data), args.file, force=args.force)
+    root = data_root(args.data)
+    path = export_database(root, args.file, force=args.force)
+    if isinstance(root, S3Location):
         print(f"wrote {path}: the views over {args.data}; open it read-only on a connection that reads s3:// "
               "(DuckDB's httpfs with an S3 secret, or queries.catalog.s3_filesystem; docs/queries.md)")
         return 0
-    path = export_database(Path(args.data), args.file, force=args.force)
-    print(f"wrote {path}: the views over {Path(args.data).resolve()}; open it read-only, e.g. "
+    print(f"wrote {path}: the views over {root.resolve()}; open it read-only, e.g. "
           f"duckdb -readonly {path} -c 'FROM acceptance_diff'")
     return 0

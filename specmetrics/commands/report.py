@@ -17,7 +17,7 @@ from specmetrics.queries.rollup import build_missing, rollups_cover, window_file
 from specmetrics.reports import Window, collect, parse_duration, parse_formats, write_report
 from specmetrics.reports.writer import prune_reports
 from specmetrics.scheduled import add_schedule_arguments, run_as_scheduled
-from specmetrics.storage.location import S3Location, is_s3
+from specmetrics.storage.location import S3Location, data_root
 
 log = logging.getLogger("specmetrics.report")
 
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_once(args: argparse.Namespace, formats: tuple[str, ...], bucket: timedelta | None, window: Window,
               scheduled: bool) -> int:
     generated = datetime.now(UTC)
-    root = S3Location.parse(args.data) if is_s3(args.data) else Path(args.data)
+    root = data_root(args.data)
     files = frozenset() if args.raw else window_files(root, window.since, window.until)
     stored_rollups = not args.raw and _update_rollups(root, window)  # before connect()
     con = connect(args.data, window.since, window.until)  # the window's files only

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from specmetrics.commands import DATA_HELP
 from specmetrics.progress import Progress
 from specmetrics.queries.catalog import rollup_schema
 from specmetrics.queries.rollup import build_missing
-from specmetrics.storage.location import S3Location, is_s3
+from specmetrics.storage.location import data_root
 from specmetrics.storage.readable import select_files
 
 
@@ -24,13 +23,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    root: Path | S3Location
-    if is_s3(args.data):
-        root = S3Location.parse(args.data)
-    else:
-        root = Path(args.data)
-        if not root.is_dir():
-            raise FileNotFoundError(f"{args.data} is not a directory")
+    root = data_root(args.data)
     select_files(root, rollup_schema=rollup_schema()).warn()
     progress = Progress("rollup", unit="files")
     written = build_missing(root, rebuild=args.rebuild, progress=progress.update)

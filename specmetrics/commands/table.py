@@ -15,7 +15,7 @@ from specmetrics.progress import Progress
 from specmetrics.queries.rollup import build_missing
 from specmetrics.scheduled import add_schedule_arguments, run_as_scheduled
 from specmetrics.storage.compaction import compact
-from specmetrics.storage.location import S3Location, is_s3
+from specmetrics.storage.location import data_root
 from specmetrics.storage.table import IN_FLIGHT_HOURS, Table, is_table
 
 log = logging.getLogger("specmetrics.table")
@@ -93,10 +93,9 @@ def run(args: argparse.Namespace) -> int:
         for (source, partition), position in sorted(done.positions.items()):
             print(f"  {source} partition {partition}: next offset {position:,}")
         return 0
-    root = S3Location.parse(args.data) if is_s3(args.data) else Path(args.data)
     if args.action == "maintain":
-        return _maintain(args, root)
-    table = _table(args.data, root)
+        return _maintain(args)
+    table = _table(args.data)
     if args.action == "optimize":
         _optimize(table, args.target_rows)
     elif args.action == "vacuum":
@@ -110,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _table(data: str, root: Path | S3Location) -> Table:
+def _table(data: str) -> Table:
+    root = data_root(data)
     if not is_table(root):
         raise ValueError(f"{data} is not a table ('specmetrics table convert' makes a tree one)")
     return Table(root)
@@ -120,7 +120,10 @@ def _optimize(table: Table, target_rows: int) -> None:
     footers = Progress("statistics from footers", unit="files")
     if stated := table.add_missing_statistics(footers.update):
         footers.finish()
-    merged = compact(table, target_rows)
+    merging = Progress("merge", unit="files")
+    merged = compact(table, target_rows, progress=merging.update)
+    if merged.merged_files:
+        merging.finish()
     days = [datetime.fromisoformat(day) for day in merged.days]
     rollups = Progress("rollup", unit="files")
     rolled = build_missing(table.root, since=min(days), until=max(days) + timedelta(days=1),
@@ -140,7 +143,7 @@ def _vacuum(table: Table, retention_hours: float, dry_run: bool) -> None:
     print(f"{verb} {len(files)} file(s) no commit names, older than {retention_hours:g} h", flush=True)
 
 
-def _maintain(args: argparse.Namespace, root: Path | S3Location) -> int:
+def _maintain(args: argparse.Namespace) -> int:
     """``table maintain``: optimize, checkpoint, vacuum; once, or on the schedule ``--every``."""
     if args.retention_hours < MIN_RETENTION_HOURS:
         raise ValueError(f"--retention-hours {args.retention_hours:g} is under {MIN_RETENTION_HOURS:g}: ingesters "
@@ -148,7 +151,7 @@ def _maintain(args: argparse.Namespace, root: Path | S3Location) -> int:
                          "ingesters and use 'specmetrics table vacuum --force'")
 
     def once(_when: datetime) -> int:
-        table = _table(args.data, root)
+        table = _table(args.data)
         _optimize(table, args.target_rows)
         print(f"checkpointed {args.data} at version {table.checkpoint()}", flush=True)
         _vacuum(table, args.retention_hours, dry_run=False)

@@ -7,14 +7,13 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from specmetrics.commands import DATA_HELP
 from specmetrics.queries.verify import VerifyReport, verify_table
 from specmetrics.storage.damage import StoreDamaged
 from specmetrics.storage.layout import DEAD_LETTER_DIR
-from specmetrics.storage.location import S3Location, is_s3
+from specmetrics.storage.location import data_root
 from specmetrics.tables import text_table
 
 
@@ -47,7 +46,7 @@ def exit_code(report: VerifyReport) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    report = verify_table(S3Location.parse(args.data) if is_s3(args.data) else Path(args.data))
+    report = verify_table(data_root(args.data))
     if not report.partitions and not report.foreign:
         print(f"nothing to verify: no ingested files under {args.data}")
         return NOT_CLEAN

@@ -75,9 +75,23 @@ def test_sql_refuses_anything_but_one_read_only_query(
     assert not Path("/tmp/specmetrics-escape.csv").exists()
 
 
-def test_sql_on_a_missing_data_directory_says_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = run(capsys, "sql", "--data", str(tmp_path / "nope"), "SELECT 1")
-    assert code == 2 and "does not exist" in err
+@pytest.mark.parametrize("command", [
+    ["sql", "SELECT 1"], ["verify"], ["rollup"], ["report", "--out", "{tmp}/r"], ["db", "export", "{tmp}/x.duckdb"],
+    ["table", "optimize"], ["table", "vacuum"], ["table", "checkpoint"], ["table", "maintain"],
+])
+def test_a_missing_data_directory_is_named_alike_by_every_reader(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, command: list[str]) -> None:
+    """Not 'is not a table' (table: as if a tree were there to convert), nor a path pattern of the
+    folders before tables: the folder named, and where it comes from."""
+    missing = tmp_path / "nope"
+    args = [*(arg.format(tmp=tmp_path) for arg in command), "--data", str(missing)]
+    code, out, err = run(capsys, *args)
+    assert (code, out) == (2, "")
+    assert f"error: data directory '{missing}' does not exist: point at an ingester's output" in err
+    assert not (tmp_path / "r").exists() and not (tmp_path / "x.duckdb").exists()
+    (tmp_path / "file").write_text("")
+    code, _, err = run(capsys, *[arg.replace(str(missing), str(tmp_path / "file")) for arg in args])
+    assert code == 2 and f"data directory '{tmp_path / 'file'}' is not a directory" in err
 
 
 def test_bad_loadgen_options_are_clear_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from datetime import timedelta
@@ -42,7 +43,10 @@ def test_optimize_merges_small_files_and_every_reader_says_the_same(
     capsys.readouterr()
 
     assert main(["table", "optimize", "--data", str(data), "--target-rows", str(64 * 40)]) == 0
-    assert ", rolled up 2 file(s) of their days" in capsys.readouterr().out  # the merged ones
+    said = capsys.readouterr()
+    assert ", rolled up 2 file(s) of their days" in said.out  # the merged ones
+    merged = int(re.search(r"merged (\d+) file\(s\) into 2 ", said.out)[1])  # type: ignore[index]
+    assert f"merge: {merged}/{merged} files" in said.err  # the progress, last said at the end
     assert check_rollups(data) == RollupCheck([], [])  # every file's rollup there, and equal to its rows
     files = Table(data).files()
     names = [(file.hour, FileName.parse(file.path.name)) for file in files]
@@ -75,7 +79,9 @@ def test_a_run_is_cut_at_the_target_and_at_a_gap(tmp_path: Path) -> None:
     write_load(log, rows=64 * 30, seed=30)
     ingest_once(log, data, flush_rows=64 * 2)  # 15 flushes of 128 rows, one hour folder
     assert len(Table(data).files()) == 15
-    done = compact(Table(data), target_rows=64 * 7)  # 3 flushes a file: 5 files
+    said: list[tuple[int, int]] = []
+    done = compact(Table(data), target_rows=64 * 7, progress=lambda *done: said.append(done))  # 3 flushes a file
+    assert said == [(3, 15), (6, 15), (9, 15), (12, 15), (15, 15)]  # the files merged, after each run
     assert (done.merged_files, done.new_files, done.rows) == (15, 5, 64 * 30)
     spans = sorted((name.start, name.end) for file in Table(data).files() if (name := FileName.parse(file.path.name)))
     assert spans == [(0, 5), (6, 11), (12, 17), (18, 23), (24, 29)]
@@ -350,10 +356,13 @@ def test_maintain_refuses_a_risky_retention_and_logs_a_failed_run(
     data = tmp_path / "data"
     assert main(["table", "maintain", "--data", str(data), "--retention-hours", "0.5"]) == 2
     assert "--retention-hours 0.5 is under 1: ingesters write meanwhile" in capsys.readouterr().err
+    data.mkdir()
     assert main(["table", "maintain", "--data", str(data)]) == 2  # once: the error is the exit code
     assert f"{data} is not a table" in capsys.readouterr().err
     beat = tmp_path / "beat"
     assert main(["table", "maintain", "--data", str(data), "--every", "1h", "--runs", "1",
                  "--heartbeat-file", str(beat)]) == 1
     assert f"table maintain run failed (the next one still runs): ValueError: {data} is not a table" in caplog.text
+    assert main(["table", "maintain", "--data", str(tmp_path / "later"), "--every", "1h", "--runs", "1"]) == 1
+    assert "FileNotFoundError: data directory" in caplog.text  # a run of the schedule, not the command's end
     assert not beat.exists()
