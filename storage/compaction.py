@@ -10,7 +10,9 @@ file counts when a committed data file has its name. One commit removes the run'
 the merged one; the partitions' offsets do not change, so ingesters writing meanwhile are not
 disturbed (their commits add other files). The removed files stay on disk until ``vacuum``
 (readers of an older version may still read them), their rollups too; ``specmetrics table optimize``
-then rolls up the days it merged in (:func:`queries.rollup.build_missing`).
+then rolls up the days it merged in (:func:`queries.rollup.build_missing`). Files another
+application wrote (another engine's OPTIMIZE names its files ``part-…``: no offsets) are left as
+they are: merging them would need the offsets their names lack, and they do not stop the rest.
 """
 
 from __future__ import annotations
@@ -35,30 +37,31 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Compaction:
-    """What a compaction did: files merged into how many, their rows, and the days (``dt``) of the
-    files it wrote."""
+    """What a compaction did: files merged into how many, their rows, the days (``dt``) of the
+    files it wrote, and the committed files another application wrote, left as they are."""
 
     merged_files: int
     new_files: int
     rows: int
     days: tuple[str, ...]
+    foreign: int = 0
 
 
 def compact(table: Table, target_rows: int, compression: str = "zstd",
             progress: Callable[[int, int], None] | None = None) -> Compaction:
     """Merge the table's runs of small committed files (see the module docstring); ``progress(done,
     total)`` with the files merged so far after each run."""
-    runs = _runs(table, target_rows)
+    runs, foreign = _runs(table, target_rows)
     total = sum(len(run) for run in runs)
     removed: list[TableFile] = []
     added: list[DataFile] = []
     written_letters: list[str] = []
     rows = 0
     for run in runs:
-        names = [_name(file) for file in run]
+        names, files = [name for name, _ in run], [file for _, file in run]
         merged = FileName(names[0].source, names[0].partition, names[0].start, names[-1].end, os.urandom(6).hex())
-        data = pa.concat_tables([table.read(file) for file in run], promote_options="default")
-        relative = PurePosixPath(run[0].relative).with_name(merged.render("parquet")).as_posix()
+        data = pa.concat_tables([table.read(file) for file in files], promote_options="default")
+        relative = PurePosixPath(files[0].relative).with_name(merged.render("parquet")).as_posix()
         written = write_file(table.root, relative, partial(write_data_file, data, ParquetOptions(compression)))
         letters = [read_bytes(table.root, f"{DEAD_LETTER_DIR}/{name.render('jsonl')}") for name in names]
         lines = b"".join(letter for letter in letters if letter)
@@ -66,7 +69,7 @@ def compact(table: Table, target_rows: int, compression: str = "zstd",
             letters_file = f"{DEAD_LETTER_DIR}/{merged.render('jsonl')}"
             write_file(table.root, letters_file, partial(write_bytes, lines))
             written_letters.append(letters_file)
-        removed.extend(run)
+        removed.extend(files)
         added.append(DataFile(written.relative, written.size, FileStats.of(data)))
         rows += data.num_rows
         if progress:
@@ -79,19 +82,21 @@ def compact(table: Table, target_rows: int, compression: str = "zstd",
                 remove(table.root, relative)
             raise
         logger.info("merged %d file(s) into %d (%d rows)", len(removed), len(added), rows)
-    return Compaction(len(removed), len(added), rows, tuple(sorted({run[0].dt for run in runs})))
+    return Compaction(len(removed), len(added), rows, tuple(sorted({run[0][1].dt for run in runs})), foreign)
 
 
-def _runs(table: Table, target_rows: int) -> list[list[TableFile]]:
+def _runs(table: Table, target_rows: int) -> tuple[list[list[tuple[FileName, TableFile]]], int]:
     """Runs of two or more of the table's files of one folder and source partition whose offsets
-    follow each other, each of at most ``target_rows`` rows."""
+    follow each other, each of at most ``target_rows`` rows; and how many committed files another
+    application wrote (no offsets in their names), which no run holds."""
     files = table.files()
+    named = [(name, file) for file in files if (name := FileName.parse(PurePosixPath(file.relative).name)) is not None]
+    foreign = len(files) - len(named)
     folders: dict[FileName, int] = defaultdict(int)
-    for file in files:
-        folders[_name(file)] += 1
+    for name, _ in named:
+        folders[name] += 1
     groups: dict[tuple[str, str, str, int], list[tuple[FileName, TableFile, int]]] = defaultdict(list)
-    for file in files:
-        name = _name(file)
+    for name, file in named:
         # A flush with files in several hours keeps them: merged in one hour, its name would cover
         # offsets whose rows lie in another file too.
         rows = table.rows(file) if folders[name] == 1 else target_rows + 1
@@ -99,7 +104,7 @@ def _runs(table: Table, target_rows: int) -> list[list[TableFile]]:
     runs = []
     for group in groups.values():
         group.sort(key=lambda item: item[0].start)
-        run: list[TableFile] = []
+        run: list[tuple[FileName, TableFile]] = []
         run_rows, end = 0, -2
         for name, file, file_rows in group:
             if run and (name.start != end + 1 or run_rows + file_rows > target_rows):
@@ -108,14 +113,7 @@ def _runs(table: Table, target_rows: int) -> list[list[TableFile]]:
             end = name.end
             if file_rows > target_rows:
                 continue
-            run.append(file)
+            run.append((name, file))
             run_rows += file_rows
         runs.append(run)
-    return [run for run in runs if len(run) > 1]
-
-
-def _name(file: TableFile) -> FileName:
-    name = FileName.parse(PurePosixPath(file.relative).name)
-    if name is None:
-        raise ValueError(f"{file.location}: a committed file without an ingester's name; not compacted")
-    return name
+    return [run for run in runs if len(run) > 1], foreign

@@ -132,7 +132,9 @@ def _optimize(table: Table, target_rows: int) -> None:
         rollups.finish()
     print(f"merged {merged.merged_files:,} file(s) into {merged.new_files:,} ({merged.rows:,} rows), rolled up "
           f"{len(rolled):,} file(s) of their days; the files merged stay on disk until 'specmetrics table vacuum'"
-          + (f"; {stated:,} file(s) committed without statistics have them now" if stated else ""), flush=True)
+          + (f"; {stated:,} file(s) committed without statistics have them now" if stated else "")
+          + (f"; {merged.foreign:,} file(s) another application wrote (no offsets in their names) left as they are"
+             if merged.foreign else ""), flush=True)
 
 
 def _vacuum(table: Table, retention_hours: float, dry_run: bool) -> None:

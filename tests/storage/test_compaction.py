@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 from pyarrow.fs import FileSelector
 
 from specmetrics import scheduled
@@ -25,7 +26,7 @@ from specmetrics.storage.location import S3Location
 from specmetrics.storage.parquet import FileStats
 from specmetrics.storage.table import LOG_DIR, DataFile, ReplaceRefused, Table, TableFile
 from tests.support.events import T0
-from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once, ingest_to_s3, rows_once
+from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once, ingest_to_s3, main_query, rows_once
 from tests.support.loadgen import write_load
 from tests.support.readers import numbers, report
 
@@ -190,6 +191,46 @@ def test_vacuum_keeps_what_is_younger_than_the_retention_given_and_refuses_a_ris
         assert exit_.value.code == 2
         assert f"'{nonsense}' is not a number of hours" in capsys.readouterr().err
     assert_rows_once(data, 64 * 4)
+
+
+def test_delta_rs_own_compaction_twice_at_once_counts_every_row_twice(tmp_path: Path) -> None:
+    """Why ``table optimize`` is not delta-rs's ``optimize.compact()``: two of them planned on the same
+    version both commit (delta-rs's conflict checker lets a second removal of a file through when it
+    changes no data), so every merged row lies in two files. The day this fails, delta-rs refuses the
+    second compaction, and that reason to keep storage/compaction.py is gone."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=64 * 30, seed=31)
+    ingest_once(log, data, flush_rows=64 * 2)
+    first, second = DeltaTable(str(data)), DeltaTable(str(data))
+    assert first.optimize.compact()["numFilesRemoved"] == 15
+    assert second.optimize.compact()["numFilesRemoved"] == 15  # the same files, from the version before
+    assert len(Table(data).files()) == 2
+    assert Table(data).files()[0].rows == Table(data).files()[1].rows == 64 * 30
+    assert main_query(str(data), "SELECT count(*), count(DISTINCT (event_id, request_id)) FROM request_steps") == [
+        (2 * 64 * 30, 64 * 30)]  # every row twice, for every reader
+
+
+def test_a_file_another_engines_optimize_wrote_is_left_and_the_rest_merged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Another engine's OPTIMIZE (delta-rs's here; Spark's, Databricks' alike) names its files without
+    offsets. Before: every later table optimize, and so table maintain (the stack's service), failed on
+    that file, and small files piled up unmerged, unchecked and unvacuumed."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=64 * 30, seed=32)
+    ingest_once(log, data, flush_rows=64 * 2)
+    assert DeltaTable(str(data)).optimize.compact()["numFilesRemoved"] == 15
+    write_load(log, rows=64 * 30, seed=33, engine_prefix="later")
+    ingest_once(log, data, flush_rows=64 * 2)  # 15 more small files, named by the ingester
+    [foreign] = [file.relative for file in Table(data).files() if FileName.parse(PurePosixPath(file.relative).name)
+                 is None]
+    assert main(["table", "maintain", "--data", str(data), "--target-rows", str(64 * 30)]) == 0
+    said = capsys.readouterr().out
+    assert "merged 15 file(s) into 1 " in said
+    assert "; 1 file(s) another application wrote (no offsets in their names) left as they are" in said
+    assert "checkpointed" in said
+    files = [file.relative for file in Table(data).files()]
+    assert len(files) == 2 and foreign in files
+    assert rows_once(str(data)) == 64 * 60
 
 
 def test_a_vacuum_while_optimize_merges_removes_nothing_it_commits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
