@@ -187,10 +187,11 @@ class RollupCheck:
         return not self.unequal
 
 
-def check_rollups(data: Path | S3Location, files: ReadableFiles | None = None) -> RollupCheck:
+def check_rollups(data: Path | S3Location, files: ReadableFiles | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> RollupCheck:
     """Recompute every rollup from its data file and compare it with the stored one; only the
     files readers take (``files``, else selected here) are compared. A rollup of another
-    schema counts as not equal."""
+    schema counts as not equal. ``progress(done, total)`` after each comparison."""
     files = files or select_files(data, rollup_schema=rollup_schema())
     data_files = set(files.data)
     stored = {rollup.removeprefix(f"{ROLLUP_DIR}/") for rollup in files.rollups}
@@ -198,7 +199,7 @@ def check_rollups(data: Path | S3Location, files: ReadableFiles | None = None) -
                  if entry.path.startswith(f"{ROLLUP_DIR}/") and "schema" in entry.reason}
     compared = sorted(data_files & stored)
     equal = _side_by_side(data, compared, lambda con, relative: _equals_recomputed(
-        con, files.location(relative), files.location(f"{ROLLUP_DIR}/{relative}")))
+        con, files.location(relative), files.location(f"{ROLLUP_DIR}/{relative}")), progress)
     unequal = [relative for relative in compared if not equal[relative]]
     return RollupCheck(sorted(data_files - stored - misshapen), sorted(unequal + sorted(misshapen & data_files)))
 

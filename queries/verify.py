@@ -23,8 +23,9 @@ import json
 import re
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 
@@ -114,21 +115,25 @@ class VerifyReport:
 _DATA_FILE = re.compile(r"^dt=[^/]+/hour=[^/]+/[^/]+\.parquet$")
 
 
-def verify_table(data: Path | S3Location, examples: int = 10) -> VerifyReport:
+def verify_table(data: Path | S3Location, examples: int = 10,
+                 progress: Callable[[str, int, int], None] | None = None) -> VerifyReport:
     """The table at ``data`` (a local folder or an S3 prefix): its committed files present with
     their committed size and readable, offsets covered once, events once, dead letters of committed
     flushes, rollups equal to their recomputation from the raw rows, and the data files no commit
-    names."""
+    names. ``progress(step, done, total)`` after each file of the two steps that take most of the
+    time: ``pages`` (a data file's pages decoded) and ``rollups`` (a rollup recomputed from its file)."""
     files = select_files(data, rollup_schema=rollup_schema())
     listed = {file.relative: file for file in list_folder(data, "", recursive=True)}
     left_out, present, damaged = list(files.left_out), [], []
-    for file in files.files:
+    for checked, file in enumerate(files.files, 1):
         if (wrong_size := size_damage(found.size if (found := listed.get(file.relative)) else None, file.size)):
             left_out.append(LeftOut(file.relative, wrong_size))
         elif (problem := parquet_damage(data, file.relative, recorded=file.recorded)) is None:
             present.append(file)
         else:
             damaged.append(LeftOut(file.relative, problem))
+        if progress:
+            progress("pages", checked, len(files.files))
     names = {FileName.parse(PurePosixPath(file.relative).name) for file in files.files}
     letters = [relative for relative in sorted(listed) if relative.startswith(f"{DEAD_LETTER_DIR}/")
                and FileName.parse(PurePosixPath(relative).name) in names]
@@ -140,8 +145,9 @@ def verify_table(data: Path | S3Location, examples: int = 10) -> VerifyReport:
     readable = replace(files, files=tuple(file for file in files.files if file.relative not in unreadable),
                        rollups=tuple(rollup for rollup in files.rollups if rollup not in unreadable))
     table = Table(data) if is_table(data) else None
+    rollups = check_rollups(data, readable, partial(progress, "rollups") if progress else None)
     return VerifyReport(
-        coverage, check_rollups(data, readable),
+        coverage, rollups,
         **_duplicates([file.location for file in present], examples, data),
         lost=losses, left_out=sorted(left_out, key=lambda file: file.path), set_aside=set_aside,
         uncommitted=uncommitted, damaged=damaged, log_ahead=_log_ahead(table, coverage) if table else [],

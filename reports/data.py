@@ -36,6 +36,9 @@ BUCKETS: tuple[timedelta, ...] = (
 )
 MAX_BUCKETS = 120
 MIN_BUCKETS = 10
+#: The most buckets a width given by the caller may give (1 s over a 10-hour window: 36,000 buckets, a 12 MB
+#: HTML report whose timeline no one can read).
+MAX_GIVEN_BUCKETS = 10_000
 
 _SPAN = """
 SELECT min(event_time) AS first, max(event_time) AS last
@@ -307,7 +310,8 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
             context_tokens: int = 256, stored_rollups: bool = False, requests: bool = True) -> ReportData:
     """Run the report's queries for ``window``: one scan for the time span, one for
     ``report_counts`` (kept in a temporary table), then small queries over that table.
-    ``bucket`` None picks a timeline width that gives at most :data:`MAX_BUCKETS` buckets.
+    ``bucket`` None picks a timeline width that gives at most :data:`MAX_BUCKETS` buckets; a
+    ``bucket`` that gives more than :data:`MAX_GIVEN_BUCKETS` is a ``ValueError``.
     ``stored_rollups``: the table's rollups cover the window (:func:`queries.rollup.rollups_cover`),
     so the scans read them instead of the raw rows, where the widths allow it (the sections about
     single requests at any width). ``requests``: also the sections about single requests."""
@@ -316,6 +320,12 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, *, bucket: timedelta
     span = {"t0": window.since, "t1": window.until}
     [first_last] = run_query(con, _STORED_SPAN if stored else _SPAN, span).to_pylist()
     chosen = bucket or _pick_bucket(first_last["first"], first_last["last"])
+    if bucket and first_last["first"] is not None:
+        buckets = (first_last["last"] - first_last["first"]) // bucket + 1
+        if buckets > MAX_GIVEN_BUCKETS:
+            raise ValueError(f"a bucket of {bucket_text(bucket)} gives {buckets:,} buckets from "
+                             f"{first_last['first']} to {first_last['last']} (at most {MAX_GIVEN_BUCKETS:,}): choose "
+                             "a wider bucket or a shorter window")
     stored = stored and chosen % ROLLUP_BUCKET == timedelta(0)  # a short span: seconds, from the raw rows
     table = f"report_counts_{uuid.uuid4().hex}"
     macro = "report_counts_from_rollups" if stored else "report_counts"
@@ -392,6 +402,15 @@ def _per_request(con: duckdb.DuckDBPyConnection, span: dict[str, Any], stored: b
         }
     finally:
         con.close()
+
+
+def bucket_text(bucket: timedelta) -> str:
+    """A timeline bucket's width as the report names it: ``15 min``, ``1 h``, ``5 s``."""
+    seconds = int(bucket.total_seconds())
+    for unit, name in ((86400, "day"), (3600, "h"), (60, "min")):
+        if seconds % unit == 0:
+            return f"{seconds // unit} {name}"
+    return f"{seconds} s"
 
 
 def _pick_bucket(first: datetime | None, last: datetime | None) -> timedelta:

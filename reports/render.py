@@ -22,7 +22,7 @@ from html import escape
 from typing import Any
 
 from specmetrics.reports.charts import CORRECTED, CORRECTED_REACHING, SKIP_SHARE, VLLM, Series, bar_chart, line_chart
-from specmetrics.reports.data import OUTLIER_MARGIN, OUTLIER_MIN_DRAFTS, ReportData, Row
+from specmetrics.reports.data import OUTLIER_MARGIN, OUTLIER_MIN_DRAFTS, ReportData, Row, bucket_text
 
 #: (key in ReportData.headline without the vllm_ prefix, label, formatter name)
 HEADLINE_ROWS: tuple[tuple[str, str, str], ...] = (
@@ -135,7 +135,7 @@ def charts(data: ReportData) -> list[Chart]:
     timeline = _every_bucket(data)
     times = [_time_label(start, data) for start in timeline]
     out.append(Chart("timeline", line_chart(
-        "timeline", f"Acceptance rate over time ({_duration(data)} buckets)", times,
+        "timeline", f"Acceptance rate over time ({bucket_text(data.bucket)} buckets)", times,
         [Series("corrected", CORRECTED, [r["acceptance_rate"] if r else None for r in timeline.values()]),
          Series("vLLM-reported", VLLM, [r["vllm_acceptance_rate"] if r else None for r in timeline.values()])])))
     positions = [f"position {r['position']}" for r in data.positions]
@@ -394,14 +394,6 @@ def _every_bucket(data: ReportData) -> dict[datetime, Row | None]:
     # first + i * bucket never passes last: a step past it would overflow at datetime's end (9999-12-31)
     starts = (first + i * data.bucket for i in range(int((last - first) / data.bucket) + 1))
     return {start: rows.get(start) for start in starts}
-
-
-def _duration(data: ReportData) -> str:
-    seconds = int(data.bucket.total_seconds())
-    for unit, name in ((86400, "day"), (3600, "h"), (60, "min")):
-        if seconds % unit == 0:
-            return f"{seconds // unit} {name}"
-    return f"{seconds} s"
 
 
 def _time_label(t: datetime, data: ReportData) -> str:

@@ -30,5 +30,6 @@ class Progress:
     def _print(self, now: float) -> None:
         elapsed = max(now - self._start, 1e-9)
         of = f"/{self.total:,}" if self.total else ""
-        print(f"{self.label}: {self._done:,}{of} {self.unit} ({self._done / elapsed:,.0f}/s, {elapsed:.1f}s)",
+        rate = self._done / elapsed  # a file every few seconds is 0.3/s, not 0/s
+        print(f"{self.label}: {self._done:,}{of} {self.unit} ({rate:,.{1 if rate < 10 else 0}f}/s, {elapsed:.1f}s)",
               file=sys.stderr, flush=True)

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from specmetrics.commands import DATA_HELP
+from specmetrics.progress import Progress
 from specmetrics.queries.verify import VerifyReport, verify_table
 from specmetrics.storage.damage import StoreDamaged
 from specmetrics.storage.layout import DEAD_LETTER_DIR
@@ -46,7 +47,12 @@ def exit_code(report: VerifyReport) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    report = verify_table(data_root(args.data))
+    shown: dict[str, Progress] = {}
+
+    def progress(step: str, done: int, total: int) -> None:
+        shown.setdefault(step, Progress(f"verify {step}", unit="files")).update(done, total)
+
+    report = verify_table(data_root(args.data), progress=progress)
     if not report.partitions and not report.foreign:
         print(f"nothing to verify: no ingested files under {args.data}")
         return NOT_CLEAN

@@ -42,6 +42,15 @@ def test_a_clean_tree_passes(tree: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert capsys.readouterr().out.rstrip().endswith("clean")
 
 
+def test_the_long_steps_tell_their_progress_file_by_file(tree: Path) -> None:
+    """Pages decoded and rollups recomputed take most of a large table's verify: each says how many of
+    its files are done (on stderr, as other long commands do)."""
+    said: list[tuple[str, int, int]] = []
+    assert main(["rollup", "--data", str(tree)]) == 0
+    assert verify_table(tree, progress=lambda *step: said.append(step)).clean
+    assert said == [("pages", done, 4) for done in range(1, 5)] + [("rollups", done, 4) for done in range(1, 5)]
+
+
 def test_a_flush_of_steps_without_outcomes_leaves_no_gap(log_dir: Path, data_dir: Path) -> None:
     times = [T0, T0 + timedelta(minutes=12), T0 + timedelta(minutes=24)]  # each step its own file (10 minutes)
     LocalLogWriter(log_dir).append([

@@ -14,6 +14,8 @@ import pytest
 
 from specmetrics import scheduled
 from specmetrics.cli import main
+from tests.support.ingest import ingest_once
+from tests.support.loadgen import write_load
 from tests.support.reports import T
 
 
@@ -93,6 +95,20 @@ def test_bad_options_are_clear_errors(report_tree: Path, tmp_path: Path, capsys:
                                       args: list[str], message: str) -> None:
     assert main(["report", "--data", str(report_tree), "--out", str(tmp_path / "r"), *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_bucket_too_narrow_for_the_window_is_a_clear_error(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """1 s buckets over 3 hours and 20 minutes of steps: 12,000 points, not a report of megabytes."""
+    log, data, out = tmp_path / "log", tmp_path / "data", tmp_path / "reports"
+    write_load(log, rows=64 * 200, seed=7, step_ms=60_000.0)  # a step a minute
+    ingest_once(log, data, flush_rows=64 * 200)
+    assert main(["report", "--data", str(data), "--out", str(out), "--format", "md", "--bucket", "1s"]) == 2
+    assert "error: a bucket of 1 s gives 11,941 buckets from " in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["report", "--data", str(data), "--out", str(out), "--format", "md", "--bucket", "1m"]) == 0
+    [timeline] = out.glob("report-*-timeline.svg")
+    assert "<title>Acceptance rate over time (1 min buckets)</title>" in timeline.read_text()
 
 
 def test_scheduled_runs_write_timestamped_reports_and_an_empty_window_too(

@@ -24,3 +24,16 @@ def test_lines_at_most_every_interval_and_one_at_the_end(monkeypatch: pytest.Mon
     line.finish()
     assert capsys.readouterr().err.splitlines() == ["ingest: 3,000/5,000 records (1,500/s, 2.0s)",
                                                    "ingest: 3,000/5,000 records (1,500/s, 2.0s)"]
+
+
+def test_a_slow_rate_keeps_a_decimal(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A rollup of a large file every few seconds: not '0/s'."""
+    now = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
+    line = Progress("verify rollups", unit="files", total=10)
+    now[0] = 106.0
+    line.update(2)
+    now[0] = 107.0
+    line.update(9)
+    assert capsys.readouterr().err.splitlines() == ["verify rollups: 2/10 files (0.3/s, 6.0s)",
+                                                   "verify rollups: 9/10 files (1.3/s, 7.0s)"]
