@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from functools import partial
 from pathlib import PurePosixPath
 
+import pyarrow.compute as pc
+
 from specmetrics.storage.layout import FileName
-from specmetrics.storage.table import Table
+from specmetrics.storage.table import Table, TableFile
 
 logger = logging.getLogger(__name__)
 
@@ -68,17 +69,25 @@ def _reconcile(table: Table, source: str, partition: int, stored_end: int | None
 def recent_steps(table: Table, source: str, partition: int, limit: int) -> OrderedDict[str, int]:
     """The event ids of the last ``limit`` or so steps the partition's committed files hold, each
     with its offset, oldest first: what the ingester remembers to set aside a step sent again after
-    a restart."""
-    columns = ["log_offset", "event_id"]
-    named = [(name, file) for file in table.files() if (name := FileName.parse(PurePosixPath(file.relative).name))
-             and name.source == source and name.partition == partition]
-    named.sort(key=lambda item: (item[0].end, item[0].start, item[1].relative), reverse=True)
-    readers = [partial(table.read, file, columns) for _, file in named]
+    a restart. Files another engine's OPTIMIZE wrote (no source in their names) are read too where
+    their statistics say they may hold the partition: that OPTIMIZE merged the latest flushes into
+    them. Their rows of another source's partition of the same number add event ids that none of
+    this source's steps has (and may take some of the ``limit``)."""
+    columns = ["log_partition", "log_offset", "event_id"]
+    held: list[tuple[int, str, TableFile]] = []
+    for file in table.files():
+        name = FileName.parse(PurePosixPath(file.relative).name)
+        if name is None and file.may_hold_partition(partition):
+            held.append((2**63 if file.last_offset is None else file.last_offset, file.relative, file))
+        elif name is not None and name.source == source and name.partition == partition:
+            held.append((name.end, file.relative, file))
+    held.sort(reverse=True)
     steps: list[tuple[int, str]] = []
-    for read in readers:
+    for _, _, file in held:
         if len(steps) >= limit:
             break
-        stored = read()
+        stored = table.read(file, columns)
+        stored = stored.filter(pc.equal(stored["log_partition"], partition))
         pairs = stored.group_by(["log_offset", "event_id"]).aggregate([])
         steps.extend(zip(pairs["log_offset"].to_pylist(), map(str, pairs["event_id"].to_pylist()), strict=True))
     steps.sort()

@@ -110,7 +110,8 @@ class DataFile:
 class TableFile:
     """A data file a commit names: where it is (an absolute path, or an ``s3://`` URL), its path
     under the table's root, size in bytes, partition values and, when its commit recorded them,
-    its rows and the first and last ``event_time`` (to the millisecond, as Delta keeps them)."""
+    its rows, the first and last ``event_time`` (to the millisecond, as Delta keeps them), the
+    least and greatest ``log_partition`` and the greatest ``log_offset``."""
 
     location: str
     relative: str
@@ -120,6 +121,8 @@ class TableFile:
     rows: int | None = None
     first_event: datetime | None = None
     last_event: datetime | None = None
+    partitions: tuple[int, int] | None = None
+    last_offset: int | None = None
 
     @property
     def recorded(self) -> tuple[int | None, datetime | None, datetime | None]:
@@ -135,6 +138,11 @@ class TableFile:
         since, until = (t if t is None or t.tzinfo is None else t.astimezone(UTC).replace(tzinfo=None)
                         for t in (since, until))
         return (since is None or since - self.last_event < MS) and (until is None or self.first_event < until)
+
+    def may_hold_partition(self, partition: int) -> bool:
+        """Whether rows of the source partition ``partition`` may lie in the file, as its statistics
+        tell (without them: yes)."""
+        return self.partitions is None or self.partitions[0] <= partition <= self.partitions[1]
 
     @property
     def path(self) -> Path:
@@ -404,11 +412,13 @@ class Table:
         first = None if since is None else f"{since:%Y-%m-%d}"
         last = None if until is None else f"{until:%Y-%m-%d}"
         files = []
-        for path, size, dt, hour, rows, low, high in zip(
+        for path, size, dt, hour, rows, low, high, least, most, offset in zip(
                 column("path"), column("size_bytes"), column("partition.dt"), column("partition.hour"),
-                column("num_records"), column("min.event_time"), column("max.event_time"), strict=True):
+                column("num_records"), column("min.event_time"), column("max.event_time"), column("min.log_partition"),
+                column("max.log_partition"), column("max.log_offset"), strict=True):
             if (first is None or dt >= first) and (last is None or dt <= last):
-                file = TableFile(address(self.root, path), path, size, dt, hour, rows, low, high)
+                file = TableFile(address(self.root, path), path, size, dt, hour, rows, low, high,
+                                 None if least is None or most is None else (least, most), offset)
                 if file.may_hold(since, until):
                     files.append(file)
         return files

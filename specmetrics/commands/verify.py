@@ -100,9 +100,10 @@ def run(args: argparse.Namespace) -> int:
               "those offsets again from the source")
     if report.foreign:
         print(f"files another application wrote: {len(report.foreign):,} of the table's data files carry no offsets "
-              f"in their names (such as delta-rs's own optimize writes; {report.foreign[0]}, ...): their rows are "
-              "read and checked for copies, but which offsets they hold cannot be checked; 'specmetrics table "
-              "optimize' merges files keeping the offsets in their names")
+              f"in their names (another engine's OPTIMIZE writes such: Spark's, delta-rs's; {report.foreign[0]}, "
+              "...): their rows are read and checked for copies, but which offsets they hold cannot be checked, so "
+              "the table cannot be called clean again; merge small files with 'specmetrics table optimize', which "
+              "keeps the offsets in the names")
     for path in report.uncommitted:
         print(f"not in the table's log (never read): {path}")
     for group in report.set_aside:

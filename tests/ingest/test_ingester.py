@@ -15,14 +15,17 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 
 from specmetrics.cli import main
 from specmetrics.ingest import Ingester, IngestSettings
 from specmetrics.ingest.batch import DUPLICATE_STEP
+from specmetrics.ingest.recovery import recent_steps
 from specmetrics.ingest.sources import LocalLogSource
 from specmetrics.schemas import REQUEST_STEP_SCHEMA
 from specmetrics.schemas.wire import FIELDS, MAX_EVENT_TIME_US, MIN_EVENT_TIME_US, step_event_to_wire
 from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, STATE_DIR
+from specmetrics.storage.table import Table
 from specmetrics.transport.log import LocalLogWriter
 from tests.support.events import T0, step_event
 from tests.support.ingest import (
@@ -360,3 +363,20 @@ def test_a_copy_read_after_a_restart_is_set_aside_from_what_the_files_hold(log_d
     letters = [json.loads(line) for path in sorted((data_dir / DEAD_LETTER_DIR).glob("*.jsonl"))
                for line in path.read_text().splitlines()]
     assert [(letter["offset"], letter["reason"]) for letter in letters] == [(4, DUPLICATE_STEP)]
+
+
+def test_a_copy_read_after_another_engines_optimize_is_set_aside_too(log_dir: Path, data_dir: Path) -> None:
+    """Another engine's OPTIMIZE merged the stored flushes into a file named without source or
+    offsets; the new ingester still knows their event ids, from that file's rows of the partition
+    (before: it read only files named for the source, remembered nothing, and stored the copy)."""
+    steps = [step_event_to_wire(step_event(event_id=f"boot-{i}")) for i in range(4)]
+    writer = LocalLogWriter(log_dir)
+    writer.append(steps[:3])
+    assert ingest_once(log_dir, data_dir, flush_rows=4).rows == 3 * 4  # three flushes
+    assert recent_steps(Table(data_dir), "log", 0, 10) == {"boot-0": 0, "boot-1": 1, "boot-2": 2}
+    assert DeltaTable(str(data_dir)).optimize.compact()["numFilesRemoved"] == 3
+    assert recent_steps(Table(data_dir), "log", 0, 10) == {"boot-0": 0, "boot-1": 1, "boot-2": 2}
+    assert recent_steps(Table(data_dir), "log", 1, 10) == {}  # its statistics: partition 0 only
+    writer.append([steps[3], steps[1]])
+    stats = ingest_once(log_dir, data_dir)
+    assert (stats.rows, stats.dead_letters) == (4, 1)

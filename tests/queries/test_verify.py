@@ -182,6 +182,7 @@ def test_files_another_application_merged_are_named_not_nothing_to_verify(
     assert report.foreign == [merged] and not report.clean and report.rows_twice == 0
     assert main(["verify", "--data", str(data_dir)]) == 1
     out = capsys.readouterr().out
-    assert f"files another application wrote: 1 of the table's data files carry no offsets in their names (such as " \
-           f"delta-rs's own optimize writes; {merged}, ...)" in out
+    assert f"files another application wrote: 1 of the table's data files carry no offsets in their names (another " \
+           f"engine's OPTIMIZE writes such: Spark's, delta-rs's; {merged}, ...)" in out
+    assert "merge small files with 'specmetrics table optimize'" in out
     assert "nothing to verify" not in out
