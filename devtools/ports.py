@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import socket
+from collections.abc import Collection
 from pathlib import Path
 
 #: The least port handed out (below it lie services' well-known ports).
@@ -26,15 +27,26 @@ def ephemeral_start() -> int:
         return 32_768
 
 
-def free_port(twin: int = 0) -> int:
-    """A free loopback port below the ephemeral range; with ``twin``, the port ``twin`` above it is
-    free and below the range as well (a server that listens on both)."""
+def free_port(twin: int = 0, taken: Collection[int] = ()) -> int:
+    """A free loopback port below the ephemeral range, not in ``taken``; with ``twin``, the port
+    ``twin`` above it is free, below the range and not in ``taken`` as well (a server that listens on
+    both)."""
     end = ephemeral_start() - twin
     for _ in range(500):
         port = random.randrange(LOWEST, end)
-        if all(_free(candidate) for candidate in {port, port + twin}):
+        candidates = {port, port + twin}
+        if not candidates & set(taken) and all(_free(candidate) for candidate in candidates):
             return port
     raise RuntimeError(f"no free loopback port in {LOWEST}-{end - 1}")
+
+
+def free_ports(count: int, twin: int = 0) -> list[int]:
+    """``count`` ports as :func:`free_port` gives them, no two the same, nor one another's twin (weed's
+    gRPC port of one server must not be another's port)."""
+    ports: list[int] = []
+    for _ in range(count):
+        ports.append(free_port(twin, taken={held + shift for held in ports for shift in (0, twin)}))
+    return ports
 
 
 def _free(port: int) -> bool:

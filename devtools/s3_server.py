@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from devtools.ports import free_port
+from devtools.ports import free_ports
 
 WRITER = ("specmetrics-writer", "writer-secret-for-tests")
 ADMIN = ("specmetrics-admin", "admin-secret-for-tests")
@@ -39,9 +39,10 @@ class SeaweedS3:
     def __init__(self, data: Path | None = None) -> None:
         self._own = tempfile.TemporaryDirectory(prefix="seaweed-") if data is None else None
         self.data = data or Path(self._own.name)  # type: ignore[union-attr]
-        self.port = free_port(twin=WEED_GRPC_OFFSET)
+        # weed listens on each port and on its gRPC twin: twelve ports, none another's (the S3 port was in use
+        # when weed started in the clean-clone CI of 4828354: "bind: address already in use")
+        self.port, *self._ports = free_ports(6, twin=WEED_GRPC_OFFSET)
         self.endpoint = f"http://127.0.0.1:{self.port}"
-        self._ports = [free_port(twin=WEED_GRPC_OFFSET) for _ in range(5)]
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> SeaweedS3:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from devtools import ports
-from devtools.ports import LOWEST, ephemeral_start, free_port
+from devtools.ports import LOWEST, ephemeral_start, free_port, free_ports
 
 
 def test_a_port_lies_below_the_ephemeral_range_and_is_free() -> None:
@@ -39,3 +39,13 @@ def test_no_port_is_handed_out_when_none_is_free(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(ports, "_free", lambda port: False)
     with pytest.raises(RuntimeError, match="no free loopback port"):
         free_port()
+
+
+def test_ports_for_one_server_are_all_different_twins_included(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Six ports and their twins 10,000 above: twelve different ports, even where the random picks would
+    make one port another's twin."""
+    picks = iter([20_000, 10_000, 10_000, 20_000, 12_000, 13_000, 14_000, 15_000, 16_000])
+    monkeypatch.setattr(ports.random, "randrange", lambda low, high: next(picks))
+    chosen = free_ports(6, twin=10_000)
+    assert chosen == [20_000, 12_000, 13_000, 14_000, 15_000, 16_000]  # 10,000's twin is 20,000: passed over
+    assert len({port + shift for port in chosen for shift in (0, 10_000)}) == 12
