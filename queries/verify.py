@@ -10,7 +10,8 @@ recomputed from its data file's rows, and have its data file (queries.rollup); d
 a rollup yet are only counted. Offsets the ingester recorded as lost (gone from the source: a
 ``_dead_letter`` line with ``"lost": true``) are covered, but listed, and the table is not clean
 while any is. Records set aside as dead letters (their bytes kept) are counted per source
-partition and reason, apart from both. Files readers leave out (missing, damaged, of another
+partition and reason, apart from both, with those of flushes whose data file another engine's
+OPTIMIZE rewrote (:meth:`storage.table.Table.committed_letters`). Files readers leave out (missing, damaged, of another
 size than committed) are listed and make the table not clean; data files no commit names are
 listed, and those of a commit that should have come by now make it not clean. This module sits
 with the queries, not the ingester: rollups are the queries' derived data, and the ingester
@@ -52,7 +53,7 @@ class PartitionCoverage:
     overlaps: list[tuple[int, int]] = field(default_factory=list)  # offset ranges stored twice, inclusive
 
 
-@dataclass
+@dataclass(frozen=True)
 class RecordedLoss:
     """Offsets ``first`` to ``last`` the ingester recorded as gone from the source."""
 
@@ -134,17 +135,22 @@ def verify_table(data: Path | S3Location, examples: int = 10,
             damaged.append(LeftOut(file.relative, problem))
         if progress:
             progress("pages", checked, len(files.files))
+    table = Table(data) if is_table(data) else None  # an empty folder: nothing to verify
     names = {FileName.parse(PurePosixPath(file.relative).name) for file in files.files}
-    letters = [relative for relative in sorted(listed) if relative.startswith(f"{DEAD_LETTER_DIR}/")
-               and FileName.parse(PurePosixPath(relative).name) in names]
+    letter_names = {name: relative for relative in sorted(listed) if relative.startswith(f"{DEAD_LETTER_DIR}/")
+                    and (name := FileName.parse(PurePosixPath(relative).name)) is not None}
+    letters = sorted(letter_names[name] for name in table.committed_letters(letter_names)) if table else []
     losses, set_aside = _dead_letters(read_bytes(data, relative) or b"" for relative in letters)
     committed = set(files.data)
     uncommitted = sorted(relative for relative in listed if _DATA_FILE.match(relative) and relative not in committed)
-    coverage = _coverage([PurePosixPath(relative) for relative in [*(file.relative for file in present), *letters]])
+    # The offsets of a flush whose data file another engine rewrote cannot be checked: its letters alone would
+    # look like gaps between them.
+    coverage = _coverage([PurePosixPath(relative) for relative in
+                          [*(file.relative for file in present),
+                           *(letter for letter in letters if FileName.parse(PurePosixPath(letter).name) in names)]])
     unreadable = {file.path for file in damaged} | {f"{ROLLUP_DIR}/{file.path}" for file in damaged}
     readable = replace(files, files=tuple(file for file in files.files if file.relative not in unreadable),
                        rollups=tuple(rollup for rollup in files.rollups if rollup not in unreadable))
-    table = Table(data) if is_table(data) else None
     rollups = check_rollups(data, readable, partial(progress, "rollups") if progress else None)
     return VerifyReport(
         coverage, rollups,
@@ -218,9 +224,10 @@ def _coverage(files: Sequence[PurePath]) -> list[PartitionCoverage]:
 def _dead_letters(contents: Iterable[bytes]) -> tuple[list[RecordedLoss], list[SetAside]]:
     """What ``_dead_letter`` holds: the ranges recorded lost (a file of one ``"lost": true`` line), and
     the records set aside, grouped by source partition and reason. A line that is not JSON is skipped:
-    the file's name still covers its offsets."""
-    losses = []
-    groups: dict[tuple[str, int, str], list[int]] = defaultdict(list)
+    the file's name still covers its offsets. A record in two files (of a flush and of the write of it that
+    lost its commit) counts once."""
+    losses = set()
+    groups: dict[tuple[str, int, str], set[int]] = defaultdict(set)
     for content in contents:
         for raw in content.splitlines():
             try:
@@ -230,10 +237,10 @@ def _dead_letters(contents: Iterable[bytes]) -> tuple[list[RecordedLoss], list[S
             if not isinstance(line, dict):
                 continue
             if line.get("lost") is True:
-                losses.append(RecordedLoss(line["source"], line["partition"], line["offset"],
-                                           line["last_offset"], line["reason"]))
+                losses.add(RecordedLoss(line["source"], line["partition"], line["offset"], line["last_offset"],
+                                        line["reason"]))
             elif "offset" in line:
-                groups[str(line.get("source")), int(line.get("partition", -1)), str(line.get("reason"))].append(
+                groups[str(line.get("source")), int(line.get("partition", -1)), str(line.get("reason"))].add(
                     int(line["offset"]))
     set_aside = [SetAside(source, partition, reason, len(offsets), min(offsets), max(offsets))
                  for (source, partition, reason), offsets in sorted(groups.items())]

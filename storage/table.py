@@ -18,7 +18,8 @@ lie in a tree. What differs is the truth:
   writers of one partition cannot both commit the same offsets, and the writer that resumes
   reads where to from the log, never from file names;
 * a dead-letter file counts when the commit of its flush names a data file of the same offsets
-  (every flush of a table commits at least one data file, without rows where it had none);
+  (every flush of a table commits at least one data file, without rows where it had none), or
+  when another engine's OPTIMIZE rewrote that data file (:meth:`Table.committed_letters`);
 * each add action carries the file's statistics (:class:`FileStats`: rows, and the bounds of its
   event times and offsets), by which readers skip files outside a time window unopened.
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -332,6 +334,32 @@ class Table:
         ends = self.data_ends()
         return None if ends is None else ends.get((source, partition))
 
+    def committed_letters(self, letters: Iterable[FileName]) -> set[FileName]:
+        """Of dead-letter files (by their names), those of committed flushes: a committed data file has
+        the same name (every flush commits one); or another engine's OPTIMIZE rewrote that data file into
+        one without a name: a committed file without a name may hold the partition (by its statistics),
+        the offsets lie before the partition's next offset in the log, and no committed data file named
+        for the partition holds any of them (another write of them, or a merge by ``table optimize``,
+        would). Of a flush that lost its commit to such a one, the letters count too: they hold the same
+        records."""
+        named: dict[tuple[str, int], list[FileName]] = defaultdict(list)
+        foreign = []
+        for file in self.files():
+            name = FileName.parse(PurePosixPath(file.relative).name)
+            if name is None:
+                foreign.append(file)
+            else:
+                named[name.source, name.partition].append(name)
+        letters = list(letters)
+        committed = {letter for letter in letters if letter in named.get((letter.source, letter.partition), ())}
+        rewritten = [letter for letter in letters if letter not in committed
+                     and any(file.may_hold_partition(letter.partition) for file in foreign)]
+        positions = self.positions({(letter.source, letter.partition) for letter in rewritten}) if rewritten else {}
+        return committed | {letter for letter in rewritten
+                            if letter.end < (positions[letter.source, letter.partition] or 0)
+                            and not any(name.start <= letter.end and letter.start <= name.end
+                                        for name in named[letter.source, letter.partition])}
+
     def claim(self, source: str, identity: str) -> str:
         """The name under which the table keeps the offsets and files of the log ``identity`` (a local
         log's id, say) whose own name is ``source``: ``source`` itself unless the table holds another
@@ -494,9 +522,9 @@ class Table:
     def vacuum(self, retention_hours: float, dry_run: bool) -> list[str]:
         """Remove (or with ``dry_run`` only list) the files no commit names that were last changed
         more than ``retention_hours`` ago: data files of writers killed or refused before their
-        commit, dropped into the folders or merged by a compaction, and the dead-letter files and
-        rollups of such files. Younger ones may belong to a flush about to be committed, and stay.
-        Their paths under the root."""
+        commit, dropped into the folders or merged by a compaction, and the dead-letter files
+        (:meth:`committed_letters` keeps those of committed flushes) and rollups of such files.
+        Younger ones may belong to a flush about to be committed, and stay. Their paths under the root."""
         self._refresh()
         cutoff = time.time() - retention_hours * 3600
         try:  # every file no commit names; delta-rs takes whole hours, so the age is checked here
@@ -507,11 +535,11 @@ class Table:
         changed = {file.relative: file.mtime_s for file in list_folder(self.root, "", recursive=True)}
         data = [relative for relative in unnamed if changed.get(relative, cutoff) < cutoff]
         held = self.files()
-        committed = {FileName.parse(PurePosixPath(file.relative).name) for file in held}
-        letters = [relative for relative, mtime_s in changed.items()
-                   if PurePosixPath(relative).parent.as_posix() == DEAD_LETTER_DIR and mtime_s < cutoff
-                   and (name := FileName.parse(PurePosixPath(relative).name)) is not None and name.attempt
-                   and name not in committed]
+        old_letters = {name: relative for relative, mtime_s in changed.items()
+                       if PurePosixPath(relative).parent.as_posix() == DEAD_LETTER_DIR and mtime_s < cutoff
+                       and (name := FileName.parse(PurePosixPath(relative).name)) is not None and name.attempt}
+        kept = self.committed_letters(old_letters)
+        letters = [relative for name, relative in old_letters.items() if name not in kept]
         rolled = {f"{ROLLUP_DIR}/{file.relative}" for file in held}
         rollups = [relative for relative, mtime_s in changed.items()
                    if relative.startswith(f"{ROLLUP_DIR}/") and relative not in rolled and mtime_s < cutoff]

@@ -233,6 +233,37 @@ def test_a_file_another_engines_optimize_wrote_is_left_and_the_rest_merged(
     assert rows_once(str(data)) == 64 * 60
 
 
+def test_the_dead_letters_of_flushes_another_engines_optimize_merged_stay_and_count(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Another engine's OPTIMIZE rewrote the ingester's files into one without offsets in its name (and
+    dropped the empty file of the flush of a dead letter alone). Before, vacuum took the flush's
+    dead-letter file for one of a flush never committed and removed it, and verify no longer listed
+    the record set aside."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=64 * 30, seed=34)
+    append_bad_record(log)  # offset 30
+    ingest_once(log, data, flush_rows=64 * 2)
+    [letters] = (data / DEAD_LETTER_DIR).iterdir()
+    name = FileName.parse(letters.name)
+    assert name is not None and (name.start, name.end) == (30, 30)
+    # the same flush written by a writer whose commit was refused, and a flush past the table's offsets
+    refused = letters.with_name(FileName("log", 0, 30, 30, "0000000000aa").render("jsonl"))
+    uncommitted = letters.with_name(FileName("log", 0, 31, 40, "0000000000bb").render("jsonl"))
+    for copy in (refused, uncommitted):
+        copy.write_bytes(letters.read_bytes())
+    assert DeltaTable(str(data)).optimize.compact()["numFilesRemoved"] == 16
+    hours_ago = time.time() - 3 * 3600
+    for path in data.rglob("*"):
+        os.utime(path, (hours_ago, hours_ago))
+
+    assert main(["table", "vacuum", "--data", str(data), "--retention-hours", "1"]) == 0
+    assert sorted((data / DEAD_LETTER_DIR).iterdir()) == sorted([letters, refused])
+    assert main(["verify", "--data", str(data)]) == 1  # the merged file's offsets cannot be checked
+    out = capsys.readouterr().out
+    assert "set aside: log partition 0: 1 record(s), offsets 30-30: outcome 1: unknown outcome kind code" in out
+    assert rows_once(str(data)) == 64 * 30
+
+
 def test_a_vacuum_while_optimize_merges_removes_nothing_it_commits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """The merged file is written before the commit names it: a vacuum in between (its retention at
