@@ -87,7 +87,7 @@ class PartitionBuffer:
     _batches: list[pa.RecordBatch] = field(default_factory=list)
     _times: list[np.ndarray] = field(default_factory=list)
     observer: IngestObserver | None = None
-    source: str = ""
+    source: str = ""  # the name under which the table keeps the log (the rows' log_source)
     _reported_dead_letters: int = 0
 
     def add(self, offset: int, payload: bytes, step: WireStep) -> None:
@@ -177,7 +177,8 @@ class PartitionBuffer:
         self._times.append(times)
         if not steps:
             return [], offsets, None
-        return steps, offsets, _record_batch(steps, offsets, self.partition, n, step_of_row, cols, request_ids, times)
+        batch = _record_batch(steps, offsets, self.source, self.partition, n, step_of_row, cols, request_ids, times)
+        return steps, offsets, batch
 
 
 def _request_ids(steps: list[WireStep], n: np.ndarray) -> tuple[pa.StringArray, np.ndarray]:
@@ -308,6 +309,7 @@ def _repeat_lists(per_step: list[Sequence[int] | None], rows: np.ndarray) -> pa.
 def _record_batch(
     steps: list[WireStep],
     offsets: np.ndarray,
+    source: str,
     partition: int,
     rows: np.ndarray,
     step_of_row: np.ndarray,
@@ -335,6 +337,9 @@ def _record_batch(
         columns[name] = _repeat_ints(values, dtype, rows)
     columns["skip_check"] = _repeat_optional_strings([s.skip_check for s in steps], rows)
     columns["event_time"] = pa.array(times, type=pa.timestamp("us"))
+    columns["log_source"] = pa.DictionaryArray.from_arrays(  # null where no source was named (a bare buffer)
+        pa.array(np.zeros(len(step_of_row), dtype=np.int32), mask=None if source else np.ones(len(step_of_row), bool)),
+        pa.array([source]))
     columns["log_partition"] = pa.array(np.full(len(step_of_row), partition, dtype=np.int32))
     columns["request_id"] = request_ids
     columns["kind"] = pa.DictionaryArray.from_arrays(pa.array(cols["kind"].astype(np.int32)), _kind_names())

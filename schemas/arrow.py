@@ -30,6 +30,7 @@ REQUEST_STEP_SCHEMA = pa.schema(
         pa.field("max_model_len", pa.int32()),
         pa.field("context_cap_from", pa.int32()),
         pa.field("skip_check", _DICT_STRING),
+        pa.field("log_source", _DICT_STRING),
         pa.field("log_partition", pa.int32(), nullable=False),
         pa.field("log_offset", pa.int64(), nullable=False),
         pa.field("request_id", pa.string(), nullable=False),
@@ -65,6 +66,7 @@ ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
     "1.7": ("vllm_request_histogram", "vllm_request_draft_tokens", "vllm_request_accepted_per_step",
             "vllm_request_drafted_per_step"),
     "1.8": ("vllm_only",),
+    "1.9": ("log_source",),
 }
 
 

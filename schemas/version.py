@@ -27,13 +27,15 @@ plugin's vLLM-compatible numbers) and ``vllm_counts_missing`` (why a step has no
 envelope field ``vllm_finished`` (vLLM's own per-request metrics, ``RequestSpecDecodeMetrics``, of the
 requests that finished at the step, when vLLM runs with ``--per-request-spec-decode-metrics``); 1.8
 adds the outcome kind ``vllm_only`` and the envelope field ``vllm_only`` (a step whose outcomes the
-plugin did not see, recorded from vLLM's stat logger with vLLM's own counters only, and why).
+plugin did not see, recorded from vLLM's stat logger with vLLM's own counters only, and why); 1.9
+adds the stored column ``log_source`` (the name under which the table keeps the log a row was read
+from: with ``log_partition`` and ``log_offset``, where its step sat), which no message carries.
 """
 
 from __future__ import annotations
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 8
+SCHEMA_MINOR = 9
 SCHEMA_VERSION = f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 

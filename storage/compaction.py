@@ -10,9 +10,10 @@ file counts when a committed data file has its name. One commit removes the run'
 the merged one; the partitions' offsets do not change, so ingesters writing meanwhile are not
 disturbed (their commits add other files). The removed files stay on disk until ``vacuum``
 (readers of an older version may still read them), their rollups too; ``specmetrics table optimize``
-then rolls up the days it merged in (:func:`queries.rollup.build_missing`). Files another
-application wrote (another engine's OPTIMIZE names its files ``part-…``: no offsets) are left as
-they are: merging them would need the offsets their names lack, and they do not stop the rest.
+then rolls up the days it merged in (:func:`queries.rollup.build_missing`). The files another
+engine's OPTIMIZE wrote (named ``part-…``: no offsets) are named again in the same commit, their
+rows under names of the offsets they hold (:mod:`storage.adoption`); those it cannot name are left
+as they are, and do not stop the rest.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from __future__ import annotations
 import logging
 import os
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import PurePosixPath
 
 import pyarrow as pa
 
+from specmetrics.storage.adoption import adopt
 from specmetrics.storage.files import read_bytes, remove, write_bytes, write_file
 from specmetrics.storage.layout import DEAD_LETTER_DIR, FileName
 from specmetrics.storage.parquet import FileStats, ParquetOptions, write_data_file
@@ -38,24 +40,30 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class Compaction:
     """What a compaction did: files merged into how many, their rows, the days (``dt``) of the
-    files it wrote, and the committed files another application wrote, left as they are."""
+    files it wrote, the committed files another application wrote left as they are, and those
+    named again (:mod:`storage.adoption`) into how many."""
 
     merged_files: int
     new_files: int
     rows: int
     days: tuple[str, ...]
     foreign: int = 0
+    named_again: int = 0
+    named_files: int = 0
 
 
 def compact(table: Table, target_rows: int, compression: str = "zstd",
             progress: Callable[[int, int], None] | None = None) -> Compaction:
     """Merge the table's runs of small committed files (see the module docstring); ``progress(done,
     total)`` with the files merged so far after each run."""
-    runs, foreign = _runs(table, target_rows)
+    files = table.files()
+    adoption = adopt(table, files, compression)
+    rewritten = {file.relative for file in adoption.removed}
+    runs = _runs(table, [file for file in files if file.relative not in rewritten], target_rows)
     total = sum(len(run) for run in runs)
-    removed: list[TableFile] = []
-    added: list[DataFile] = []
-    written_letters: list[str] = []
+    removed: list[TableFile] = list(adoption.removed)
+    added: list[DataFile] = list(adoption.added)
+    written_letters: list[str] = list(adoption.letters)
     rows = 0
     for run in runs:
         names, files = [name for name, _ in run], [file for _, file in run]
@@ -73,7 +81,7 @@ def compact(table: Table, target_rows: int, compression: str = "zstd",
         added.append(DataFile(written.relative, written.size, FileStats.of(data)))
         rows += data.num_rows
         if progress:
-            progress(len(removed), total)
+            progress(len(removed) - len(adoption.removed), total)
     if added:
         try:
             table.replace(removed, added)
@@ -82,16 +90,16 @@ def compact(table: Table, target_rows: int, compression: str = "zstd",
                 remove(table.root, relative)
             raise
         logger.info("merged %d file(s) into %d (%d rows)", len(removed), len(added), rows)
-    return Compaction(len(removed), len(added), rows, tuple(sorted({run[0][1].dt for run in runs})), foreign)
+    days = {run[0][1].dt for run in runs} | {file.dt for file in adoption.removed}
+    return Compaction(len(removed) - len(adoption.removed), len(added) - len(adoption.added), rows,
+                      tuple(sorted(days)), adoption.left, adoption.taken, len(adoption.added))
 
 
-def _runs(table: Table, target_rows: int) -> tuple[list[list[tuple[FileName, TableFile]]], int]:
-    """Runs of two or more of the table's files of one folder and source partition whose offsets
-    follow each other, each of at most ``target_rows`` rows; and how many committed files another
-    application wrote (no offsets in their names), which no run holds."""
-    files = table.files()
+def _runs(table: Table, files: Sequence[TableFile], target_rows: int) -> list[list[tuple[FileName, TableFile]]]:
+    """Runs of two or more of the table's ``files`` of one folder and source partition whose offsets
+    follow each other, each of at most ``target_rows`` rows (the files another application wrote,
+    without offsets in their names, in none)."""
     named = [(name, file) for file in files if (name := FileName.parse(PurePosixPath(file.relative).name)) is not None]
-    foreign = len(files) - len(named)
     folders: dict[FileName, int] = defaultdict(int)
     for name, _ in named:
         folders[name] += 1
@@ -116,4 +124,4 @@ def _runs(table: Table, target_rows: int) -> tuple[list[list[tuple[FileName, Tab
             run.append((name, file))
             run_rows += file_rows
         runs.append(run)
-    return [run for run in runs if len(run) > 1], foreign
+    return [run for run in runs if len(run) > 1]

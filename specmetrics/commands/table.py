@@ -133,6 +133,8 @@ def _optimize(table: Table, target_rows: int) -> None:
     print(f"merged {merged.merged_files:,} file(s) into {merged.new_files:,} ({merged.rows:,} rows), rolled up "
           f"{len(rolled):,} file(s) of their days; the files merged stay on disk until 'specmetrics table vacuum'"
           + (f"; {stated:,} file(s) committed without statistics have them now" if stated else "")
+          + (f"; {merged.named_again:,} file(s) another application wrote (no offsets in their names) written again "
+             f"into {merged.named_files:,} named for their rows' offsets" if merged.named_again else "")
           + (f"; {merged.foreign:,} file(s) another application wrote (no offsets in their names) left as they are"
              if merged.foreign else ""), flush=True)
 

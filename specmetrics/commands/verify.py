@@ -102,8 +102,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"files another application wrote: {len(report.foreign):,} of the table's data files carry no offsets "
               f"in their names (another engine's OPTIMIZE writes such: Spark's, delta-rs's; {report.foreign[0]}, "
               "...): their rows are read and checked for copies, but which offsets they hold cannot be checked, so "
-              "the table cannot be called clean again; merge small files with 'specmetrics table optimize', which "
-              "keeps the offsets in the names")
+              "the table cannot be called clean while they are in it; 'specmetrics table optimize' writes their rows "
+              "again under names that carry the offsets")
     for path in report.uncommitted:
         print(f"not in the table's log (never read): {path}")
     for group in report.set_aside:

@@ -41,6 +41,7 @@ SELECT
     CAST(max_model_len AS INTEGER) AS max_model_len,
     CAST(context_cap_from AS INTEGER) AS context_cap_from,
     CAST(skip_check AS VARCHAR) AS skip_check,
+    CAST(log_source AS VARCHAR) AS log_source,
     CAST(log_partition AS INTEGER) AS log_partition,
     CAST(log_offset AS BIGINT) AS log_offset,
     CAST(request_id AS VARCHAR) AS request_id,
@@ -66,7 +67,7 @@ SELECT
     is_vllm_draft(k_sched) AS is_vllm_draft
 -- Files written before schema 1.1 have no drafts_verified column, before 1.3 none of the three
 -- after it, before 1.5 no seq_len, before 1.6 none of vLLM's own counters, before 1.7 none of vLLM's
--- per-request metrics, before 1.8 no vllm_only: BY NAME fills them with NULL.
+-- per-request metrics, before 1.8 no vllm_only, before 1.9 no log_source: BY NAME fills them with NULL.
 FROM (FROM raw_request_steps UNION ALL BY NAME
       SELECT CAST(NULL AS INTEGER) AS drafts_verified, CAST(NULL AS INTEGER) AS max_model_len,
              CAST(NULL AS INTEGER) AS context_cap_from, CAST(NULL AS VARCHAR) AS skip_check,
@@ -75,7 +76,8 @@ FROM (FROM raw_request_steps UNION ALL BY NAME
              CAST(NULL AS INTEGER[]) AS vllm_accepted_per_pos, CAST(NULL AS VARCHAR) AS vllm_counts_missing,
              CAST(NULL AS INTEGER[]) AS vllm_request_histogram, CAST(NULL AS INTEGER) AS vllm_request_draft_tokens,
              CAST(NULL AS INTEGER[]) AS vllm_request_accepted_per_step,
-             CAST(NULL AS INTEGER[]) AS vllm_request_drafted_per_step, CAST(NULL AS VARCHAR) AS vllm_only
+             CAST(NULL AS INTEGER[]) AS vllm_request_drafted_per_step, CAST(NULL AS VARCHAR) AS vllm_only,
+             CAST(NULL AS VARCHAR) AS log_source
       WHERE false);
 
 COMMENT ON VIEW all_request_steps IS 'Every stored row typed: the request-steps, and one row of kind vllm_only per step the plugin did not see (the own counters of vLLM only).';

@@ -34,7 +34,9 @@
 --                                    step: 'observed' (the worker's decision arrived), 'none' (Model
 --                                    Runner V2, which never skips), 'unobserved' (skips unknown); NULL
 --                                    in files written before schema 1.3
---   log_partition, log_offset        where the step event sat in the log it was ingested from
+--   log_source, log_partition,       where the step event sat in the log it was ingested from: the
+--   log_offset                       name under which the table keeps that log (NULL in files written
+--                                    before schema 1.9), its partition and offset
 --   request_id                       vLLM request id
 --   kind                             'drafted' | 'skipped_for_length' | 'grammar_invalid' | 'k_zero' | 'grammar_rejected'
 --   k_zero_reason                    NULL unless kind = 'k_zero': 'no_proposal', 'length_trim',
