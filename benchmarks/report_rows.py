@@ -109,6 +109,7 @@ def _rows(steps: int, hour: int, rng: np.random.Generator) -> pa.Table:
         "max_model_len": pa.array(np.full(n, MAX_MODEL_LEN, np.int32)),
         "context_cap_from": pa.nulls(n, pa.int32()),
         "skip_check": _dictionary(np.zeros(n), ("observed",)),
+        "log_source": _dictionary(np.zeros(n), ("log",)),
         "log_partition": pa.array(np.zeros(n, np.int32)),
         "log_offset": pa.array(step.astype(np.int64) + hour * steps),
         "request_id": pc.binary_join_element_wise(
@@ -126,9 +127,9 @@ def _rows(steps: int, hour: int, rng: np.random.Generator) -> pa.Table:
         "seq_len": pa.array(np.maximum(context - rng.integers(0, 600, n), 1).astype(np.int32)),
     }
     columns.update(_vllm_counts(step, k, k_sched, k_valid, accepted))
-    for field in REQUEST_STEP_SCHEMA:  # per-request counters (1.7), vllm_only (1.8): none here
-        columns.setdefault(field.name, pa.nulls(n, field.type))
-    return pa.table(columns).cast(REQUEST_STEP_SCHEMA)
+    # per-request counters (1.7), vllm_only (1.8): none here
+    return pa.table({field.name: columns.get(field.name, pa.nulls(n, field.type))
+                     for field in REQUEST_STEP_SCHEMA}).cast(REQUEST_STEP_SCHEMA)
 
 
 def _vllm_counts(step: np.ndarray, k: np.ndarray, k_sched: np.ndarray, k_valid: np.ndarray,

@@ -92,10 +92,9 @@ def adopt(table: Table, files: Sequence[TableFile], compression: str) -> Adoptio
     # those rows (a path once committed is never written again).
     moved = {name: name_again for file in taken for key, offsets in (held[file.relative] or {}).items()
              for name, name_again in places[key].named(offsets, _folder(file))}
-    pieces = _pieces(table, taken, held, places, moved)
-    for name, name_again in moved.items():
-        pieces.extend((_folder(file), name_again, table.read(file)) for file in named_files[name])
-    added = _write(table, pieces, compression)
+    rewritten = {file.relative: name_again for name, name_again in moved.items() for file in named_files[name]}
+    removed = [*taken, *(file for name in moved for file in named_files[name])]
+    added = _write_rows(table, removed, rewritten, held, places, compression)
     written_letters = []
     for name, name_again in moved.items():
         written_letters += _write_letters(table, name_again, [name])
@@ -108,7 +107,6 @@ def adopt(table: Table, files: Sequence[TableFile], compression: str) -> Adoptio
             written_letters += _write_letters(table, name, [letter for letter in letters
                                                             if (letter.source, letter.partition) == key
                                                             and name.start <= letter.start and letter.end <= name.end])
-    removed = [*taken, *(file for name in moved for file in named_files[name])]
     return Adoption(tuple(removed), tuple(file for files in added.values() for file in files),
                     tuple(written_letters), len(taken), len(left))
 
@@ -214,36 +212,52 @@ def _numbers(file: TableFile) -> range:
     return range(file.partitions[0], file.partitions[1] + 1) if file.partitions else range(2**31)
 
 
-def _pieces(table: Table, taken: Sequence[TableFile], held: dict[str, dict[Partition, np.ndarray] | None],
-            places: dict[Partition, _Places], moved: dict[FileName, FileName]) -> list[tuple[str, FileName, pa.Table]]:
-    """The taken files' rows split by place: (folder, name to write under, rows)."""
+def _write_rows(table: Table, removed: Sequence[TableFile], rewritten: dict[str, FileName],
+                held: dict[str, dict[Partition, np.ndarray] | None], places: dict[Partition, _Places],
+                compression: str) -> dict[FileName, list[DataFile]]:
+    """The rows of the files to remove written under their names: a named file's (in ``rewritten``)
+    under its flush's new name, a taken foreign file's by :class:`_Places`; one folder's in memory at a time."""
+    by_folder: dict[str, list[TableFile]] = defaultdict(list)
+    for file in removed:
+        by_folder[_folder(file)].append(file)
+    added: dict[FileName, list[DataFile]] = defaultdict(list)
+    for folder, in_folder in by_folder.items():
+        pieces = [piece for file in in_folder for piece in (
+            [(rewritten[file.relative], table.read(file))] if file.relative in rewritten
+            else _pieces(table, file, held[file.relative] or {}, places))]
+        for name, written in _write(table, folder, pieces, compression):
+            added[name].append(written)
+    return added
+
+
+def _pieces(table: Table, file: TableFile, held: dict[Partition, np.ndarray],
+            places: dict[Partition, _Places]) -> list[tuple[FileName, pa.Table]]:
+    """A taken file's rows split by place: (name to write under, rows)."""
+    data = table.read(file)
     pieces = []
-    for file in taken:
-        data = table.read(file)
-        for key in held[file.relative] or ():
-            mine = data.filter(pc.and_(pc.equal(data["log_source"].cast(pa.string()), key[0]),
-                                       pc.equal(data["log_partition"], key[1])))
-            at = places[key].of(mine["log_offset"].to_numpy(), _folder(file))
-            assert at is not None  # a file with rows out of place is left
-            for index in np.unique(at).tolist():
-                pieces.append((_folder(file), places[key].again[index], mine.filter(pa.array(at == index))))
+    for key in held:
+        mine = data.filter(pc.and_(pc.equal(data["log_source"].cast(pa.string()), key[0]),
+                                   pc.equal(data["log_partition"], key[1])))
+        at = places[key].of(mine["log_offset"].to_numpy(), _folder(file))
+        assert at is not None  # a file with rows out of place is left
+        pieces += [(places[key].again[index], mine.filter(pa.array(at == index))) for index in np.unique(at).tolist()]
     return pieces
 
 
-def _write(table: Table, pieces: Sequence[tuple[str, FileName, pa.Table]],
-           compression: str) -> dict[FileName, list[DataFile]]:
-    """The rows of ``pieces`` written, a file per name and folder, in offset order."""
-    grouped: dict[tuple[str, FileName], list[pa.Table]] = defaultdict(list)
-    for folder, name, rows in pieces:
-        grouped[folder, name].append(_as_stored(rows))
-    added: dict[FileName, list[DataFile]] = defaultdict(list)
-    for (folder, name), parts in grouped.items():
+def _write(table: Table, folder: str, pieces: Sequence[tuple[FileName, pa.Table]],
+           compression: str) -> list[tuple[FileName, DataFile]]:
+    """The rows of ``pieces`` written into ``folder``, a file per name, in offset order."""
+    grouped: dict[FileName, list[pa.Table]] = defaultdict(list)
+    for name, rows in pieces:
+        grouped[name].append(_as_stored(rows))
+    written = []
+    for name, parts in grouped.items():
         data = pa.concat_tables(parts)
         data = data.take(pc.sort_indices(data["log_offset"]))
-        written = write_file(table.root, f"{folder}/{name.render('parquet')}",
-                             partial(write_data_file, data, ParquetOptions(compression)))
-        added[name].append(DataFile(written.relative, written.size, FileStats.of(data)))
-    return added
+        file = write_file(table.root, f"{folder}/{name.render('parquet')}",
+                          partial(write_data_file, data, ParquetOptions(compression)))
+        written.append((name, DataFile(file.relative, file.size, FileStats.of(data))))
+    return written
 
 
 def _as_stored(rows: pa.Table) -> pa.Table:

@@ -16,9 +16,10 @@ from deltalake import DeltaTable, write_deltalake
 
 from specmetrics.cli import main
 from specmetrics.queries.verify import verify_table
+from specmetrics.storage.compaction import compact
 from specmetrics.storage.layout import DEAD_LETTER_DIR, FileName
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.table import Table
+from specmetrics.storage.table import DataFile, ReplaceRefused, Table, TableFile
 from tests.support.events import T0
 from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once, ingest_to_s3, read_rows, rows_once
 from tests.support.loadgen import write_load
@@ -140,3 +141,26 @@ def test_a_table_on_s3_another_engine_optimized_is_named_again(
     assert "log             0             0           20        1     0         0" in out
     assert "set aside: log partition 0: 1 record(s), offsets 20-20" in out
     assert rows_once(s3_url) == 64 * 20
+
+
+def test_two_optimizes_at_once_name_a_foreign_file_again_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one that commits second finds the foreign file gone, commits nothing and removes what it wrote."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    write_load(log, rows=64 * 20, seed=40)
+    append_bad_record(log)
+    ingest_once(log, data, flush_rows=64 * 5)
+    DeltaTable(str(data)).optimize.compact()
+    first, second = Table(data), Table(data)
+    replace = second.replace
+
+    def after_the_other(removed: list[TableFile], added: list[DataFile]) -> None:
+        assert compact(first, target_rows=64 * 100).named_again == 1  # the other optimize commits first
+        replace(removed, added)
+
+    monkeypatch.setattr(second, "replace", after_the_other)
+    with pytest.raises(ReplaceRefused, match=r"1 of the 1 file\(s\) to merge are no longer in the table"):
+        compact(second, target_rows=64 * 100)
+    assert _spans(data) == [("12", 0, 20)]
+    assert len(list(data.glob("dt=*/hour=*/log-*.parquet"))) == 4 + 1 + 1  # the five flushes', the one committed
+    assert len(list((data / DEAD_LETTER_DIR).iterdir())) == 2  # the flush's, and the one committed
+    assert_rows_once(data, 64 * 20)
