@@ -11,11 +11,11 @@ a rollup yet are only counted. Offsets the ingester recorded as lost (gone from 
 ``_dead_letter`` line with ``"lost": true``) are covered, but listed, and the table is not clean
 while any is. Records set aside as dead letters (their bytes kept) are counted per source
 partition and reason, apart from both, with those of flushes whose data file another engine's
-OPTIMIZE rewrote (:meth:`storage.table.Table.committed_letters`). Files readers leave out (missing, damaged, of another
-size than committed) are listed and make the table not clean; data files no commit names are
-listed, and those of a commit that should have come by now make it not clean. This module sits
-with the queries, not the ingester: rollups are the queries' derived data, and the ingester
-imports nothing from queries.
+OPTIMIZE rewrote (:meth:`storage.table.Table.committed_letters`). Files readers leave out
+(missing, damaged, of another size than committed) are listed and make the table not clean; data
+files no commit names are listed, and those of a commit that should have come by now make it not
+clean. This module sits with the queries, not the ingester: rollups are the queries' derived data,
+and the ingester imports nothing from queries.
 """
 
 from __future__ import annotations

@@ -89,7 +89,9 @@ def compact(table: Table, target_rows: int, compression: str = "zstd",
             for relative in [*(file.relative for file in added), *written_letters]:  # no commit names them
                 remove(table.root, relative)
             raise
-        logger.info("merged %d file(s) into %d (%d rows)", len(removed), len(added), rows)
+        logger.info("merged %d file(s) into %d (%d rows); named %d file(s) another application wrote again as %d",
+                    len(removed) - len(adoption.removed), len(added) - len(adoption.added), rows, adoption.taken,
+                    len(adoption.added))
     days = {run[0][1].dt for run in runs} | {file.dt for file in adoption.removed}
     return Compaction(len(removed) - len(adoption.removed), len(added) - len(adoption.added), rows,
                       tuple(sorted(days)), adoption.left, adoption.taken, len(adoption.added))
