@@ -139,15 +139,15 @@ def verify_table(data: Path | S3Location, examples: int = 10,
     names = {FileName.parse(PurePosixPath(file.relative).name) for file in files.files}
     letter_names = {name: relative for relative in sorted(listed) if relative.startswith(f"{DEAD_LETTER_DIR}/")
                     and (name := FileName.parse(PurePosixPath(relative).name)) is not None}
-    letters = sorted(letter_names[name] for name in table.committed_letters(letter_names)) if table else []
-    losses, set_aside = _dead_letters(read_bytes(data, relative) or b"" for relative in letters)
+    counted = table.committed_letters(letter_names, table.files()) if table else set()
+    losses, set_aside = _dead_letters(read_bytes(data, relative) or b""
+                                      for relative in sorted(letter_names[name] for name in counted))
     committed = set(files.data)
     uncommitted = sorted(relative for relative in listed if _DATA_FILE.match(relative) and relative not in committed)
     # The offsets of a flush whose data file another engine rewrote cannot be checked: its letters alone would
     # look like gaps between them.
     coverage = _coverage([PurePosixPath(relative) for relative in
-                          [*(file.relative for file in present),
-                           *(letter for letter in letters if FileName.parse(PurePosixPath(letter).name) in names)]])
+                          [*(file.relative for file in present), *(letter_names[name] for name in counted & names)]])
     unreadable = {file.path for file in damaged} | {f"{ROLLUP_DIR}/{file.path}" for file in damaged}
     readable = replace(files, files=tuple(file for file in files.files if file.relative not in unreadable),
                        rollups=tuple(rollup for rollup in files.rollups if rollup not in unreadable))

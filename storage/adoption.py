@@ -41,7 +41,7 @@ from specmetrics.storage.files import list_folder, read_bytes, write_bytes, writ
 from specmetrics.storage.layout import DEAD_LETTER_DIR, FileName
 from specmetrics.storage.location import located
 from specmetrics.storage.parquet import FileStats, ParquetOptions, write_data_file
-from specmetrics.storage.table import DataFile, Table, TableFile
+from specmetrics.storage.table import DataFile, Table, TableFile, by_name
 
 Partition = tuple[str, int]  # a source and a partition of it
 Span = tuple[int, int]  # the first and last offset of a stretch
@@ -63,23 +63,16 @@ class Adoption:
 def adopt(table: Table, files: Sequence[TableFile], compression: str) -> Adoption:
     """Write the rows of the foreign files among the table's ``files`` under names (see the module
     docstring); nothing is committed."""
-    named: dict[Partition, list[FileName]] = defaultdict(list)
-    named_files: dict[FileName, list[TableFile]] = defaultdict(list)
-    foreign = []
-    for file in files:
-        name = FileName.parse(PurePosixPath(file.relative).name)
-        if name is None:
-            foreign.append(file)
-        else:
-            if name not in named_files:
-                named[name.source, name.partition].append(name)
-            named_files[name].append(file)
+    named_files, foreign = by_name(files)
     if not foreign:
         return Adoption()
+    named: dict[Partition, list[FileName]] = defaultdict(list)
+    for flush in named_files:
+        named[flush.source, flush.partition].append(flush)
     held = {file.relative: _offsets(table, file) for file in foreign}
     letter_names = [name for listed in list_folder(table.root, DEAD_LETTER_DIR)
                     if (name := FileName.parse(PurePosixPath(listed.relative).name)) is not None]
-    letters = [letter for letter in table.committed_letters(letter_names) if letter not in named_files]
+    letters = [letter for letter in table.committed_letters(letter_names, files) if letter not in named_files]
     partitions = {key for offsets in held.values() if offsets is not None for key in offsets}
     partitions |= {(letter.source, letter.partition) for letter in letters}
     positions = table.positions(partitions)
@@ -234,10 +227,10 @@ def _pieces(table: Table, file: TableFile, held: dict[Partition, np.ndarray],
             places: dict[Partition, _Places]) -> list[tuple[FileName, pa.Table]]:
     """A taken file's rows split by place: (name to write under, rows)."""
     data = table.read(file)
+    sources = data["log_source"].cast(pa.string())
     pieces = []
     for key in held:
-        mine = data.filter(pc.and_(pc.equal(data["log_source"].cast(pa.string()), key[0]),
-                                   pc.equal(data["log_partition"], key[1])))
+        mine = data.filter(pc.and_(pc.equal(sources, key[0]), pc.equal(data["log_partition"], key[1])))
         at = places[key].of(mine["log_offset"].to_numpy(), _folder(file))
         assert at is not None  # a file with rows out of place is left
         pieces += [(places[key].again[index], mine.filter(pa.array(at == index))) for index in np.unique(at).tolist()]
@@ -271,7 +264,7 @@ def _write_empty(table: Table, taken: Sequence[TableFile], key: Partition, name:
                  compression: str) -> list[DataFile]:
     """A file without rows under ``name`` (a stretch of dead letters, or of steps without outcomes), in
     the folder of a taken file that may hold its partition."""
-    folder = next(PurePosixPath(file.relative).parent.as_posix() for file in taken if file.may_hold_partition(key[1]))
+    folder = next(_folder(file) for file in taken if file.may_hold_partition(key[1]))
     empty = REQUEST_STEP_SCHEMA.empty_table()
     written = write_file(table.root, f"{folder}/{name.render('parquet')}",
                          partial(write_data_file, empty, ParquetOptions(compression)))

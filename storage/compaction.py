@@ -32,7 +32,7 @@ from specmetrics.storage.adoption import adopt
 from specmetrics.storage.files import read_bytes, remove, write_bytes, write_file
 from specmetrics.storage.layout import DEAD_LETTER_DIR, FileName
 from specmetrics.storage.parquet import FileStats, ParquetOptions, write_data_file
-from specmetrics.storage.table import DataFile, ReplaceRefused, Table, TableFile
+from specmetrics.storage.table import DataFile, ReplaceRefused, Table, TableFile, by_name
 
 logger = logging.getLogger(__name__)
 
@@ -101,16 +101,13 @@ def _runs(table: Table, files: Sequence[TableFile], target_rows: int) -> list[li
     """Runs of two or more of the table's ``files`` of one folder and source partition whose offsets
     follow each other, each of at most ``target_rows`` rows (the files another application wrote,
     without offsets in their names, in none)."""
-    named = [(name, file) for file in files if (name := FileName.parse(PurePosixPath(file.relative).name)) is not None]
-    folders: dict[FileName, int] = defaultdict(int)
-    for name, _ in named:
-        folders[name] += 1
     groups: dict[tuple[str, str, str, int], list[tuple[FileName, TableFile, int]]] = defaultdict(list)
-    for name, file in named:
-        # A flush with files in several hours keeps them: merged in one hour, its name would cover
-        # offsets whose rows lie in another file too.
-        rows = table.rows(file) if folders[name] == 1 else target_rows + 1
-        groups[file.dt, file.hour, name.source, name.partition].append((name, file, rows))
+    for name, in_folders in by_name(files)[0].items():
+        for file in in_folders:
+            # A flush with files in several hours keeps them: merged in one hour, its name would cover
+            # offsets whose rows lie in another file too.
+            rows = table.rows(file) if len(in_folders) == 1 else target_rows + 1
+            groups[file.dt, file.hour, name.source, name.partition].append((name, file, rows))
     runs = []
     for group in groups.values():
         group.sort(key=lambda item: item[0].start)

@@ -160,6 +160,20 @@ class TableFile:
         return size_damage(found, self.size)
 
 
+def by_name(files: Iterable[TableFile]) -> tuple[dict[FileName, list[TableFile]], list[TableFile]]:
+    """Committed data files by the flush their name says (a flush across hours has a file in each hour
+    folder), and those whose name says none (another application wrote them)."""
+    named: dict[FileName, list[TableFile]] = defaultdict(list)
+    foreign = []
+    for file in files:
+        name = FileName.parse(PurePosixPath(file.relative).name)
+        if name is None:
+            foreign.append(file)
+        else:
+            named[name].append(file)
+    return named, foreign
+
+
 def is_table(root: Path | S3Location) -> bool:
     """Whether ``root`` holds a table (a transaction log), not a plain tree."""
     if isinstance(root, S3Location):
@@ -334,31 +348,27 @@ class Table:
         ends = self.data_ends()
         return None if ends is None else ends.get((source, partition))
 
-    def committed_letters(self, letters: Iterable[FileName]) -> set[FileName]:
-        """Of dead-letter files (by their names), those of committed flushes: a committed data file has
-        the same name (every flush commits one); or another engine's OPTIMIZE rewrote that data file into
-        one without a name: a committed file without a name may hold the partition (by its statistics),
-        the offsets lie before the partition's next offset in the log, and no committed data file named
-        for the partition holds any of them (another write of them, or a merge by ``table optimize``,
-        would). Of a flush that lost its commit to such a one, the letters count too: they hold the same
-        records."""
-        named: dict[tuple[str, int], list[FileName]] = defaultdict(list)
-        foreign = []
-        for file in self.files():
-            name = FileName.parse(PurePosixPath(file.relative).name)
-            if name is None:
-                foreign.append(file)
-            else:
-                named[name.source, name.partition].append(name)
+    def committed_letters(self, letters: Iterable[FileName], files: Iterable[TableFile]) -> set[FileName]:
+        """Of dead-letter files (by their names), those of committed flushes, given the table's ``files``
+        (:meth:`files`): a committed data file has the same name (every flush commits one); or another
+        engine's OPTIMIZE rewrote that data file into one without a name: a committed file without a
+        name may hold the partition (by its statistics), the offsets lie before the partition's next
+        offset in the log, and no committed data file named for the partition holds any of them
+        (another write of them, or a merge by ``table optimize``, would). Of a flush that lost its
+        commit to such a one, the letters count too: they hold the same records."""
+        named, foreign = by_name(files)
+        partitions: dict[tuple[str, int], list[FileName]] = defaultdict(list)
+        for name in named:
+            partitions[name.source, name.partition].append(name)
         letters = list(letters)
-        committed = {letter for letter in letters if letter in named.get((letter.source, letter.partition), ())}
+        committed = {letter for letter in letters if letter in named}
         rewritten = [letter for letter in letters if letter not in committed
                      and any(file.may_hold_partition(letter.partition) for file in foreign)]
         positions = self.positions({(letter.source, letter.partition) for letter in rewritten}) if rewritten else {}
         return committed | {letter for letter in rewritten
                             if letter.end < (positions[letter.source, letter.partition] or 0)
                             and not any(name.start <= letter.end and letter.start <= name.end
-                                        for name in named[letter.source, letter.partition])}
+                                        for name in partitions[letter.source, letter.partition])}
 
     def claim(self, source: str, identity: str) -> str:
         """The name under which the table keeps the offsets and files of the log ``identity`` (a local
@@ -538,7 +548,7 @@ class Table:
         old_letters = {name: relative for relative, mtime_s in changed.items()
                        if PurePosixPath(relative).parent.as_posix() == DEAD_LETTER_DIR and mtime_s < cutoff
                        and (name := FileName.parse(PurePosixPath(relative).name)) is not None and name.attempt}
-        kept = self.committed_letters(old_letters)
+        kept = self.committed_letters(old_letters, held)
         letters = [relative for name, relative in old_letters.items() if name not in kept]
         rolled = {f"{ROLLUP_DIR}/{file.relative}" for file in held}
         rollups = [relative for relative, mtime_s in changed.items()

@@ -5,6 +5,7 @@ clean again and a restarted ingester reads where its data ends."""
 from __future__ import annotations
 
 import os
+import re
 import time
 from datetime import timedelta
 from pathlib import Path, PurePosixPath
@@ -16,12 +17,19 @@ from deltalake import DeltaTable, write_deltalake
 
 from specmetrics.cli import main
 from specmetrics.queries.verify import verify_table
-from specmetrics.storage.compaction import compact
 from specmetrics.storage.layout import DEAD_LETTER_DIR, FileName
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.table import DataFile, ReplaceRefused, Table, TableFile
+from specmetrics.storage.table import Table
 from tests.support.events import T0
-from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once, ingest_to_s3, read_rows, rows_once
+from tests.support.ingest import (
+    append_bad_record,
+    assert_rows_once,
+    ingest_once,
+    ingest_to_s3,
+    optimizes_at_once,
+    read_rows,
+    rows_once,
+)
 from tests.support.loadgen import write_load
 from tests.support.readers import numbers
 
@@ -150,16 +158,9 @@ def test_two_optimizes_at_once_name_a_foreign_file_again_once(tmp_path: Path, mo
     append_bad_record(log)
     ingest_once(log, data, flush_rows=64 * 5)
     DeltaTable(str(data)).optimize.compact()
-    first, second = Table(data), Table(data)
-    replace = second.replace
-
-    def after_the_other(removed: list[TableFile], added: list[DataFile]) -> None:
-        assert compact(first, target_rows=64 * 100).named_again == 1  # the other optimize commits first
-        replace(removed, added)
-
-    monkeypatch.setattr(second, "replace", after_the_other)
-    with pytest.raises(ReplaceRefused, match=r"1 of the 1 file\(s\) to merge are no longer in the table"):
-        compact(second, target_rows=64 * 100)
+    first, refused = optimizes_at_once(data, 64 * 100, monkeypatch)
+    assert first.named_again == 1  # the other optimize commits first
+    assert re.search(r"1 of the 1 file\(s\) to merge are no longer in the table", str(refused))
     assert _spans(data) == [("12", 0, 20)]
     assert len(list(data.glob("dt=*/hour=*/log-*.parquet"))) == 4 + 1 + 1  # the five flushes', the one committed
     assert len(list((data / DEAD_LETTER_DIR).iterdir())) == 2  # the flush's, and the one committed

@@ -26,7 +26,15 @@ from specmetrics.storage.location import S3Location
 from specmetrics.storage.parquet import FileStats
 from specmetrics.storage.table import LOG_DIR, DataFile, ReplaceRefused, Table, TableFile
 from tests.support.events import T0
-from tests.support.ingest import append_bad_record, assert_rows_once, ingest_once, ingest_to_s3, main_query, rows_once
+from tests.support.ingest import (
+    append_bad_record,
+    assert_rows_once,
+    ingest_once,
+    ingest_to_s3,
+    main_query,
+    optimizes_at_once,
+    rows_once,
+)
 from tests.support.loadgen import write_load
 from tests.support.readers import numbers, report
 
@@ -147,17 +155,10 @@ def test_two_optimizes_at_once_merge_each_file_once(tmp_path: Path, monkeypatch:
     write_load(log, rows=64 * 30, seed=31)
     ingest_once(log, data, flush_rows=64 * 2)
     flushes = {file.relative for file in Table(data).files()}
-    first, second = Table(data), Table(data)
-    replace = second.replace
-
-    def after_the_other(removed: list[TableFile], added: list[DataFile]) -> None:
-        assert compact(first, target_rows=64 * 7).merged_files == 15  # the other optimize commits first
-        replace(removed, added)
-
-    monkeypatch.setattr(second, "replace", after_the_other)
-    with pytest.raises(ReplaceRefused, match=r"15 of the 15 file\(s\) to merge are no longer in the table \(another "
-                                             r"'table optimize' merged them.*nothing was committed"):
-        compact(second, target_rows=64 * 7)
+    first, refused = optimizes_at_once(data, 64 * 7, monkeypatch)
+    assert first.merged_files == 15  # the other optimize commits first
+    assert re.search(r"15 of the 15 file\(s\) to merge are no longer in the table \(another 'table optimize' merged "
+                     r"them.*nothing was committed", str(refused))
     assert rows_once(str(data)) == 64 * 30  # the rows readers count
     assert_rows_once(data, 64 * 30)
     merged = {file.relative for file in Table(data).files()}

@@ -14,14 +14,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 
 from specmetrics.ingest import Ingester, IngestSettings, IngestStats
 from specmetrics.ingest.sources import LocalLogSource
 from specmetrics.schemas.codes import OUTCOME_DTYPE
 from specmetrics.schemas.wire import FIELDS, step_event_to_wire
+from specmetrics.storage.compaction import Compaction, compact
 from specmetrics.storage.layout import DATA_GLOB, DEAD_LETTER_DIR, FLUSH_FILES_KEY, ROLLUP_DIR, STATE_DIR, FileName
 from specmetrics.storage.location import S3Location
-from specmetrics.storage.table import Table, is_table
+from specmetrics.storage.table import DataFile, ReplaceRefused, Table, TableFile, is_table
 from specmetrics.transport.log import LocalLogWriter
 from tests.support.events import step_event
 
@@ -157,3 +159,21 @@ def copy_under_another_attempt(path: Path) -> Path:
     copy = path.with_name(FileName(name.source, name.partition, name.start, name.end, "0" * 12).render("parquet"))
     shutil.copyfile(path, copy)
     return copy
+
+
+def optimizes_at_once(data: Path, target_rows: int,
+                      monkeypatch: pytest.MonkeyPatch) -> tuple[Compaction, ReplaceRefused]:
+    """Two compactions of the table at ``data`` planned on the same version, the first committing just
+    before the second would: what the first did, and the second's refusal."""
+    first, second = Table(data), Table(data)
+    replace = second.replace
+    done: list[Compaction] = []
+
+    def after_the_other(removed: list[TableFile], added: list[DataFile]) -> None:
+        done.append(compact(first, target_rows=target_rows))
+        replace(removed, added)
+
+    monkeypatch.setattr(second, "replace", after_the_other)
+    with pytest.raises(ReplaceRefused) as refused:
+        compact(second, target_rows=target_rows)
+    return done[0], refused.value
